@@ -1,0 +1,190 @@
+"""Settings read from the environment (12-factor) with defaults that work on a fresh clone.
+
+Every knob is an environment variable; the defaults give the embedded setup that `make run` starts:
+SQLite and the secret key under the data dir, Redis on loopback, DEBUG off.
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+DATA_DIR = Path(os.environ.get("DLC_DATA_DIR", BASE_DIR / "var")).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    # A key generated once and kept in the data dir survives restarts without anyone having to set it.
+    if os.environ.get("SECRET_KEY"):
+        return os.environ["SECRET_KEY"]
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("DEBUG")
+PRODUCTION = env_bool("DLC_PRODUCTION")
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "consoleapp.urls"
+WSGI_APPLICATION = "consoleapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'console.sqlite3'}"),
+        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL and a busy timeout let the web server, worker and beat share one SQLite file without
+    # "database is locked" errors under normal load.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # A file, not memory, so the integration tests' web, worker and beat processes share the test database.
+    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("DLC_TEST_DB") or str(DATA_DIR / "test.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PRODUCTION
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+# Without collectstatic (the embedded setup) whitenoise serves straight from the finders.
+WHITENOISE_USE_FINDERS = not PRODUCTION
+
+# Celery: Redis broker; tasks acknowledged late so a worker killed mid-task does not lose it.
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600}
+CELERY_TIMEZONE = "UTC"
+DLC_SYNC_INTERVAL = float(os.environ.get("DLC_SYNC_INTERVAL", "3"))
+DLC_SWEEP_INTERVAL = float(os.environ.get("DLC_SWEEP_INTERVAL", "30"))
+CELERY_BEAT_SCHEDULE = {
+    "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL},
+    "sweep-stuck": {"task": "jobs.tasks.sweep_stuck", "schedule": DLC_SWEEP_INTERVAL},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+
+# DLC backends. The embedded localdlc endpoint; a workspace with a blank endpoint uses the regional one.
+LOCALDLC_ENDPOINT = os.environ.get("LOCALDLC_ENDPOINT", "127.0.0.1:8100")
+# Production refuses localdlc workspaces unless explicitly allowed (it runs commands as the server user).
+ALLOW_LOCALDLC = env_bool("DLC_ALLOW_LOCALDLC", default=not PRODUCTION)
+# alibabacloud_credentials profile file (INI) that workspace credential profiles are read from.
+DLC_CREDENTIALS_FILE = os.environ.get("ALIBABA_CLOUD_CREDENTIALS_FILE", "")
+# The AccessKey pair of the embedded localdlc, in the same INI format (written by the run command).
+LOCALDLC_CREDENTIALS_FILE = os.environ.get("LOCALDLC_CREDENTIALS_FILE", str(DATA_DIR / "localdlc-credentials.ini"))
+DLC_READ_TIMEOUT_MS = int(os.environ.get("DLC_READ_TIMEOUT_MS", "10000"))
+DLC_CONNECT_TIMEOUT_MS = int(os.environ.get("DLC_CONNECT_TIMEOUT_MS", "3000"))
+
+# The key that encrypts registry passwords on their way to the worker. Never stored in the database.
+DLC_SECRET_BOX_KEY = os.environ.get("DLC_SECRET_BOX_KEY", "")
+
+DEMO_USERNAME = os.environ.get("DLC_DEMO_USER", "demo")
+DEMO_PASSWORD = os.environ.get("DLC_DEMO_PASSWORD", "demo")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+if PRODUCTION:
+    from django.core.exceptions import ImproperlyConfigured
+
+    if DEBUG:
+        raise ImproperlyConfigured("DEBUG must be off in production.")
+    if DEMO_PASSWORD == "demo":
+        raise ImproperlyConfigured("Set DLC_DEMO_PASSWORD: production refuses the default demo password.")
+    if not os.environ.get("SECRET_KEY"):
+        raise ImproperlyConfigured("Set SECRET_KEY in production.")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -1,0 +1,154 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs import status as st
+
+
+class Workspace(models.Model):
+    """A console workspace: one DLC backend (region, endpoint, DLC workspace id) and how to get credentials.
+
+    Credentials themselves never live here: `credential_profile` names a profile of
+    alibabacloud_credentials' credentials file (blank: the default chain), `role_arn` a RAM role to assume.
+    """
+
+    BACKEND_DLC = "dlc"
+    BACKEND_LOCAL = "localdlc"
+    BACKENDS = [(BACKEND_DLC, "PAI-DLC"), (BACKEND_LOCAL, "localdlc (local development backend)")]
+
+    name = models.CharField(max_length=100, unique=True)
+    backend = models.CharField(max_length=16, choices=BACKENDS, default=BACKEND_DLC)
+    region = models.CharField(max_length=64, default="cn-hangzhou")
+    endpoint = models.CharField(max_length=255, blank=True, help_text="Blank: the official regional endpoint.")
+    dlc_workspace_id = models.CharField("DLC workspace ID", max_length=64, blank=True)
+    credential_profile = models.CharField(
+        max_length=64, blank=True, help_text="Profile in the alibabacloud_credentials file; blank: default chain."
+    )
+    role_arn = models.CharField("RAM role ARN to assume", max_length=255, blank=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="workspaces")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_local(self) -> bool:
+        return self.backend == self.BACKEND_LOCAL
+
+
+class Membership(models.Model):
+    VIEWER = "viewer"
+    MEMBER = "member"
+    ADMIN = "admin"
+    ROLES = [(VIEWER, "Viewer"), (MEMBER, "Member"), (ADMIN, "Admin")]
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=ROLES, default=MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "workspace"], name="one_membership_per_workspace")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.workspace} ({self.role})"
+
+
+class Job(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="jobs")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs"
+    )
+    display_name = models.CharField(max_length=256)
+    job_type = models.CharField(max_length=32, blank=True)
+    # The CreateJob body exactly as sent, without secrets; `hints` keeps the console-only choices
+    # (image kind, resource type, ...) that the wire body does not carry, for clone and edit.
+    body = models.JSONField(default=dict)
+    hints = models.JSONField(default=dict, blank=True)
+    # Registry password and other secrets on their way to the worker, encrypted with a key from settings;
+    # erased once CreateJob has been answered.
+    sealed_secrets = models.TextField(blank=True)
+    idempotency_tag = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+
+    dlc_job_id = models.CharField(max_length=64, blank=True, db_index=True)
+    status = models.CharField(max_length=32, default=st.SUBMITTING, db_index=True)
+    sub_status = models.CharField(max_length=64, blank=True)
+    reason_code = models.CharField(max_length=128, blank=True)
+    reason_message = models.TextField(blank=True)
+    status_history = models.JSONField(default=list, blank=True)
+    pods = models.JSONField(default=list, blank=True)
+    submit_error = models.JSONField(default=dict, blank=True)
+    submit_attempts = models.PositiveIntegerField(default=0)
+    imported = models.BooleanField(default=False)
+    cloned_from = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="clones"
+    )
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    synced_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["workspace", "-created_at", "-id"], name="job_ws_created"),
+            models.Index(fields=["workspace", "status"], name="job_ws_status"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "dlc_job_id"],
+                condition=~models.Q(dlc_job_id=""),
+                name="one_row_per_dlc_job",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.display_name
+
+    def get_absolute_url(self) -> str:
+        return reverse("job_detail", args=[self.pk])
+
+    @property
+    def status_label(self) -> str:
+        return st.label(self.status)
+
+    @property
+    def status_tone(self) -> str:
+        return st.tone(self.status)
+
+    @property
+    def is_active(self) -> bool:
+        return st.is_active(self.status)
+
+    @property
+    def is_stoppable(self) -> bool:
+        return st.is_stoppable(self.status)
+
+    @property
+    def tag(self) -> str:
+        """The value sent in Settings.Tags so an ambiguous CreateJob can be found again."""
+        return str(self.idempotency_tag)
+
+
+class PodLog(models.Model):
+    """A pod's log archived by the console when the job ends, so it outlives DLC's retention."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="archived_logs")
+    pod_id = models.CharField(max_length=128)
+    role = models.CharField(max_length=64, blank=True)
+    content = models.BinaryField()  # zlib-compressed UTF-8
+    lines = models.PositiveIntegerField(default=0)
+    archived_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "pod_id"], name="one_archive_per_pod")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.pod_id}"

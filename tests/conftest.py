@@ -1,0 +1,63 @@
+"""Shared fixtures. Integration tests run the real stack (Redis, localdlc, Celery worker and beat, web)
+as processes against pytest-django's test database, which is a file so every process sees it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from consoleapp.stack import Stack, free_port
+
+# Playwright's sync API runs an event loop in the test thread; our ORM calls there are still synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+pytest_plugins = ["tests.support.localdlc", "tests.support.browser"]
+
+PASSWORD = "correct-horse-battery"
+
+
+@pytest.fixture(scope="session")
+def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Stack:
+    from django.db import connection
+
+    db_name = connection.settings_dict["NAME"]
+    engine = connection.settings_dict["ENGINE"]
+    if "sqlite" in engine:
+        database_url = f"sqlite:///{Path(db_name).resolve()}"
+    else:
+        s = connection.settings_dict
+        database_url = f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{db_name}"
+    running = Stack(
+        data_dir=tmp_path_factory.mktemp("stack"),
+        web_port=free_port(),
+        localdlc_port=free_port(),
+        quiet=True,
+        sync_interval=1.0,
+        extra_env={"DATABASE_URL": database_url, "DLC_SWEEP_INTERVAL": "5"},
+    )
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def workspace(transactional_db, stack):
+    from jobs.models import Workspace
+
+    return Workspace.objects.create(
+        name="Local", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="local",
+        endpoint=f"127.0.0.1:{stack.localdlc_port}",
+    )
+
+
+@pytest.fixture
+def member(workspace):
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Membership
+
+    user = get_user_model().objects.create_user("alice", password=PASSWORD)
+    Membership.objects.create(user=user, workspace=workspace, role=Membership.MEMBER)
+    return user

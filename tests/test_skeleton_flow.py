@@ -1,0 +1,99 @@
+"""The walking skeleton end to end: web form -> Job row -> Celery worker -> CreateJob on localdlc ->
+beat sync -> the list row says Succeeded. Real Redis, worker, beat, web server and localdlc processes."""
+
+import re
+import time
+
+import pytest
+import requests
+
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.integration
+
+
+def signed_in_session(base_url: str, username: str) -> requests.Session:
+    session = requests.Session()
+    page = session.get(f"{base_url}/accounts/login/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    answer = session.post(
+        f"{base_url}/accounts/login/",
+        data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token},
+        headers={"Referer": f"{base_url}/accounts/login/"},
+    )
+    assert answer.url == f"{base_url}/", "sign-in failed"
+    return session
+
+
+def csrf(session: requests.Session, url: str) -> str:
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', session.get(url).text).group(1)
+
+
+def wait_for(predicate, timeout: float = 60, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+def test_job_submitted_through_the_web_form_succeeds(stack, member):
+    from jobs.models import Job
+
+    web = signed_in_session(stack.url, member.username)
+    create_url = f"{stack.url}/jobs/new"
+    answer = web.post(
+        create_url,
+        data={
+            "csrfmiddlewaretoken": csrf(web, create_url),
+            "name": "skeleton-echo",
+            "image": "registry.example/pytorch:2.3",
+            "framework": "PyTorchJob",
+            "workers": "1",
+            "instance_type": "ecs.g6.large",
+            "command": "echo hello; sleep 1",
+        },
+        headers={"Referer": create_url},
+    )
+    assert answer.status_code == 200
+    job = Job.objects.get(display_name="skeleton-echo")
+    assert answer.url.endswith(job.get_absolute_url())
+
+    def row():
+        html = web.get(f"{stack.url}/jobs/{job.pk}/row").text
+        return "Succeeded" in html and html
+
+    html = wait_for(row, timeout=90)
+    assert 'data-status="Succeeded"' in html
+    assert "hx-trigger" not in html, "a finished row must stop polling"
+    job.refresh_from_db()
+    assert job.dlc_job_id and job.status == "Succeeded"
+    assert any(h["Status"] == "Running" for h in job.status_history)
+    logs = web.get(f"{stack.url}/jobs/{job.pk}/pods/{job.pods[0]['PodId']}/logs").text
+    assert "hello" in logs
+
+
+def test_invalid_form_is_refused_at_the_field_and_nothing_is_saved(stack, member):
+    from jobs.models import Job
+
+    web = signed_in_session(stack.url, member.username)
+    create_url = f"{stack.url}/jobs/new"
+    answer = web.post(
+        create_url,
+        data={"csrfmiddlewaretoken": csrf(web, create_url), "name": "bad name!", "image": "x",
+              "framework": "PyTorchJob", "workers": "0", "instance_type": "ecs.g6.large", "command": ""},
+        headers={"Referer": create_url},
+    )
+    assert answer.status_code == 200
+    assert "Use only letters, digits" in answer.text
+    assert Job.objects.count() == 0
+
+
+def test_healthz_reports_every_component_up(stack, workspace):
+    answer = requests.get(f"{stack.url}/healthz", timeout=30)
+    report = answer.json()
+    assert answer.status_code == 200, report
+    assert set(report["checks"]) == {"database", "redis", "worker", "workspace:Local"}
+    assert all(check["ok"] for check in report["checks"].values())
