@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test test-unit test-integration test-browser lint bench system-deps clean
+.PHONY: run test test-postgres test-unit test-integration test-browser lint bench system-deps clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,12 +16,19 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/python manage.py runconsole
 
-## Install what the tests need (Redis, Chromium) and run every test.
+## Install what the tests need (Redis, Chromium, PostgreSQL) and run every test on SQLite, then the
+## integration tests again on a throwaway PostgreSQL cluster (production's database).
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	env -u DATABASE_URL $(BIN)/python -m pytest $(PYTEST_ARGS)
+	bash scripts/install-postgres.sh run $(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
+
+## Only the PostgreSQL pass of `make test`.
+test-postgres: $(STAMP) system-deps
+	bash scripts/install-postgres.sh run $(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
 
 system-deps:
 	@bash scripts/install-test-deps.sh
+	@bash scripts/install-postgres.sh
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not integration and not browser" $(PYTEST_ARGS)
@@ -35,8 +42,9 @@ test-browser: $(STAMP) system-deps
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+## Benchmarks (bench/RESULTS.md); e.g. make bench BENCH_ARGS="--sizes 1000,100000,1000000".
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var

@@ -77,6 +77,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "jobs.portal.nav",
             ],
         },
     },
@@ -97,7 +98,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     # A file, not memory, so the integration tests' web, worker and beat processes share the test database.
-    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("DLC_TEST_DB") or str(DATA_DIR / "test.sqlite3")}
+    # One file per test run, so concurrent runs on one machine do not share (and destroy) each other's.
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.environ.get("DLC_TEST_DB") or str(DATA_DIR / f"test-{os.getpid()}.sqlite3")
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -107,6 +111,38 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# Sign-in rate limit (jobs.ratelimit): failures per client IP + username, and per IP, within a window.
+LOGIN_MAX_FAILURES = int(os.environ.get("LOGIN_MAX_FAILURES", "5"))
+LOGIN_MAX_FAILURES_PER_IP = int(os.environ.get("LOGIN_MAX_FAILURES_PER_IP", "50"))
+LOGIN_WINDOW_SECONDS = int(os.environ.get("LOGIN_WINDOW_SECONDS", "900"))
+# Behind a reverse proxy every request comes from the proxy's address; trust the address it appends.
+LOGIN_TRUST_X_FORWARDED_FOR = env_bool("LOGIN_TRUST_X_FORWARDED_FOR")
+
+# Company SSO through an authenticating proxy (docs/sso.md): the proxy passes the user name in a header.
+REMOTE_USER_ENABLED = env_bool("DLC_REMOTE_USER")
+DLC_REMOTE_USER_HEADER = os.environ.get("DLC_REMOTE_USER_HEADER", "X-Forwarded-User")
+if REMOTE_USER_ENABLED:
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+        "jobs.sso.ProxyRemoteUserMiddleware",
+    )
+    AUTHENTICATION_BACKENDS = [
+        "django.contrib.auth.backends.RemoteUserBackend",
+        "django.contrib.auth.backends.ModelBackend",
+    ]
+
+# Counters of the sign-in rate limit and cached ListEcsSpecs answers. Production runs several web
+# processes, so they share Redis; the embedded setup's single process keeps them in memory.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    if not (PRODUCTION or os.environ.get("DLC_CACHE_URL"))
+    else {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": os.environ.get("DLC_CACHE_URL") or os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/1"),
+        "KEY_PREFIX": "dlc-console",
+    }
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
@@ -140,9 +176,18 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600}
 CELERY_TIMEZONE = "UTC"
 DLC_SYNC_INTERVAL = float(os.environ.get("DLC_SYNC_INTERVAL", "3"))
 DLC_SWEEP_INTERVAL = float(os.environ.get("DLC_SWEEP_INTERVAL", "30"))
+# How long a job may wait (no submit attempt, stop or log archive under way) before the sweep re-enqueues it.
+DLC_SWEEP_AGE = float(os.environ.get("DLC_SWEEP_AGE", "120"))
+# Transient-error retries of a submit (exponential backoff with jitter, base and cap in seconds).
+DLC_SUBMIT_RETRIES = int(os.environ.get("DLC_SUBMIT_RETRIES", "8"))
+DLC_RETRY_BASE_SECONDS = float(os.environ.get("DLC_RETRY_BASE_SECONDS", "1"))
+DLC_RETRY_CAP_SECONDS = float(os.environ.get("DLC_RETRY_CAP_SECONDS", "60"))
 CELERY_BEAT_SCHEDULE = {
-    "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL},
-    "sweep-stuck": {"task": "jobs.tasks.sweep_stuck", "schedule": DLC_SWEEP_INTERVAL},
+    # Periodic tasks expire after one interval: a backlog (worker down) must not replay every missed cycle.
+    "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL,
+                  "options": {"expires": max(1.0, DLC_SYNC_INTERVAL)}},
+    "sweep-stuck": {"task": "jobs.tasks.sweep_stuck", "schedule": DLC_SWEEP_INTERVAL,
+                    "options": {"expires": max(1.0, DLC_SWEEP_INTERVAL)}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 

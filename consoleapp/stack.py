@@ -160,6 +160,17 @@ class Stack:
         if proc:
             _terminate(proc, sig)
 
+    def start_service(self, name: str) -> None:
+        """Start one service by name (redis, localdlc, worker, beat, web), e.g. after stop_service()."""
+        starters = {"redis": self.start_redis, "localdlc": self.start_localdlc, "worker": self.start_worker,
+                    "beat": self.start_beat, "web": self.start_web}
+        starters[name]()
+
+    def restart_service(self, name: str, sig: int = signal.SIGTERM) -> None:
+        """Stop one service (sig=SIGKILL for a crash) and start it again on the same port and data dir."""
+        self.stop_service(name, sig)
+        self.start_service(name)
+
     def start_localdlc(self) -> None:
         env = self.env() | {
             "LOCALDLC_ACCESS_KEY_ID": self.access_key_id,

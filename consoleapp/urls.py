@@ -2,12 +2,15 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from jobs import health
+from jobs import health, portal
 
 urlpatterns = [
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    # Django's LoginView with a failed-attempt limit per client IP and username.
+    path("accounts/login/", portal.login, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", health.healthz, name="healthz"),
+    # The admin's own sign-in page would bypass the rate limit: it uses the console's instead.
+    path("admin/login/", portal.login),
     path("admin/", admin.site.urls),
     path("", include("jobs.urls")),
 ]

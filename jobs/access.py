@@ -60,3 +60,21 @@ def get_job(user, pk: int, action: str = "view") -> Job:
     job = get_object_or_404(jobs_for(user).select_related("workspace", "owner"), pk=pk)
     require(user, action, workspace=job.workspace, job=job)
     return job
+
+
+def get_workspace(user, pk: int, action: str = "view") -> Workspace:
+    """A workspace the user may act on; 404 (not 403) when they are not a member, so ids don't leak."""
+    workspace = get_object_or_404(workspaces_for(user), pk=pk)
+    require(user, action, workspace=workspace)
+    return workspace
+
+
+def get_template(user, pk: int, action: str = "view"):
+    """A job template of one of the user's workspaces; 404 for templates elsewhere."""
+    from jobs.models import JobTemplate
+
+    template = get_object_or_404(
+        JobTemplate.objects.select_related("workspace").filter(workspace__in=workspaces_for(user)), pk=pk
+    )
+    require(user, action, workspace=template.workspace)
+    return template

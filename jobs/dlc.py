@@ -7,6 +7,7 @@ regional PAI-DLC endpoint or at the embedded localdlc service, so tests exercise
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from alibabacloud_credentials.client import Client as CredentialClient
@@ -21,6 +22,7 @@ from alibabacloud_tea_openapi import exceptions as api_exceptions
 from alibabacloud_tea_openapi.utils_models import Config
 from darabonba.runtime import RuntimeOptions
 from django.conf import settings
+from django.utils import timezone
 
 # The Settings.Tags key that carries a Job's idempotency tag, so a retried submit can find its job.
 IDEMPOTENCY_TAG_KEY = "dlc-console-submission"
@@ -28,6 +30,11 @@ IDEMPOTENCY_TAG_KEY = "dlc-console-submission"
 LIST_PAGE_SIZE = 100
 # Throttling codes the service answers with HTTP 400 rather than 429.
 THROTTLING_CODES = ("Throttling", "ServiceUnavailable", "InternalError", "ServiceBusy")
+# Transport errors (by class name, whatever HTTP library the SDK uses) raised before a connection existed.
+NOT_CONNECTED_ERRORS = frozenset({"ConnectionRefusedError", "NewConnectionError", "ConnectTimeoutError",
+                                  "ConnectTimeout", "NameResolutionError"})
+# How many unverifiable candidates a tag look-up confirms with GetJob before giving up on them.
+TAG_CONFIRM_LIMIT = 5
 
 
 @dataclass
@@ -41,6 +48,7 @@ class DLCError(Exception):
     status: int | None = None
     transient: bool = False
     ambiguous: bool = False
+    retry_after: float | None = None  # seconds the backend (or the console) asks to wait before retrying
 
     def __str__(self) -> str:
         rid = f" (RequestId {self.request_id})" if self.request_id else ""
@@ -48,6 +56,24 @@ class DLCError(Exception):
 
     def as_dict(self) -> dict[str, Any]:
         return {"Code": self.code, "Message": self.message, "RequestId": self.request_id, "Status": self.status}
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and everything it wraps (the SDK nests requests' and urllib3's errors)."""
+    found: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or any(current is seen for seen in found) or len(found) > 20:
+            continue
+        found.append(current)
+        todo += [getattr(current, "inner_exception", None), current.__cause__, current.__context__]
+    return found
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """No connection was made, so the request cannot have reached the service."""
+    return any(type(e).__name__ in NOT_CONNECTED_ERRORS for e in _causes(exc))
 
 
 def classify(exc: Exception) -> DLCError:
@@ -64,10 +90,28 @@ def classify(exc: Exception) -> DLCError:
             or (status is not None and (status == 429 or status >= 500))
             or code.startswith(THROTTLING_CODES)
         )
-        return DLCError(code, message, request_id, status, transient=transient)
-    # No answer (refused, reset, timed out): the call may or may not have reached the service.
+        retry_after_ms = getattr(exc, "retry_after", None)
+        retry_after = retry_after_ms / 1000 if isinstance(retry_after_ms, int | float) and retry_after_ms > 0 else None
+        return DLCError(code, message, request_id, status, transient=transient, retry_after=retry_after)
+    # No answer: refused before sending is harmless; a reset or timeout after sending may have taken effect.
     name = type(exc).__name__
-    return DLCError(f"Connection.{name}", str(exc)[:500], transient=True, ambiguous=True)
+    inner = getattr(exc, "inner_exception", None)
+    detail = str(inner if inner is not None else exc)[:500]
+    return DLCError(f"Connection.{name}", detail, transient=True, ambiguous=not _never_sent(exc))
+
+
+def in_flight_window() -> float:
+    """Seconds after which a CreateJob sent without an answer can no longer land: the client has given up
+    (connect + read timeout) and the service has had a margin to finish what it received."""
+    return (settings.DLC_CONNECT_TIMEOUT_MS + settings.DLC_READ_TIMEOUT_MS) / 1000 + 2.0
+
+
+def api_time(value: datetime) -> str:
+    """A time as the API's query parameters take it (UTC, ISO 8601); sub-second only when there is one."""
+    value = value.astimezone(UTC) if timezone.is_aware(value) else value
+    if value.microsecond:
+        return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def credentials_for(workspace) -> CredentialClient:
@@ -136,12 +180,44 @@ def list_jobs(workspace, **query: Any) -> tuple[list[dict[str, Any]], int]:
     return [j.to_map() for j in (body.jobs or [])], int(body.total_count or 0)
 
 
-def find_by_tag(workspace, tag: str) -> str | None:
-    """The DLC job id created with this idempotency tag, if the service has one."""
-    jobs, _ = list_jobs(workspace, Tags={IDEMPOTENCY_TAG_KEY: tag}, PageSize=10, ShowOwn=None)
-    for job in jobs:
-        if (job.get("Settings") or {}).get("Tags", {}).get(IDEMPOTENCY_TAG_KEY) == tag:
-            return job["JobId"]
+def tag_of(item: dict[str, Any]) -> str | None:
+    """The console idempotency tag a ListJobs/GetJob item carries, if any."""
+    tags = (item.get("Settings") or {}).get("Tags") or {}
+    value = tags.get(IDEMPOTENCY_TAG_KEY) if isinstance(tags, dict) else None
+    return str(value) if value else None
+
+
+def pick_tagged(items: list[dict[str, Any]], tag: str) -> str | None:
+    """The job among items that carries the tag; the oldest if (against all odds) there are several."""
+    matches = [item for item in items if tag_of(item) == tag and item.get("JobId")]
+    if not matches:
+        return None
+    return min(matches, key=lambda item: (str(item.get("GmtCreateTime") or ""), item["JobId"]))["JobId"]
+
+
+def find_by_tag(workspace, tag: str, *, since: datetime | None = None, display_name: str = "") -> str | None:
+    """The DLC job id created with this idempotency tag, if the service has one.
+
+    A tag match is only trusted when the item itself shows the tag: a backend that ignored the Tags filter
+    would otherwise hand us someone else's job. Items that do not echo Settings are confirmed with GetJob.
+    `since` (the Job row's creation) widens the search past ListJobs' default 7-day window; `display_name`
+    gives a second look, among jobs of that name, in case the Tags filter is not honoured at all.
+    """
+    start = api_time((since - timedelta(days=1)).replace(microsecond=0)) if since else None
+    queries = [{"Tags": {IDEMPOTENCY_TAG_KEY: tag}}]
+    if display_name:
+        queries.append({"DisplayName": display_name})
+    for query in queries:
+        items, _ = list_jobs(workspace, StartTime=start, PageSize=LIST_PAGE_SIZE, PageNumber=1, **query)
+        found = pick_tagged(items, tag)
+        if found:
+            return found
+        if "Tags" in query:
+            unverifiable = [item for item in items if item.get("JobId") and not item.get("Settings")]
+            confirmed = [get_job(workspace, item["JobId"]) for item in unverifiable[:TAG_CONFIRM_LIMIT]]
+            found = pick_tagged(confirmed, tag)
+            if found:
+                return found
     return None
 
 
@@ -154,9 +230,10 @@ def stop_job(workspace, job_id: str) -> None:
     _call(client_for(workspace).stop_job_with_options, job_id)
 
 
-def get_pod_logs(workspace, job_id: str, pod_id: str, *, max_lines: int = 2000, **query: Any) -> list[str]:
+def get_pod_logs(workspace, job_id: str, pod_id: str, *, max_lines: int = 2000, read_timeout_ms: int = 5000,
+                 **query: Any) -> list[str]:
     request = dlc_models.GetPodLogsRequest(max_lines=max_lines, **query)
-    client = client_for(workspace, read_timeout_ms=5000)
+    client = client_for(workspace, read_timeout_ms=read_timeout_ms)
     return list(_call(client.get_pod_logs_with_options, job_id, pod_id, request).logs or [])
 
 

@@ -1,20 +1,42 @@
-"""Submission, status sync and stop: plain functions the Celery tasks call, testable without a worker."""
+"""Submission, status sync, import and stop: plain functions the Celery tasks call, testable without a worker.
+
+Exactly-once submission rests on three things: the idempotency tag sent in Settings.Tags; a claim on the
+row (`submit_unanswered_since`) so only one attempt is ever unanswered at a time; and, before any re-send,
+a ListJobs look-up of the tag once the earlier attempt can no longer land (dlc.in_flight_window()).
+"""
 
 from __future__ import annotations
 
 import logging
+import math
+import random
+import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import dlc, secretbox
+from jobs import access, audit, dlc, secretbox, spec
 from jobs import status as st
-from jobs.models import Job, Workspace
+from jobs.models import Job, Workspace, WorkspaceSync
 
 log = logging.getLogger(__name__)
+
+IN_FLIGHT = "Console.SubmitInFlight"
+# ListJobs looks back 7 days unless told otherwise; the import starts just inside that window.
+LIST_WINDOW = timedelta(days=7)
+# The import re-reads the newest jobs this far back, for jobs that become visible a little late.
+IMPORT_OVERLAP = timedelta(minutes=2)
+# Active jobs that ListJobs no longer returns are checked one by one, at most this many per cycle.
+MISSING_CHECKS_PER_CYCLE = 5
+SYNC_LEASE = timedelta(minutes=2)
+
+
+# -- submission ------------------------------------------------------------------------------------------
 
 
 def wire_body(job: Job, secrets: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -22,68 +44,143 @@ def wire_body(job: Job, secrets: dict[str, Any] | None = None) -> dict[str, Any]
     body = dict(job.body)
     settings_ = dict(body.get("Settings") or {})
     settings_["Tags"] = {**(settings_.get("Tags") or {}), dlc.IDEMPOTENCY_TAG_KEY: job.tag}
+    redis_password = (secrets or {}).get("RayRedisPassword")
+    if redis_password:  # sealed by the wizard and the API like the registry password; never in job.body
+        settings_["AdvancedSettings"] = {**(settings_.get("AdvancedSettings") or {}), "RayRedisPassword": redis_password}
     body["Settings"] = settings_
     if job.workspace.dlc_workspace_id and not body.get("WorkspaceId"):
         body["WorkspaceId"] = job.workspace.dlc_workspace_id
     password = (secrets or {}).get("registry_password")
     if password:
         body["JobSpecs"] = [
-            {**spec, "ImageConfig": {**(spec.get("ImageConfig") or {}), "Password": password}}
-            for spec in body.get("JobSpecs", [])
+            {**spec_, "ImageConfig": {**(spec_.get("ImageConfig") or {}), "Password": password}}
+            for spec_ in body.get("JobSpecs", [])
         ]
     return body
 
 
-def submit(job_id: int) -> str:
-    """Create the job on DLC exactly once. Returns what happened; raises DLCError when worth a retry.
+def _in_flight(seconds: float) -> dlc.DLCError:
+    return dlc.DLCError(
+        IN_FLIGHT, "An earlier CreateJob for this job may still be in flight; it is looked up once settled.",
+        transient=True, retry_after=max(0.1, seconds),
+    )
 
-    Idempotent: a job that has a DLC id is left alone. Any earlier attempt may have reached DLC without
-    an answer (timeout, worker killed mid-call), so every attempt after the first looks the tag up first.
+
+def submit(job_id: int) -> str:
+    """Create the job on DLC exactly once: "created", "adopted", "failed", "cancelled" or "already-submitted".
+
+    Raises DLCError when worth a retry (transient errors, or another attempt still in flight). Safe to run
+    any number of times, concurrently too: every attempt after the first looks the tag up before sending.
     """
+    now = timezone.now()
     with transaction.atomic():
         job = Job.objects.select_for_update().select_related("workspace").get(pk=job_id)
         if job.dlc_job_id or job.status != st.SUBMITTING:
             return "already-submitted"
-        previous_attempts = job.submit_attempts
+        if job.stop_requested_at and not job.submit_attempts:
+            _cancel_unsent(job, now)
+            return "cancelled"
+        if job.submit_unanswered_since:
+            settled_at = job.submit_unanswered_since + timedelta(seconds=dlc.in_flight_window())
+            if now < settled_at:
+                raise _in_flight((settled_at - now).total_seconds())
+        look_first = job.submit_attempts > 0
         job.submit_attempts += 1
-        job.save(update_fields=["submit_attempts"])
+        job.submit_last_attempt_at = now
+        job.submit_unanswered_since = now  # the claim: concurrent attempts back off until it settles
+        job.save(update_fields=["submit_attempts", "submit_last_attempt_at", "submit_unanswered_since"])
+    claim = now
 
-    if previous_attempts:
-        found = dlc.find_by_tag(job.workspace, job.tag)
-        if found:
-            _mark_submitted(job, found)
-            return "adopted"
-
+    sent = False
     try:
-        job_id_remote = dlc.create_job(job.workspace, wire_body(job, secretbox.unseal(job.sealed_secrets)))
+        if look_first:
+            found = dlc.find_by_tag(job.workspace, job.tag, since=job.created_at, display_name=job.display_name)
+            if found:
+                adopt(job, found)
+                return "adopted"
+        # Renew the claim right before sending (the look-up took time); lose it and someone else is on it.
+        sent_at = timezone.now()
+        if not Job.objects.filter(pk=job.pk, submit_unanswered_since=claim).update(submit_unanswered_since=sent_at):
+            raise _in_flight(dlc.in_flight_window())
+        sent = True
+        remote_id = dlc.create_job(job.workspace, wire_body(job, secretbox.unseal(job.sealed_secrets)))
     except dlc.DLCError as err:
+        if err.code != IN_FLIGHT and (not sent or not err.ambiguous):
+            # An answer came back (or nothing was sent): no attempt of ours is in flight any more.
+            Job.objects.filter(pk=job.pk, dlc_job_id="").update(submit_unanswered_since=None)
         if err.transient:
             raise
-        Job.objects.filter(pk=job.pk, dlc_job_id="").update(
-            status=st.SUBMIT_FAILED, submit_error=err.as_dict(), sealed_secrets="", finished_at=timezone.now()
-        )
+        _fail_submit(job.pk, err)
         return "failed"
-    _mark_submitted(job, job_id_remote)
+    adopt(job, remote_id)
     return "created"
 
 
-def _mark_submitted(job: Job, remote_id: str) -> None:
+def _cancel_unsent(job: Job, now: datetime) -> None:
+    """A stop asked before any CreateJob was sent: the job never reaches DLC."""
+    job.status = "Stopped"
+    job.reason_code = "Console.CancelledBeforeSubmit"
+    job.reason_message = "Stopped before it was submitted to DLC."
+    job.sealed_secrets = ""
+    job.finished_at = now
+    job.save(update_fields=["status", "reason_code", "reason_message", "sealed_secrets", "finished_at"])
+
+
+def adopt(job: Job, remote_id: str) -> bool:
+    """Bind a DLC job to its row (fresh from CreateJob, or found by its tag). False if already bound."""
     now = timezone.now()
-    Job.objects.filter(pk=job.pk, dlc_job_id="").update(
-        dlc_job_id=remote_id,
-        status="Creating",
-        submitted_at=now,
-        sealed_secrets="",
-        submit_error={},
-        status_history=[{"Status": "Creating", "StartTime": now.isoformat()}],
+    with transaction.atomic():
+        # An import that ran before the row was bound (a backend that hides tags) made a twin: the row wins.
+        Job.objects.filter(workspace_id=job.workspace_id, dlc_job_id=remote_id, imported=True).exclude(
+            pk=job.pk
+        ).delete()
+        stopping = Job.objects.filter(pk=job.pk, stop_requested_at__isnull=False).exists()
+        bound = Job.objects.filter(pk=job.pk, dlc_job_id="").update(
+            dlc_job_id=remote_id,
+            status="Stopping" if stopping else "Creating",
+            submitted_at=now,
+            sealed_secrets="",
+            submit_error={},
+            submit_unanswered_since=None,
+            finished_at=None,
+            status_history=[{"Status": "Creating", "StartTime": now.isoformat()}],
+        )
+    if bound and stopping:
+        _enqueue_stop(job.pk)
+    return bool(bound)
+
+
+def _fail_submit(job_id: int, err: dlc.DLCError) -> None:
+    Job.objects.filter(pk=job_id, dlc_job_id="", status=st.SUBMITTING).update(
+        status=st.SUBMIT_FAILED, submit_error=err.as_dict(), sealed_secrets="", finished_at=timezone.now(),
+        submit_unanswered_since=None,
     )
 
 
 def give_up_submit(job_id: int, err: dlc.DLCError) -> None:
-    """Retries ran out on a transient error: say so on the job, keep it editable."""
-    Job.objects.filter(pk=job_id, dlc_job_id="", status=st.SUBMITTING).update(
-        status=st.SUBMIT_FAILED, submit_error=err.as_dict(), sealed_secrets="", finished_at=timezone.now()
-    )
+    """Retries ran out on a transient error: say so on the job, keep it editable.
+
+    Should the last, unanswered attempt have landed after all, the import adopts that job into this row.
+    """
+    _fail_submit(job_id, err)
+
+
+def retry_delay(err: dlc.DLCError, retries: int) -> float:
+    """How long a task waits before its next try: what the backend asked for, else jittered backoff."""
+    if err.retry_after:
+        return err.retry_after + backoff(0, cap=1.0) * 0.1
+    return backoff(retries)
+
+
+def backoff(retries: int, cap: float | None = None, base: float | None = None) -> float:
+    """Exponential backoff with jitter, so many retrying workers do not hit DLC in step."""
+    base = settings.DLC_RETRY_BASE_SECONDS if base is None else base
+    cap = settings.DLC_RETRY_CAP_SECONDS if cap is None else cap
+    ceiling = min(cap, base * 2.0 ** max(0, retries))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+# -- status sync and import ------------------------------------------------------------------------------
 
 
 def _dt(value: Any) -> datetime | None:
@@ -91,78 +188,413 @@ def _dt(value: Any) -> datetime | None:
         return None
     parsed = parse_datetime(str(value))
     if parsed and timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, timezone.utc)
+        parsed = timezone.make_aware(parsed, timezone.get_fixed_timezone(0))
     return parsed
 
 
 def apply_remote(job: Job, item: dict[str, Any]) -> bool:
-    """Copy what DLC says about a job onto its row. Returns True when the job just became terminal."""
+    """Copy what DLC says about a job onto its row. Returns True when the job just became terminal.
+
+    Writes only when something changed. A stop the user asked for keeps the row "Stopping" until DLC
+    reports the job stopping or ended, so the row does not flick back to "Running" meanwhile.
+    """
     was_active = job.is_active
-    job.status = item.get("Status") or job.status
-    job.sub_status = item.get("SubStatus") or ""
-    job.reason_code = item.get("ReasonCode") or ""
-    job.reason_message = item.get("ReasonMessage") or ""
+    remote = item.get("Status") or job.status
+    if job.stop_requested_at and st.is_active(remote) and remote != "Stopping" and not job.stop_error:
+        remote = "Stopping"
+    values: dict[str, Any] = {
+        "status": remote,
+        "sub_status": item.get("SubStatus") or "",
+        "reason_code": item.get("ReasonCode") or "",
+        "reason_message": item.get("ReasonMessage") or "",
+    }
     if item.get("StatusHistory"):
-        job.status_history = item["StatusHistory"]
+        values["status_history"] = item["StatusHistory"]
     if item.get("Pods") is not None:
-        job.pods = item["Pods"]
-    job.started_at = _dt(item.get("GmtRunningTime")) or job.started_at
-    job.finished_at = _dt(item.get("GmtFinishTime")) or (timezone.now() if not job.is_active else None)
+        values["pods"] = item["Pods"]
+    values["started_at"] = _dt(item.get("GmtRunningTime")) or job.started_at
+    if st.is_active(remote):
+        values["finished_at"] = None
+    else:
+        values["finished_at"] = _dt(item.get("GmtFinishTime")) or job.finished_at or timezone.now()
+    changed = [name for name, value in values.items() if getattr(job, name) != value]
+    for name in changed:
+        setattr(job, name, values[name])
     job.synced_at = timezone.now()
-    job.save(
-        update_fields=[
-            "status", "sub_status", "reason_code", "reason_message", "status_history", "pods",
-            "started_at", "finished_at", "synced_at",
-        ]
-    )
+    job.save(update_fields=[*changed, "synced_at"])
     return was_active and not job.is_active
 
 
-def sync_workspace(workspace: Workspace) -> list[int]:
-    """One status cycle for a workspace: one ListJobs call per page of its active jobs.
+def _take_lease(workspace: Workspace) -> WorkspaceSync | None:
+    """The right to run this workspace's cycle; None while another cycle (another worker) holds it."""
+    state, _ = WorkspaceSync.objects.get_or_create(workspace=workspace)
+    now = timezone.now()
+    free = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    if not WorkspaceSync.objects.filter(free, pk=state.pk).update(lease_until=now + SYNC_LEASE):
+        return None
+    state.refresh_from_db()
+    return state
 
-    Returns the ids of jobs that ended in this cycle (their logs get archived).
+
+def sync_workspace(workspace: Workspace) -> list[int] | None:
+    """One status cycle for a workspace. Returns the ids of jobs that ended in it (their logs get archived),
+    or None when another cycle for this workspace is still running.
+
+    ListJobs calls: one per page of active jobs (JobIds filter) plus one for the import.
     """
+    state = _take_lease(workspace)
+    if state is None:
+        return None
+    error = ""
+    try:
+        ended = sync_active(workspace)
+        ended += import_new(workspace, state)
+    except dlc.DLCError as err:
+        error = str(err)
+        raise
+    finally:
+        WorkspaceSync.objects.filter(pk=state.pk).update(
+            lease_until=None, cycles=state.cycles + 1, last_cycle_at=timezone.now(), last_error=error,
+            import_from=state.import_from, import_page=state.import_page,
+        )
+    for job_id in ended:
+        _enqueue_archive(job_id)
+    return ended
+
+
+def sync_active(workspace: Workspace) -> list[int]:
+    """Refresh every active job of the workspace, a ListJobs page (JobIds filter) per API page of jobs."""
     active = list(
         Job.objects.filter(workspace=workspace)
         .exclude(dlc_job_id="")
         .exclude(status__in=st.TERMINAL)
-        .only("id", "dlc_job_id", "status", "created_at")
+        .order_by("pk")
     )
     ended: list[int] = []
+    missing: list[Job] = []
     for start in range(0, len(active), dlc.LIST_PAGE_SIZE):
         page = active[start : start + dlc.LIST_PAGE_SIZE]
         by_remote = {j.dlc_job_id: j for j in page}
-        # ListJobs covers the last 7 days unless told otherwise; ask from the oldest job of the page.
+        # Ask from a day before the page's oldest job: ListJobs would otherwise look back only 7 days.
         oldest = min(j.created_at for j in page) - timedelta(days=1)
         items, _ = dlc.list_jobs(
             workspace,
             JobIds=",".join(by_remote),
-            StartTime=oldest.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            StartTime=dlc.api_time(oldest.replace(microsecond=0)),
             PageSize=dlc.LIST_PAGE_SIZE,
             PageNumber=1,
         )
+        seen = set()
         for item in items:
             job = by_remote.get(item.get("JobId"))
-            if job and apply_remote(job, item):
+            if job is None:
+                continue
+            seen.add(job.dlc_job_id)
+            if apply_remote(job, item):
                 ended.append(job.pk)
+        missing += [j for j in page if j.dlc_job_id not in seen]
+    for job in missing[:MISSING_CHECKS_PER_CYCLE]:
+        if _check_missing(job):
+            ended.append(job.pk)
     return ended
 
 
+def _check_missing(job: Job) -> bool:
+    """An active job ListJobs did not return: ask GetJob; a job DLC no longer knows has ended."""
+    try:
+        item = dlc.get_job(job.workspace, job.dlc_job_id)
+    except dlc.DLCError as err:
+        if err.status != 404:
+            log.warning("job %s (%s) is missing from ListJobs and GetJob failed: %s", job.pk, job.dlc_job_id, err)
+            return False
+        item = {"Status": "Failed", "ReasonCode": err.code or "JobNotFound",
+                "ReasonMessage": f"DLC no longer knows this job: {err.message}"}
+    return apply_remote(job, item)
+
+
+def import_new(workspace: Workspace, state: WorkspaceSync) -> list[int]:
+    """One ListJobs page of the workspace's jobs, oldest first from the import cursor: jobs created
+    elsewhere (DLC console, SDK, CLI) get an imported row; jobs carrying our tag are adopted by their row.
+
+    Advances state.import_from / import_page (saved by the caller). Returns ids of jobs that ended here.
+    """
+    now = timezone.now()
+    start = state.import_from or (now - LIST_WINDOW + timedelta(hours=1))
+    # Never look back past the window ListJobs can serve (the cursor may be old after a long pause).
+    start = max(start, now - LIST_WINDOW + timedelta(minutes=5)).replace(microsecond=0)
+    items, _ = dlc.list_jobs(
+        workspace,
+        StartTime=dlc.api_time(start),
+        SortBy="GmtCreateTime",
+        Order="asc",
+        PageSize=dlc.LIST_PAGE_SIZE,
+        PageNumber=state.import_page,
+    )
+    ids = [item["JobId"] for item in items if item.get("JobId")]
+    known = set(Job.objects.filter(workspace=workspace, dlc_job_id__in=ids).values_list("dlc_job_id", flat=True))
+    ended: list[int] = []
+    for item in items:
+        if item.get("JobId") and item["JobId"] not in known:
+            row = import_or_adopt(workspace, item)
+            if row is not None and not row.imported and not row.is_active:
+                ended.append(row.pk)
+
+    created = [t for t in (_dt(item.get("GmtCreateTime")) for item in items) if t]
+    newest = max(created).replace(microsecond=0) if created else None
+    if len(items) >= dlc.LIST_PAGE_SIZE:
+        # A backlog: go on from the last job seen; many jobs in the same second are paged through instead.
+        if newest and newest > start:
+            state.import_from, state.import_page = newest, 1
+        else:
+            state.import_from, state.import_page = start, state.import_page + 1
+    else:
+        state.import_from = max(start, newest - IMPORT_OVERLAP) if newest else start
+        state.import_page = 1
+    return ended
+
+
+def import_or_adopt(workspace: Workspace, item: dict[str, Any]) -> Job | None:
+    """The row for a job found in DLC: its own row when it carries our tag, else a new imported row.
+
+    None when it belongs to another console workspace or another cycle got there first.
+    """
+    tag = dlc.tag_of(item)
+    row = _row_for_tag(tag) if tag else None
+    if row is not None:
+        if row.workspace_id != workspace.pk:
+            return None
+        if not row.dlc_job_id:
+            # Submit and import raced (or the submit gave up too early): the tag says this job is the row's.
+            adopt(row, item["JobId"])
+            row.refresh_from_db()
+            apply_remote(row, item)
+            return row
+        if row.dlc_job_id == item["JobId"]:
+            return None
+        log.error("DLC job %s carries the tag of job %s, which is bound to %s: importing it so it is seen",
+                  item["JobId"], row.pk, row.dlc_job_id)
+    try:
+        with transaction.atomic():
+            job = Job.objects.create(
+                workspace=workspace,
+                owner=None,
+                imported=True,
+                display_name=str(item.get("DisplayName") or item["JobId"])[:256],
+                job_type=str(item.get("JobType") or "")[:32],
+                body=import_body(item),
+                dlc_job_id=item["JobId"],
+                status=item.get("Status") or "Creating",
+                created_at=_dt(item.get("GmtCreateTime")) or timezone.now(),
+                submitted_at=_dt(item.get("GmtSubmittedTime")) or _dt(item.get("GmtCreateTime")),
+            )
+            audit.record(None, "imported", workspace=workspace, job=job, dlc_job_id=job.dlc_job_id,
+                         via="sync of jobs created outside the console")
+    except IntegrityError:
+        return None
+    apply_remote(job, item)
+    return job
+
+
+def _row_for_tag(tag: str) -> Job | None:
+    try:
+        value = uuid.UUID(tag)
+    except ValueError:
+        return None
+    return Job.objects.filter(idempotency_tag=value).select_related("workspace").first()
+
+
+def import_body(item: dict[str, Any]) -> dict[str, Any]:
+    """A CreateJob-shaped body from a ListJobs/GetJob item: the fields the console can send, nothing else.
+
+    No secrets (registry passwords are never echoed, and are stripped if they were) and no idempotency
+    tag of ours, so a clone gets its own.
+    """
+    raw = dict(item)
+    vpc = raw.get("UserVpc")
+    if isinstance(vpc, dict) and "ExtendedCidrs" in vpc:  # GetJob/ListJobs spell it differently
+        vpc = dict(vpc)
+        vpc["ExtendedCIDRs"] = vpc.pop("ExtendedCidrs")
+        raw["UserVpc"] = vpc
+    if not raw.get("JobMaxRunningTimeMinutes"):
+        raw.pop("JobMaxRunningTimeMinutes", None)  # 0 in a listing means "not set"
+    if not raw.get("ResourceId"):
+        raw.pop("Priority", None)  # listings say 1 for every job; it is only set (and settable) with a quota
+    body = _project(raw, spec.WIRE_SCHEMA)
+    tags = (body.get("Settings") or {}).get("Tags")
+    if isinstance(tags, dict):
+        tags.pop(dlc.IDEMPOTENCY_TAG_KEY, None)
+        if not tags:
+            del body["Settings"]["Tags"]
+        if not body["Settings"]:
+            del body["Settings"]
+    return spec.strip_secrets(body)
+
+
+_SCALARS = {"str": str, "int": int, "bool": bool, "num": (int, float)}
+
+
+def _project(value: Any, schema: Any) -> Any:
+    """The part of value that fits the wire schema; None for what does not (empty values count as unset)."""
+    if isinstance(schema, dict):
+        if not isinstance(value, dict):
+            return None
+        out = {}
+        for key, sub in value.items():
+            sub_schema = schema.get("*", schema.get(key))
+            if sub_schema is None:
+                continue
+            clean = _project(sub, sub_schema)
+            if clean is not None and (clean != {} and clean != [] and clean != "" or "*" in schema):
+                out[key] = clean
+        return out
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            return None
+        items = [_project(v, schema[0]) for v in value]
+        return [i for i in items if i is not None and i != {}]
+    if schema == "any":
+        return value
+    kind = _SCALARS.get(schema)
+    if kind is None or not isinstance(value, kind) or (schema != "bool" and isinstance(value, bool)):
+        return None
+    return value
+
+
+# -- stop ------------------------------------------------------------------------------------------------
+
+
+def request_stop(user, job: Job) -> str:
+    """A user asks to stop a job: "stopping", "stopped" (it never reached DLC), "already-finished",
+    "not-permitted" or "failed: <error>". The StopJob call itself goes through Celery; the row shows
+    "Stopping" until a sync sees DLC confirm.
+    """
+    if not access.can(user, "stop", workspace=job.workspace, job=job):
+        return "not-permitted"
+    now = timezone.now()
+    with transaction.atomic():
+        row = Job.objects.select_for_update().get(pk=job.pk)
+        if row.status in st.TERMINAL:
+            return "already-finished"
+        if row.stop_requested_at and not row.stop_error:
+            return "stopping"
+        row.stop_requested_at = now
+        row.stop_sent_at = None
+        row.stop_error = {}
+        fields = ["stop_requested_at", "stop_sent_at", "stop_error"]
+        if not row.dlc_job_id and not row.submit_attempts:
+            _cancel_unsent(row, now)
+            row.save(update_fields=fields)
+            audit.record(user, "stopped", workspace=job.workspace, job=row, result="stopped before submission")
+            return "stopped"
+        if row.dlc_job_id:
+            row.status = "Stopping"
+            fields.append("status")
+            transaction.on_commit(lambda: _enqueue_stop(row.pk))
+        # Not on DLC yet but maybe on its way: the submit stops it as soon as it has its id.
+        row.save(update_fields=fields)
+        audit.record(user, "stopped", workspace=job.workspace, job=row, dlc_job_id=row.dlc_job_id)
+    job.refresh_from_db()
+    return "stopping"
+
+
+def bulk_stop(user, jobs: list[Job]) -> dict[int, str]:
+    """request_stop for each job, each on its own: one failure does not stop the rest."""
+    results: dict[int, str] = {}
+    for job in jobs:
+        try:
+            results[job.pk] = request_stop(user, job)
+        except Exception as exc:  # noqa: BLE001 - reported per job, the others still go ahead
+            log.exception("stop of job %s failed", job.pk)
+            results[job.pk] = f"failed: {exc}"
+    return results
+
+
 def stop(job_id: int) -> str:
+    """Send StopJob for a job whose stop was asked: "stopping", "already-finished", "not-submitted" or
+    "failed: ..." (DLC refused). Raises DLCError on transient errors. StopJob is idempotent on DLC's side."""
     job = Job.objects.select_related("workspace").get(pk=job_id)
     if job.status in st.TERMINAL:
         return "already-finished"
     if not job.dlc_job_id:
         return "not-submitted"
-    dlc.stop_job(job.workspace, job.dlc_job_id)
-    Job.objects.filter(pk=job.pk).exclude(status__in=st.TERMINAL).update(status="Stopping")
+    try:
+        dlc.stop_job(job.workspace, job.dlc_job_id)
+    except dlc.DLCError as err:
+        if err.transient:
+            raise
+        stop_failed(job.pk, err)
+        return f"failed: {err}"
+    Job.objects.filter(pk=job.pk).update(stop_sent_at=timezone.now(), stop_error={})
+    Job.objects.filter(pk=job.pk).exclude(status__in=st.TERMINAL).update(
+        status="Stopping", stop_requested_at=job.stop_requested_at or timezone.now()
+    )
     return "stopping"
 
 
+def stop_failed(job_id: int, err: dlc.DLCError) -> None:
+    """DLC refused the stop (or retries ran out): record why; the next sync shows the job's true state."""
+    Job.objects.filter(pk=job_id).update(stop_error=err.as_dict(), stop_sent_at=None)
+
+
+# -- sweeps ----------------------------------------------------------------------------------------------
+
+
 def stuck_jobs(older_than: timedelta) -> list[int]:
-    """Jobs accepted but not submitted for a while: their task was lost (Redis down, worker died)."""
+    """Jobs accepted but not submitted, with no attempt for a while: their task was lost (Redis was down,
+    a worker died). Re-enqueuing one that is merely slow is harmless: submit() is idempotent."""
+    cutoff = timezone.now() - older_than
+    quiet = Job.objects.filter(status=st.SUBMITTING, dlc_job_id="", created_at__lt=cutoff)
+    quiet = quiet.filter(Q(submit_last_attempt_at__isnull=True) | Q(submit_last_attempt_at__lt=cutoff))
+    return list(quiet.values_list("pk", flat=True))
+
+
+def unsent_stops(older_than: timedelta) -> list[int]:
+    """Stops asked but not (or long ago) accepted by DLC for a job still active: their task was lost."""
     cutoff = timezone.now() - older_than
     return list(
-        Job.objects.filter(status=st.SUBMITTING, dlc_job_id="", created_at__lt=cutoff).values_list("pk", flat=True)
+        Job.objects.filter(stop_requested_at__lt=cutoff, stop_error={})
+        .exclude(dlc_job_id="")
+        .exclude(status__in=st.TERMINAL)
+        .filter(Q(stop_sent_at__isnull=True) | Q(stop_sent_at__lt=cutoff - timedelta(minutes=5)))
+        .values_list("pk", flat=True)
     )
+
+
+def unarchived_jobs(older_than: timedelta) -> list[int]:
+    """Ended jobs whose logs were not archived (the task was lost), while DLC still keeps logs."""
+    now = timezone.now()
+    return list(
+        Job.objects.filter(
+            status__in=st.TERMINAL, logs_archived_at__isnull=True, imported=False,
+            finished_at__lt=now - older_than, finished_at__gt=now - LIST_WINDOW,
+        )
+        .exclude(dlc_job_id="")
+        .exclude(pods=[])
+        .values_list("pk", flat=True)[:100]
+    )
+
+
+# -- enqueueing ------------------------------------------------------------------------------------------
+
+
+def _enqueue(task_name: str, job_id: int) -> None:
+    # The broker may be down: the row already says what is owed, and the beat sweep enqueues it later.
+    from jobs import tasks
+
+    try:
+        getattr(tasks, task_name).apply_async(args=[job_id], retry=False)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("could not enqueue %s(%s), the sweep will: %s", task_name, job_id, exc)
+
+
+def _enqueue_stop(job_id: int) -> None:
+    _enqueue("stop_job", job_id)
+
+
+def _enqueue_archive(job_id: int) -> None:
+    transaction.on_commit(lambda: _enqueue("archive_logs", job_id))
+
+
+def pages(count: int) -> int:
+    """ListJobs calls a cycle makes for `count` active jobs: a page each, plus the import."""
+    return math.ceil(count / dlc.LIST_PAGE_SIZE) + 1

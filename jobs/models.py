@@ -95,6 +95,17 @@ class Job(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     synced_at = models.DateTimeField(null=True, blank=True)
 
+    # Submission bookkeeping (jobs.lifecycle): when the latest CreateJob attempt began, and since when an
+    # attempt is unanswered (it may still land, so nobody re-sends before it has settled).
+    submit_last_attempt_at = models.DateTimeField(null=True, blank=True)
+    submit_unanswered_since = models.DateTimeField(null=True, blank=True)
+    # Stop bookkeeping: asked by a user, StopJob accepted by DLC, or why DLC refused it.
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    stop_sent_at = models.DateTimeField(null=True, blank=True)
+    stop_error = models.JSONField(default=dict, blank=True)
+    # Set once the pods' logs were copied into PodLog (or found gone), so the sweep stops asking.
+    logs_archived_at = models.DateTimeField(null=True, blank=True)
+
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
@@ -137,6 +148,22 @@ class Job(models.Model):
         return str(self.idempotency_tag)
 
 
+class WorkspaceSync(models.Model):
+    """Status-sync bookkeeping per workspace: a lease so one cycle runs at a time, and the import cursor."""
+
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="sync_state")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    # The next import ListJobs asks for jobs created from `import_from`, page `import_page` (oldest first).
+    import_from = models.DateTimeField(null=True, blank=True)
+    import_page = models.PositiveIntegerField(default=1)
+    cycles = models.PositiveBigIntegerField(default=0)
+    last_cycle_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"sync of {self.workspace_id}"
+
+
 class PodLog(models.Model):
     """A pod's log archived by the console when the job ends, so it outlives DLC's retention."""
 
@@ -152,3 +179,13 @@ class PodLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}/{self.pod_id}"
+
+
+# The team portal's models (policies, audit log, API tokens, job templates) live in their own module.
+from jobs.portal_models import (  # noqa: E402,F401
+    ApiToken,
+    AuditEvent,
+    JobTemplate,
+    JobTemplateVersion,
+    WorkspacePolicy,
+)

@@ -1183,7 +1183,7 @@ def _rule_applicable(n: dict, ctx: Context, e: _Errors) -> None:
 
 def _fmt_minutes(minutes: int) -> str:
     value, unit = _split_minutes(minutes, None)
-    return f"{value} {unit}"
+    return f"{value} {unit[:-1] if value == 1 else unit}"
 
 
 def _rule_policy(n: dict, ctx: Context, e: _Errors) -> None:
@@ -1650,7 +1650,21 @@ def hints_from_sections(sections: Mapping) -> dict:
 def inverse(body: Mapping, hints: Mapping | None = None) -> dict:
     """Body back to wizard data (clone, import, edit). Console-only choices come from hints."""
     clean = _sanitize(body, WIRE_SCHEMA, "", _Errors())
-    return _inverse(clean if isinstance(clean, dict) else {}, hints if isinstance(hints, Mapping) else {})
+    return _inverse(clean if isinstance(clean, dict) else {}, _clean_hints(hints))
+
+
+def _clean_hints(hints: Any) -> dict:
+    """Hints with the expected types only: they come from a DB row or an API caller."""
+    if not isinstance(hints, Mapping):
+        hints = {}
+    out: dict[str, Any] = {k: hints[k] for k in ("resource_type", "image_type", "framework", "bid_method",
+                                                 "max_duration_unit", "retention_unit")
+                           if isinstance(hints.get(k), str)}
+    for key in ("dataset_kinds", "secrets"):
+        value = hints.get(key)
+        out[key] = [v for v in value if isinstance(v, str)] if isinstance(value, list | tuple) else []
+    out["code_upload"] = hints.get("code_upload") is True
+    return out
 
 
 def _hint(hints: Mapping, key: str, choices: Mapping, default: str) -> str:
@@ -1663,7 +1677,7 @@ def _classify_sources(body: Mapping, hints: Mapping) -> tuple[list[int], list[in
     sources = body.get("DataSources") or []
     datasets = [i for i, s in enumerate(sources) if s.get("DataSourceId")]
     others = [i for i, s in enumerate(sources) if not s.get("DataSourceId")]
-    code = others.pop() if hints.get("code_upload") is True and others else None
+    code = others.pop() if hints.get("code_upload") and others else None
     return datasets, others, code
 
 
@@ -1721,12 +1735,12 @@ def _inverse_environment(body: Mapping, hints: Mapping, first: Mapping, settings
     env["image"] = first.get("Image", "")
     env["registry_username"] = image_config.get("Username", "")
     password = image_config.get("Password", "")
-    if not password and "registry_password" in (hints.get("secrets") or ()):
+    if not password and "registry_password" in hints["secrets"]:
         password = SECRET_PLACEHOLDER
     env["registry_password"] = password
     sources = body.get("DataSources") or []
     dataset_idx, storage_idx, code_idx = _classify_sources(body, hints)
-    kinds = hints.get("dataset_kinds") if isinstance(hints.get("dataset_kinds"), list) else []
+    kinds = hints["dataset_kinds"]
     env["datasets"] = []
     for i, k in enumerate(dataset_idx):
         s = sources[k]
@@ -1766,7 +1780,7 @@ def _inverse_resources(body: Mapping, hints: Mapping, specs: list, settings: Map
     res["quota_id"] = body.get("ResourceId", "")
     res["priority"] = body.get("Priority")
     job_type = body.get("JobType", "")
-    hinted = C.FRAMEWORKS.get(hints.get("framework") if isinstance(hints.get("framework"), str) else "")
+    hinted = C.FRAMEWORKS.get(hints.get("framework", ""))
     res["framework"] = hinted.name if hinted and hinted.job_type == job_type else \
         C.JOB_TYPE_TO_FRAMEWORK.get(job_type, job_type)
     res["roles"] = []
@@ -1804,7 +1818,7 @@ def _inverse_resources(body: Mapping, hints: Mapping, specs: list, settings: Map
     res["retention"], res["retention_unit"] = (None, "hours") if reserved is None else \
         _split_minutes(reserved, hints.get("retention_unit"))
     advanced = dict(settings.get("AdvancedSettings") or {})
-    if "RayRedisPassword" not in advanced and "RayRedisPassword" in (hints.get("secrets") or ()):
+    if "RayRedisPassword" not in advanced and "RayRedisPassword" in hints["secrets"]:
         advanced["RayRedisPassword"] = SECRET_PLACEHOLDER
     res["advanced"] = format_advanced(advanced) if advanced else ""
 
@@ -2006,29 +2020,29 @@ _CANONICAL_MESSAGES = (
 
 
 def _diff(a: Any, b: Any, path: str, out: list[tuple[str, str]]) -> None:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in list(a) + [k for k in b if k not in a]:
-            key_path = _join(path, key)
-            if key not in b:
-                out.append((key_path, "This console cannot reproduce this value here; it would be dropped."))
-            elif key not in a:
-                out.append((key_path, f"Missing: this console would send {json.dumps(b[key])} here."))
+    """Leaf paths where body a and rebuilt body b differ; b is _DROP where the rebuilt body has nothing."""
+    if isinstance(a, dict) and (isinstance(b, dict) or b is _DROP):
+        other = b if isinstance(b, dict) else {}
+        for key in list(a) + [k for k in other if k not in a]:
+            if key in a:
+                _diff(a[key], other.get(key, _DROP), _join(path, key), out)
             else:
-                _diff(a[key], b[key], key_path, out)
-    elif isinstance(a, list) and isinstance(b, list):
-        for i in range(max(len(a), len(b))):
-            if i >= len(b):
-                out.append((f"{path}[{i}]", "This console cannot reproduce this entry; it would be dropped."))
-            elif i >= len(a):
-                out.append((f"{path}[{i}]", f"Missing: this console would send {json.dumps(b[i])} here."))
+                out.append((_join(path, key), f"Missing: this console would send {json.dumps(other[key])} here."))
+    elif isinstance(a, list) and (isinstance(b, list) or b is _DROP):
+        other = b if isinstance(b, list) else []
+        for i in range(max(len(a), len(other))):
+            if i < len(a):
+                _diff(a[i], other[i] if i < len(other) else _DROP, f"{path}[{i}]", out)
             else:
-                _diff(a[i], b[i], f"{path}[{i}]", out)
+                out.append((f"{path}[{i}]", f"Missing: this console would send {json.dumps(other[i])} here."))
+    elif b is _DROP:
+        out.append((path, "This console cannot reproduce this value here; it would be dropped."))
     elif a != b or isinstance(a, bool) != isinstance(b, bool):
         out.append((path, f"Not in the console's form: it would be sent as {json.dumps(b)}."))
 
 
 def _hints_for(body: Mapping, ctx: Context) -> dict:
-    hints = dict(ctx.hints or {})
+    hints = _clean_hints(ctx.hints)
     if "resource_type" not in hints:
         quota = (ctx.quotas or {}).get(body.get("ResourceId"))
         kind = _resource_kind(quota.get("resource_type")) if isinstance(quota, Mapping) else None
@@ -2057,8 +2071,8 @@ def validate(body: Any, context: Context | None = None) -> dict[str, list[str]]:
     schema_paths = set(e.d)
     for path, messages in validate_sections(sections, ctx).items():
         target = _to_wire(path, layout)
-        if target in schema_paths:
-            continue  # the type error already explains it
+        if any(target == p or target.startswith((p + ".", p + "[")) for p in schema_paths):
+            continue  # the type error at (or above) this path already explains it
         for message in messages:
             e.add(target, message)
     if not e.d:

@@ -1,31 +1,33 @@
-"""Celery tasks: thin, idempotent wrappers over jobs.lifecycle, safe to retry and to run twice."""
+"""Celery tasks: thin, idempotent wrappers over jobs.lifecycle and jobs.logarchive, safe to retry and to run
+twice. Every task acks late, so a worker killed mid-task leaves it for redelivery (and the sweep)."""
 
 import logging
-import random
 from datetime import timedelta
 
 from celery import shared_task
+from django.conf import settings
 
-from jobs import dlc, lifecycle
-from jobs.models import Workspace
+from jobs import dlc, lifecycle, logarchive
+from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
 
-
-def backoff(retries: int, cap: float = 60.0) -> float:
-    """Exponential backoff with full jitter, so many retrying workers do not hit DLC in step."""
-    return random.uniform(0.5, min(cap, 2.0**retries))
+# Kept for callers of the old name; the policy lives in lifecycle.
+backoff = lifecycle.backoff
 
 
-@shared_task(bind=True, acks_late=True, max_retries=8)
+@shared_task(bind=True, acks_late=True, max_retries=None)
 def submit_job(self, job_id: int) -> str:
     try:
         return lifecycle.submit(job_id)
+    except Job.DoesNotExist:
+        return "gone"
     except dlc.DLCError as err:
-        if self.request.retries >= self.max_retries:
+        # Waiting for an earlier attempt to settle is not a failure and does not use up the budget.
+        if err.code != lifecycle.IN_FLIGHT and self.request.retries >= settings.DLC_SUBMIT_RETRIES:
             lifecycle.give_up_submit(job_id, err)
             return "gave-up"
-        raise self.retry(exc=err, countdown=backoff(self.request.retries)) from err
+        raise self.retry(exc=err, countdown=lifecycle.retry_delay(err, self.request.retries)) from err
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -37,23 +39,45 @@ def sync_jobs() -> int:
         except dlc.DLCError as err:
             log.warning("sync of workspace %s failed: %s", workspace.pk, err)
             continue
-        ended += len(done)
+        ended += len(done or [])
     return ended
 
 
-@shared_task(bind=True, acks_late=True, max_retries=5)
+@shared_task(bind=True, acks_late=True, max_retries=None)
 def stop_job(self, job_id: int) -> str:
     try:
         return lifecycle.stop(job_id)
+    except Job.DoesNotExist:
+        return "gone"
     except dlc.DLCError as err:
-        if err.transient and self.request.retries < self.max_retries:
-            raise self.retry(exc=err, countdown=backoff(self.request.retries)) from err
-        raise
+        if self.request.retries >= settings.DLC_SUBMIT_RETRIES:
+            lifecycle.stop_failed(job_id, err)
+            return f"failed: {err}"
+        raise self.retry(exc=err, countdown=lifecycle.retry_delay(err, self.request.retries)) from err
+
+
+@shared_task(bind=True, acks_late=True, max_retries=5, ignore_result=True)
+def archive_logs(self, job_id: int) -> int:
+    try:
+        return logarchive.archive(job_id)
+    except Job.DoesNotExist:
+        return 0
+    except dlc.DLCError as err:
+        # Out of retries: the sweep asks again later, while DLC still keeps the logs.
+        raise self.retry(exc=err, countdown=lifecycle.retry_delay(err, self.request.retries)) from err
 
 
 @shared_task(acks_late=True, ignore_result=True)
 def sweep_stuck() -> int:
-    stuck = lifecycle.stuck_jobs(timedelta(seconds=60))
-    for job_id in stuck:
-        submit_job.delay(job_id)
-    return len(stuck)
+    """Re-enqueue what is owed but whose task was lost: submissions, stops, log archives."""
+    age = timedelta(seconds=settings.DLC_SWEEP_AGE)
+    owed = 0
+    for task, job_ids in [
+        (submit_job, lifecycle.stuck_jobs(age)),
+        (stop_job, lifecycle.unsent_stops(age)),
+        (archive_logs, lifecycle.unarchived_jobs(age)),
+    ]:
+        for job_id in job_ids:
+            task.delay(job_id)
+        owed += len(job_ids)
+    return owed

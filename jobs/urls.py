@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from jobs import views
 
@@ -9,5 +9,12 @@ urlpatterns = [
     path("jobs/<int:pk>/row", views.job_row, name="job_row"),
     path("jobs/<int:pk>/stop", views.job_stop, name="job_stop"),
     path("jobs/<int:pk>/pods/<str:pod_id>/logs", views.pod_logs, name="pod_logs"),
+    path("jobs/rows", views.job_rows, name="job_rows"),
+    path("jobs/stop", views.jobs_stop, name="jobs_stop"),
+    path("jobs/<int:pk>/events", views.job_events, name="job_events"),
+    path("jobs/<int:pk>/logs", views.job_logs, name="job_logs"),
+    path("jobs/<int:pk>/pods/<str:pod_id>/logs/download", views.pod_log_download, name="pod_log_download"),
     path("workspace", views.switch_workspace, name="switch_workspace"),
+    # The team portal and the JSON API (jobs/portal_urls.py).
+    path("", include("jobs.portal_urls")),
 ]

@@ -1,12 +1,18 @@
+"""The console's pages: job list, job page with logs, stop. Function views; HTMX requests get partials."""
+
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
-from jobs import access, dlc, tasks
+from jobs import access, audit, dlc, jobpage, lifecycle, listing, podlogs, tasks
 from jobs.forms.quick import QuickJobForm
 from jobs.models import Job, Workspace
 
@@ -15,20 +21,6 @@ def current_workspace(request: HttpRequest) -> Workspace | None:
     workspaces = access.workspaces_for(request.user)
     chosen = request.session.get("workspace_id")
     return workspaces.filter(pk=chosen).first() or workspaces.first()
-
-
-@login_required
-def job_list(request: HttpRequest) -> HttpResponse:
-    workspace = current_workspace(request)
-    jobs = access.jobs_for(request.user).select_related("owner", "workspace")
-    if workspace:
-        jobs = jobs.filter(workspace=workspace)
-    return render(request, "jobs/list.html", {"jobs": jobs[:50], "workspace": workspace})
-
-
-@login_required
-def job_row(request: HttpRequest, pk: int) -> HttpResponse:
-    return render(request, "jobs/_row.html", {"job": access.get_job(request.user, pk)})
 
 
 @login_required
@@ -60,6 +52,7 @@ def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | N
             sealed_secrets=sealed_secrets,
             cloned_from=cloned_from,
         )
+        audit.record(owner, "cloned" if cloned_from else "created", workspace=workspace, job=job, source=cloned_from)
         transaction.on_commit(lambda: _enqueue_submit(job.pk))
     return job
 
@@ -72,34 +65,215 @@ def _enqueue_submit(job_id: int) -> None:
         pass
 
 
+def _partial(request: HttpRequest) -> bool:
+    """An HTMX request for a fragment (not htmx restoring a page from history, which needs it whole)."""
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def _ids(values: list[str], limit: int = 500) -> list[int]:
+    return [int(v) for v in values[:limit] if v.isdigit()]
+
+
+def _url(name: str, params: dict[str, str]) -> str:
+    query = urlencode(params)
+    return reverse(name) + (f"?{query}" if query else "")
+
+
+# --- job list ----------------------------------------------------------------------------------------------
+
+
+def _workspace_jobs(request: HttpRequest, workspace: Workspace | None):
+    jobs = access.jobs_for(request.user)
+    return jobs.filter(workspace=workspace) if workspace else jobs.none()
+
+
+def _status_links(filters: listing.Filters, counts: listing.Counts) -> list[dict]:
+    groups = [("", "All", counts.total), (listing.ACTIVE, "Active", counts.active)] + [
+        (status, label, n) for status, label, n in counts.chips()
+    ]
+    return [
+        {"label": label, "count": n, "url": _url("job_list", filters.query(status=value)),
+         "current": filters.status == value}
+        for value, label, n in groups
+    ]
+
+
+def _poll_url(filters: listing.Filters, jobs: list[Job]) -> str | None:
+    """The one small poll that refreshes a page's active rows; None (no polling) when none is active."""
+    watch = listing.format_watch(jobs)
+    return _url("job_rows", {**filters.query(), "watch": watch}) if watch else None
+
+
+def _list_context(request: HttpRequest, workspace: Workspace | None, filters: listing.Filters) -> dict:
+    jobs = _workspace_jobs(request, workspace)
+    page = listing.page(listing.apply_filters(jobs, filters, user=request.user), filters)
+    counts = listing.counts(listing.apply_filters(jobs, filters, user=request.user, with_status=False))
+    return {
+        "workspace": workspace,
+        "filters": filters,
+        "page": page,
+        "status_links": _status_links(filters, counts),
+        "next_url": _url("job_list", filters.query(after=page.next_cursor)) if page.next_cursor else None,
+        "prev_url": _url("job_list", filters.query(before=page.prev_cursor)) if page.prev_cursor else None,
+        "first_url": _url("job_list", filters.query()) if filters.after or filters.before else None,
+        "poll_url": _poll_url(filters, page.active_jobs),
+        "checked": set(),
+    }
+
+
 @login_required
+@require_GET
+def job_list(request: HttpRequest) -> HttpResponse:
+    workspace = current_workspace(request)
+    filters = listing.Filters.from_query(request.GET)
+    context = _list_context(request, workspace, filters)
+    if _partial(request):
+        return render(request, "jobs/_results.html", context)
+    context["owners"] = listing.owner_choices(workspace, filters.owner)
+    context["choices"] = listing.filter_choices()
+    return render(request, "jobs/list.html", context)
+
+
+@login_required
+@require_GET
+def job_rows(request: HttpRequest) -> HttpResponse:
+    """The list's poll: re-renders only the watched rows whose status moved, keeping their checkboxes."""
+    watch = listing.parse_watch(request.GET.get("watch", ""))
+    jobs = list(access.jobs_for(request.user).filter(pk__in=watch).select_related("owner"))
+    changed = [job for job in jobs if listing.row_state(job) != watch[job.pk]]
+    filters = listing.Filters.from_query(request.GET)
+    context = {"changed": changed, "checked": set(_ids(request.GET.getlist("job"))),
+               "poll_url": _poll_url(filters, [job for job in jobs if job.is_active])}
+    if changed:
+        jobs_here = _workspace_jobs(request, current_workspace(request))
+        counts = listing.counts(listing.apply_filters(jobs_here, filters, user=request.user, with_status=False))
+        context["status_links"] = _status_links(filters, counts)
+    return render(request, "jobs/_rows.html", context)
+
+
+@login_required
+@require_GET
+def job_row(request: HttpRequest, pk: int) -> HttpResponse:
+    return render(request, "jobs/_row.html", {"job": access.get_job(request.user, pk), "checked": set()})
+
+
+@login_required
+@require_POST
+def jobs_stop(request: HttpRequest) -> HttpResponse:
+    """Stop the selected jobs; one result per job. Jobs outside the user's workspaces read as not found."""
+    ids = _ids(request.POST.getlist("job"))
+    found = {job.pk: job for job in access.jobs_for(request.user).filter(pk__in=ids).select_related("workspace")}
+    outcome = lifecycle.bulk_stop(request.user, list(found.values())) if found else {}
+    results = [jobpage.stop_outcome(outcome.get(pk, "not-found"), found.get(pk), pk) for pk in ids]
+    if not _partial(request):
+        for result in results:
+            messages.info(request, f"{result.name}: {result.text}")
+        return redirect("job_list")
+    rows = list(access.jobs_for(request.user).filter(pk__in=found).select_related("owner"))
+    return render(request, "jobs/_bulk_result.html", {"results": results, "rows": rows, "checked": set()})
+
+
+# --- job page -------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = access.get_job(request.user, pk)
-    template = "jobs/_detail_live.html" if request.htmx else "jobs/detail.html"
-    return render(request, template, {"job": job})
-
-
-@login_required
-def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
-    job = access.get_job(request.user, pk)
-    pod = next((p for p in job.pods if p.get("PodId") == pod_id), None)
-    if pod is None:
-        return HttpResponse("Unknown pod.", status=404)
-    error, lines = None, []
-    try:
-        lines = dlc.get_pod_logs(job.workspace, job.dlc_job_id, pod_id)
-    except dlc.DLCError as err:
-        error = err
-    return render(request, "jobs/_logs.html", {"job": job, "pod": pod, "lines": lines, "error": error})
+    context = jobpage.live(job, request.user)
+    if _partial(request):
+        return render(request, "jobs/_detail_live.html", context)
+    context["sections"] = jobpage.sections(job)
+    context["pod_id"] = request.GET.get("pod", "")
+    return render(request, "jobs/detail.html", context)
 
 
 @login_required
 @require_POST
 def job_stop(request: HttpRequest, pk: int) -> HttpResponse:
     job = access.get_job(request.user, pk, action="stop")
-    if job.is_stoppable:
-        transaction.on_commit(lambda: tasks.stop_job.delay(job.pk))
-    return redirect(job)
+    result = jobpage.stop_outcome(lifecycle.request_stop(request.user, job), job, job.pk)
+    if not _partial(request):
+        messages.info(request, f"Stop: {result.text}")
+        return redirect(job)
+    job = access.get_job(request.user, pk)
+    return render(request, "jobs/_detail_live.html", {**jobpage.live(job, request.user), "notice": result})
+
+
+@login_required
+@require_GET
+def job_events(request: HttpRequest, pk: int) -> HttpResponse:
+    """GetJobEvents, read on demand with a short timeout; a failure is shown in place of the events."""
+    job = access.get_job(request.user, pk)
+    events, error = [], None
+    if job.dlc_job_id:
+        try:
+            events = dlc.get_job_events(job.workspace, job.dlc_job_id)
+        except dlc.DLCError as err:
+            error = err
+    return render(request, "jobs/_events.html", {"job": job, "events": events, "error": error})
+
+
+def _log_panel(request: HttpRequest, job: Job, pod: jobpage.PodRow | None) -> HttpResponse:
+    query = request.GET.get("q", "").strip()[:200]
+    context = {"job": job, "pod": pod, "pods": jobpage.pods(job), "q": query, "error": None,
+               "following": False, "chunk": podlogs.Chunk([], 0)}
+    if pod is not None:
+        try:
+            context["chunk"] = podlogs.cut(podlogs.read(job, pod.pod_id), 0, query)
+        except dlc.DLCError as err:
+            context["error"] = err
+        context["following"] = job.is_active and pod.live
+    return render(request, "jobs/_logs.html", context)
+
+
+@login_required
+@require_GET
+def job_logs(request: HttpRequest, pk: int) -> HttpResponse:
+    """The log panel for the pod asked for (?pod=), else the first one; waits for pods while none run."""
+    job = access.get_job(request.user, pk)
+    pods = jobpage.pods(job)
+    wanted = request.GET.get("pod", "")
+    pod = next((p for p in pods if p.pod_id == wanted), pods[0] if pods else None)
+    return _log_panel(request, job, pod)
+
+
+@login_required
+@require_GET
+def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
+    """Without `after`: the whole panel. With `after=N`: only the lines after line N (the live tail)."""
+    job = access.get_job(request.user, pk)
+    pod = jobpage.find_pod(job, pod_id)
+    if pod is None:
+        raise Http404("Unknown pod.")
+    after = request.GET.get("after", "")
+    if not after.isdigit():
+        return _log_panel(request, job, pod)
+    query = request.GET.get("q", "").strip()[:200]
+    chunk, error = podlogs.Chunk([], int(after)), None
+    try:
+        chunk = podlogs.cut(podlogs.read(job, pod_id), int(after), query)
+    except dlc.DLCError as err:
+        error = err
+    following = job.is_active and pod.live
+    return render(request, "jobs/_log_chunk.html",
+                  {"job": job, "pod": pod, "q": query, "chunk": chunk, "error": error, "following": following})
+
+
+@login_required
+@require_GET
+def pod_log_download(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
+    """The full log as a streamed text/plain attachment, from the archive or DLC."""
+    job = access.get_job(request.user, pk)
+    if jobpage.find_pod(job, pod_id) is None:
+        raise Http404("Unknown pod.")
+    try:
+        lines = podlogs.read(job, pod_id)
+    except dlc.DLCError as err:
+        return HttpResponse(f"Could not read the log: {err}\n", status=502, content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(podlogs.stream(lines), content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{podlogs.filename(job, pod_id)}"'
+    return response
 
 
 @login_required

@@ -6,6 +6,7 @@ Every option also reads an environment variable (the flag wins). See README.md f
 from __future__ import annotations
 
 import argparse
+import fcntl
 import ipaddress
 import json
 import os
@@ -128,6 +129,13 @@ def main(argv: list[str] | None = None) -> int:
 
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
+    # Two instances on one data dir would each "recover" (fail) the other's running jobs: refuse.
+    lock = open(data_dir / "localdlc.lock", "w")  # noqa: SIM115 - held for the life of the process
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        print(f"localdlc: another localdlc is already using {data_dir}", file=sys.stderr)
+        return 3
     store = Store(data_dir / "localdlc.sqlite3")
     runner = Runner(store, RunnerConfig(
         data_dir=data_dir, cpu=args.cpu, memory_gib=args.memory_gib, gpu=args.gpu,

@@ -648,8 +648,11 @@ def update_job_template(ctx: Context, template_id: str, body: Any) -> dict[str, 
 
     def mutate(d: dict[str, Any]) -> None:
         if body.get("Content") is not None:
-            number = max(v["Version"] for v in d["versions"]) + 1
-            d["versions"].append({"Version": number, "Content": body["Content"], "Constraints": constraints,
+            latest = max(d["versions"], key=lambda v: v["Version"])
+            number = latest["Version"] + 1
+            # A new version without Constraints keeps the previous version's constraints.
+            kept = constraints if body.get("Constraints") is not None else latest.get("Constraints") or {}
+            d["versions"].append({"Version": number, "Content": body["Content"], "Constraints": kept,
                                   "created": now})
             created["version"] = number
             if body.get("SetAsDefault"):

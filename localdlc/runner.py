@@ -257,6 +257,12 @@ class Runner:
                 self._event(job_id, None, "Normal", "Recovered",
                             f"localdlc restarted; job resumes in status {doc['Status']}")
                 continue
+            if doc["Status"] == "EnvPreparing" and not any(p.get("Pid") for p in doc.get("Pods", [])):
+                # No process had started yet, so nothing was lost: queue it again (its reservation is gone).
+                self.store.update_job(job_id, lambda d: apply_transition(
+                    d, "Queuing", now, "LocalDLCRestarted", "localdlc restarted before the pods started."))
+                self._jobs[job_id] = self._new_state(doc, "Queuing")
+                continue
             for pod in doc.get("Pods", []):
                 if pod.get("Pid") and pod.get("finished") is None:
                     marker = f"LOCALDLC_POD_ID={pod['PodId']}".encode()
@@ -334,10 +340,10 @@ class Runner:
                     self._finish(job, "Stopped", "JobStoppedByUser", "The job was stopped by the user.")
             self._admit(now)
             for job in list(self._jobs.values()):
-                if job.status == "EnvPreparing" and now - job.since >= self.cfg.env_seconds:
-                    self._spawn(job)
-                elif job.procs:
+                if job.procs:
                     self._poll(job, now)
+                elif job.status == "EnvPreparing" and now - job.since >= self.cfg.env_seconds:
+                    self._spawn(job)
 
     def _fits(self, need: tuple, free: list[float]) -> bool:
         return all(n <= f + 1e-9 for n, f in zip(need, free, strict=True))
@@ -377,6 +383,9 @@ class Runner:
         except _EnvError as exc:
             self._finish(job, "Failed", exc.code, str(exc))
             return
+        except OSError as exc:  # e.g. the data dir is not writable, or a mount path collides
+            self._finish(job, "Failed", "PodStartFailed", f"Preparing the pod working directories failed: {exc}")
+            return
         job.considered = considered_pods(doc)
         logs = self.cfg.data_dir / "jobs" / job.job_id / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -399,6 +408,9 @@ class Runner:
             reader.start()
             job.procs[pod["PodId"]] = _Proc(pod["PodId"], popen, reader)
             started[pod["PodId"]] = (popen.pid, time.time())
+        if job.outcome is not None and not job.procs:
+            self._finish(job, *job.outcome)
+            return
         now = time.time()
 
         def mutate(d: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -28,7 +29,8 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Stack:
         database_url = f"sqlite:///{Path(db_name).resolve()}"
     else:
         s = connection.settings_dict
-        database_url = f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{db_name}"
+        user, password = quote(s["USER"] or "", safe=""), quote(s["PASSWORD"] or "", safe="")
+        database_url = f"postgres://{user}:{password}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{db_name}"
     running = Stack(
         data_dir=tmp_path_factory.mktemp("stack"),
         web_port=free_port(),

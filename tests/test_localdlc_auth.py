@@ -17,6 +17,8 @@ from urllib.parse import quote, urlencode
 import pytest
 from alibabacloud_pai_dlc20201203 import models
 from alibabacloud_tea_openapi.exceptions import ClientException
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.integration
 
@@ -132,3 +134,14 @@ def test_sdk_sees_auth_errors_as_client_exceptions(localdlc):
         wrong_key.get_job("dlcanything", models.GetJobRequest())
     assert err.value.code == "InvalidAccessKeyId.NotFound" and err.value.status_code == 404
     assert "Specified access key is not found." in err.value.message
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                    min_size=1, max_size=30),
+       tag=st.text(min_size=1, max_size=20, alphabet=st.characters(blacklist_categories=("Cs",))))
+def test_any_query_text_round_trips_through_sdk_signing(localdlc, name, tag):
+    """Whatever the SDK encodes and signs (unicode, spaces, '+', '&', '=', '~'), the server verifies."""
+    body = localdlc.client().list_jobs(models.ListJobsRequest(display_name=name, tags={"k": tag},
+                                                              workspace_id="ws-fuzz")).body
+    assert body.total_count == 0 and body.request_id

@@ -9,7 +9,8 @@ import uuid
 import pytest
 from alibabacloud_pai_dlc20201203 import models
 
-from tests.test_localdlc_runner import alive, job_processes, request, spec, wait_until
+from tests.support.localdlc import alive, job_processes, wait_until
+from tests.test_localdlc_runner import request, spec
 
 pytestmark = pytest.mark.integration
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import json
 import time
 import uuid
@@ -80,31 +81,35 @@ def test_envs_and_job_name_injected(localdlc):
 
 def test_pod_logs_max_lines_time_window_and_download(localdlc):
     client = localdlc.client()
-    command = "for i in 1 2 3 4 5; do echo line-$i; done; sleep 1.2; echo late-1; echo late-2"
+    command = "for i in 1 2 3 4 5; do echo line-$i; done; sleep 2.2; echo late-1; echo late-2"
     job_id = client.create_job(job_request(command)).body.job_id
     body = localdlc.wait_for_status(job_id)
     pod_id = body.pods[0].pod_id
-    all_lines = ["line-1", "line-2", "line-3", "line-4", "line-5", "late-1", "late-2"]
-    assert client.get_pod_logs(job_id, pod_id, models.GetPodLogsRequest()).body.logs == all_lines
+    early = ["line-1", "line-2", "line-3", "line-4", "line-5"]
+    late = ["late-1", "late-2"]
+    assert client.get_pod_logs(job_id, pod_id, models.GetPodLogsRequest()).body.logs == early + late
     assert client.get_pod_logs(job_id, pod_id, models.GetPodLogsRequest(max_lines=3)).body.logs == \
         ["line-5", "late-1", "late-2"]
     assert client.get_pod_logs(job_id, pod_id, models.GetPodLogsRequest(max_lines=2, download_to_file=True)
-                               ).body.logs == all_lines
-    # Time bounds: the late lines come >= 1 s after the early ones; split at the pod's start + ~0.6 s.
-    start = time.strptime(body.pods[0].gmt_start_time, "%Y-%m-%dT%H:%M:%SZ")
-    start_epoch = int(time.mktime(start) - time.timezone)
-    finish_epoch = int(time.mktime(time.strptime(body.pods[0].gmt_finish_time, "%Y-%m-%dT%H:%M:%SZ"))
-                       - time.timezone)
-    iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
-    early = client.get_pod_logs(job_id, pod_id, models.GetPodLogsRequest(
-        start_time=iso(start_epoch - 1), end_time=iso(start_epoch - 1))).body.logs
-    assert early == []
-    windowed = client.get_pod_logs(job_id, pod_id, models.GetPodLogsRequest(
-        start_time=iso(start_epoch - 1), end_time=iso(finish_epoch + 1))).body.logs
-    assert windowed == all_lines
-    future = client.get_pod_logs(job_id, pod_id, models.GetPodLogsRequest(
-        start_time=iso(finish_epoch + 5))).body.logs
-    assert future == []
+                               ).body.logs == early + late
+
+    def epoch(stamp: str) -> int:
+        return calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+
+    def iso(t: float) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+    # Pod start E (whole seconds): early lines fall in [E, E+1.x), late ones >= E+2.2, so E+2 splits them.
+    start = epoch(body.pods[0].gmt_start_time)
+    split = start + 2
+
+    def window(**kw) -> list[str]:
+        return client.get_pod_logs(job_id, pod_id, models.GetPodLogsRequest(**kw)).body.logs
+
+    assert window(start_time=iso(start - 1), end_time=iso(split)) == early
+    assert window(start_time=iso(split)) == late
+    assert window(start_time=iso(split), max_lines=1) == ["late-2"]
+    assert window(start_time=iso(start - 5), end_time=iso(start - 1)) == []
 
 
 def test_job_and_pod_events(localdlc):
@@ -190,3 +195,34 @@ def test_tags_json_is_sent_as_query_string(localdlc):
     assert [j.job_id for j in found.jobs] == [job_id]
     assert json.dumps(found.jobs[0].settings.tags, ensure_ascii=False) == json.dumps(
         {"console-idempotency": value}, ensure_ascii=False)
+
+
+def test_update_job_fields_and_need_detail(localdlc):
+    client = localdlc.client()
+    job_id = client.create_job(job_request("sleep 0.5", description="before")).body.job_id
+    updated = client.update_job(job_id, models.UpdateJobRequest(
+        description="after", accessibility="PUBLIC", priority=4)).body
+    assert updated.job_id == job_id and updated.request_id
+    body = client.get_job(job_id, models.GetJobRequest(need_detail=False)).body
+    assert (body.description, body.accessibility, body.priority) == ("after", "PUBLIC", 4)
+    assert body.pods is None or body.pods == []
+    public = client.list_jobs(models.ListJobsRequest(accessibility="PUBLIC", job_id=job_id)).body
+    assert public.total_count == 1
+    assert localdlc.wait_for_status(job_id).status == "Succeeded"
+
+
+def test_every_status_is_observable_in_order(localdlc_factory):
+    """Poll to see the short Creating and EnvPreparing phases live, not only in the history."""
+    dlc = localdlc_factory(creating_seconds=0.8, env_preparing_seconds=0.8)
+    client = dlc.client()
+    job_id = client.create_job(job_request("sleep 0.8")).body.job_id
+    seen: list[str] = []
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        status = client.get_job(job_id, models.GetJobRequest()).body.status
+        if not seen or seen[-1] != status:
+            seen.append(status)
+        if status in ("Succeeded", "Failed", "Stopped"):
+            break
+        time.sleep(0.03)
+    assert seen == ["Creating", "EnvPreparing", "Running", "Succeeded"]

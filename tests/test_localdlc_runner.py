@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import textwrap
 import time
@@ -14,50 +13,11 @@ import pytest
 from alibabacloud_pai_dlc20201203 import models
 from alibabacloud_tea_openapi.exceptions import ClientException
 
+from tests.support.localdlc import alive, job_processes, wait_until
+
 pytestmark = pytest.mark.integration
 
 PY = sys.executable
-
-
-def job_processes(job_id: str) -> list[int]:
-    """PIDs of live processes started for this job (found by the marker localdlc puts in their environment)."""
-    marker = f"LOCALDLC_JOB_ID={job_id}".encode()
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                environ = fh.read().split(b"\0")
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                state = fh.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in environ and state != b"Z":
-            pids.append(int(entry))
-    return pids
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
-
-
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
 
 
 def spec(role: str = "Worker", pods: int = 1, cpu: str = "1", **kw) -> models.JobSpec:

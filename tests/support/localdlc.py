@@ -3,7 +3,7 @@
     pytest_plugins = ["tests.support.localdlc"]   # in tests/conftest.py
 
 Fixtures:
-    localdlc           session-scoped shared instance (do not kill/restart it)
+    localdlc           session-scoped shared instance (do not kill/restart it; Creating/EnvPreparing 0.1 s)
     localdlc_factory   function-scoped: localdlc_factory(**options) -> a fresh LocalDLC, stopped at teardown
 
 LocalDLC(...) starts ``python -m localdlc`` (sys.executable) on a free loopback port with a temp data dir and
@@ -17,6 +17,9 @@ a random AccessKey pair, waits until /_localdlc/health answers, and offers:
     .kill()      SIGKILL the service (its pods die with it)
     .restart()   start again on the same port, data dir and keys (after kill() or stop())
     .stop()      SIGTERM, then SIGKILL if it does not exit
+
+Helpers: job_processes(job_id) -> live PIDs started for a job (found via the LOCALDLC_JOB_ID marker in
+/proc/<pid>/environ), alive(pid), wait_until(predicate, timeout), free_port().
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,48 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def job_processes(job_id: str) -> list[int]:
+    """PIDs of live processes started for this job (found by the marker localdlc puts in their environment)."""
+    marker = f"LOCALDLC_JOB_ID={job_id}".encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in environ and state != b"Z":
+            pids.append(int(entry))
+    return pids
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
+    """Poll predicate until it returns something truthy (returned) or timeout passes (last value returned)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()
 
 
 class LocalDLC:
@@ -212,8 +257,11 @@ class LocalDLC:
 
 @pytest.fixture(scope="session")
 def localdlc() -> Iterator[LocalDLC]:
-    """A shared localdlc for the whole session; tests must not kill it or rely on its counters being zero."""
-    instance = LocalDLC()
+    """A shared localdlc for the whole session; tests must not kill it or rely on its counters being zero.
+
+    Creating and EnvPreparing last 0.1 s here (default 0.3 s) to keep suites fast; they are still visible.
+    """
+    instance = LocalDLC(creating_seconds=0.1, env_preparing_seconds=0.1)
     try:
         yield instance
     finally:

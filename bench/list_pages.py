@@ -1,0 +1,193 @@
+"""Job list: server time of the real view (first, deep, filtered and searched page) at each data size, beside
+the bare SQL floor that fetches the same rows, and the number of queries per page.
+
+    python -m bench.list_pages --sizes 1000,100000,1000000 [--runs 30]
+
+The view runs in-process through Django's test client (the whole middleware stack, session and auth included;
+no network), against the database DATABASE_URL names (SQLite in a temp dir by default). Jobs are bulk-inserted
+(bench.seed) and the sizes are reached incrementally, smallest first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from typing import Any
+
+from bench import seed
+from bench.common import heading, p50, percentile, record, setup_django, timed, vendor
+
+PAGE_SIZE = 20
+TARGET_MS = 20.0
+TARGET_FLOOR_RATIO = 3.0
+TARGET_GROWTH = 2.0
+
+
+def floor_sql(kind: str, pg: bool) -> str:
+    """The bare query for a page's rows: only the columns a row shows, the same order and limit."""
+    where = {
+        "first": "",
+        "deep": " AND (j.created_at, j.id) < (%s, %s)",
+        "filtered": " AND j.status = %s AND j.job_type = %s",
+        "searched": f" AND j.display_name {'ILIKE' if pg else 'LIKE'} %s",
+        "rare search": f" AND j.display_name {'ILIKE' if pg else 'LIKE'} %s",
+    }[kind]
+    return (
+        "SELECT j.id, j.display_name, j.status, j.job_type, u.username, j.created_at, j.started_at, "
+        "j.finished_at, j.dlc_job_id FROM jobs_job j LEFT JOIN auth_user u ON u.id = j.owner_id "
+        f"WHERE j.workspace_id = %s{where} ORDER BY j.created_at DESC, j.id DESC LIMIT %s"
+    )
+
+
+def pages(workspace_id: int, size: int) -> dict[str, tuple[dict[str, str], list[Any]]]:
+    """Page kind -> (GET parameters of the real view, parameters of its floor query)."""
+    from django.db import connection
+
+    from jobs import listing
+    from jobs.models import Job
+
+    middle = Job.objects.filter(workspace_id=workspace_id).order_by("-created_at", "-id")[size // 2]
+    created_at = connection.ops.adapt_datetimefield_value(middle.created_at)
+    limit = PAGE_SIZE + 1
+    return {
+        "first": ({}, [workspace_id, limit]),
+        "deep": ({"after": listing.encode_cursor(middle, listing.DEFAULT_SORT)},
+                 [workspace_id, created_at, middle.pk, limit]),
+        "filtered": ({"status": seed.FILTER_STATUS, "framework": seed.FILTER_TYPE},
+                     [workspace_id, seed.FILTER_STATUS, seed.FILTER_TYPE, limit]),
+        "searched": ({"q": seed.SEARCH_TERM}, [workspace_id, f"%{seed.SEARCH_TERM}%", limit]),
+        "rare search": ({"q": seed.RARE_TERM}, [workspace_id, f"%{seed.RARE_TERM}%", limit]),
+    }
+
+
+class QueryLog:
+    """Times every query the view makes (connection.execute_wrapper), to split a page into its parts."""
+
+    def __init__(self) -> None:
+        self.queries: list[tuple[str, float]] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        start = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.queries.append((sql, (time.perf_counter() - start) * 1000))
+
+    def db_ms(self) -> float:
+        return sum(ms for _, ms in self.queries)
+
+    def rows_ms(self) -> float:
+        """The query that fetches the page's rows: the one on the job table with ORDER BY and LIMIT."""
+        return sum(ms for sql, ms in self.queries if 'FROM "jobs_job"' in sql and "LIMIT" in sql
+                   and "ORDER BY" in sql)
+
+    def counts_ms(self) -> float:
+        return sum(ms for sql, ms in self.queries if 'FROM "jobs_job"' in sql and "COUNT(" in sql)
+
+
+def count_queries(client, params: dict[str, str]) -> tuple[int, int]:
+    from django.db import connection
+
+    log = QueryLog()
+    with connection.execute_wrapper(log):
+        answer = client.get("/", params)
+    assert answer.status_code == 200, answer.status_code
+    return len(log.queries), answer.content.count(b'<tr id="job-')
+
+
+def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+
+    from jobs.models import Job, Membership, Workspace
+
+    db = vendor()
+    pg = db == "postgresql"
+    workspace, _ = Workspace.objects.get_or_create(name="bench-list", defaults={"dlc_workspace_id": "ws-bench"})
+    owners = seed.make_users(workspace)
+    viewer, _ = get_user_model().objects.get_or_create(username="bench-viewer")
+    Membership.objects.get_or_create(user=viewer, workspace=workspace, defaults={"role": Membership.VIEWER})
+    client = Client(HTTP_HOST="localhost")  # an allowed host; the test client's default is not
+    client.force_login(viewer)
+
+    results: dict[tuple[str, int], float] = {}
+    have = Job.objects.filter(workspace=workspace).count()
+    for size in sorted(sizes):
+        if have < size:
+            started = time.perf_counter()
+            seed.insert(workspace.pk, owners, have, size)
+            print(f"  seeded {size - have:,} jobs in {time.perf_counter() - started:.1f} s ({db})", flush=True)
+            have = size
+        heading(f"job list, {size:,} jobs, {db}")
+        for kind, (params, floor_params) in pages(workspace.pk, size).items():
+            view_ms, db_ms, rows_ms, counts_ms, floor_ms = [], [], [], [], []
+
+            def view(params=params, view_ms=view_ms, db_ms=db_ms, rows_ms=rows_ms, counts_ms=counts_ms) -> None:
+                log = QueryLog()
+                start = time.perf_counter()
+                with connection.execute_wrapper(log):
+                    answer = client.get("/", params)
+                view_ms.append((time.perf_counter() - start) * 1000)
+                assert answer.status_code == 200, answer.status_code
+                db_ms.append(log.db_ms())
+                rows_ms.append(log.rows_ms())
+                counts_ms.append(log.counts_ms())
+
+            def floor(floor_params=floor_params, kind=kind) -> None:
+                with connection.cursor() as cursor:
+                    cursor.execute(floor_sql(kind, pg), floor_params)
+                    cursor.fetchall()
+
+            for _ in range(2):  # warm-up
+                view()
+                floor()
+            for figures in (view_ms, db_ms, rows_ms, counts_ms):
+                figures.clear()
+            # Interleaved, so both see the same machine noise.
+            for _ in range(runs):
+                view()
+                floor_ms += timed(floor, 1, warmup=0)
+            queries, shown = count_queries(client, params)
+            v50, f50, r50 = p50(view_ms), p50(floor_ms), p50(rows_ms)
+            results[(kind, size)] = v50
+            record("list", f"{kind}: page p50", v50, "ms", size=size, db=db, target=f"<{TARGET_MS:g} ms",
+                   met=v50 < TARGET_MS)
+            record("list", f"{kind}: page p95", percentile(view_ms, 95), "ms", size=size, db=db)
+            record("list", f"{kind}: floor SQL p50", f50, "ms", size=size, db=db)
+            record("list", f"{kind}: page / floor", v50 / f50, "x", size=size, db=db,
+                   target=f"<={TARGET_FLOOR_RATIO:g}x", met=v50 / f50 <= TARGET_FLOOR_RATIO)
+            record("list", f"{kind}: rows query p50", r50, "ms", size=size, db=db)
+            record("list", f"{kind}: rows query / floor", r50 / f50, "x", size=size, db=db,
+                   target=f"<={TARGET_FLOOR_RATIO:g}x", met=r50 / f50 <= TARGET_FLOOR_RATIO)
+            record("list", f"{kind}: counts query p50", p50(counts_ms), "ms", size=size, db=db)
+            record("list", f"{kind}: all queries p50", p50(db_ms), "ms", size=size, db=db)
+            record("list", f"{kind}: outside the DB p50", p50([v - d for v, d in zip(view_ms, db_ms, strict=True)]),
+                   "ms", size=size, db=db, note="middleware, view code, template")
+            record("list", f"{kind}: queries per page", queries, "", size=size, db=db, note=f"{shown} rows shown")
+        # The same page at every page size: the number of queries must not move.
+        by_size = {n: count_queries(client, {"size": str(n)})[0] for n in (10, 20, 50, 100)}
+        record("list", "queries at page size 10/20/50/100", "/".join(map(str, by_size.values())), size=size,
+               db=db, target="constant", met=len(set(by_size.values())) == 1)
+    if len(sizes) > 1:
+        small, large = min(sizes), max(sizes)
+        for kind in ("first", "deep", "filtered", "searched", "rare search"):
+            growth = results[(kind, large)] / results[(kind, small)]
+            record("list", f"{kind} growth {small:,} -> {large:,}", growth, "x", db=db,
+                   target=f"<{TARGET_GROWTH:g}x", met=growth < TARGET_GROWTH)
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.list_pages", description=__doc__)
+    parser.add_argument("--sizes", default="1000,100000", help="comma-separated job counts")
+    parser.add_argument("--runs", type=int, default=30, help="timed requests per page kind")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-list-") as data_dir:
+        setup_django(data_dir)
+        run([int(s) for s in args.sizes.split(",")], args.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Django admin for operators. The audit log is read-only here as everywhere; secrets are never shown."""
+
+from django.contrib import admin
+
+from jobs.models import (
+    ApiToken,
+    AuditEvent,
+    Job,
+    JobTemplate,
+    JobTemplateVersion,
+    Membership,
+    Workspace,
+    WorkspacePolicy,
+)
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(admin.ModelAdmin):
+    list_display = ["name", "backend", "region", "dlc_workspace_id", "credential_profile"]
+    search_fields = ["name"]
+    inlines = [MembershipInline]
+
+
+@admin.register(WorkspacePolicy)
+class WorkspacePolicyAdmin(admin.ModelAdmin):
+    list_display = ["workspace", "max_nodes", "max_gpus", "max_duration_minutes", "updated_at"]
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ["display_name", "workspace", "owner", "status", "dlc_job_id", "created_at"]
+    list_filter = ["workspace", "status"]
+    search_fields = ["display_name", "dlc_job_id"]
+    exclude = ["sealed_secrets"]  # encrypted, but still nobody's business
+    readonly_fields = ["idempotency_tag"]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """Read-only: the audit log is append-only."""
+
+    list_display = ["created_at", "actor_name", "action", "workspace", "job_name"]
+    list_filter = ["action", "workspace"]
+    search_fields = ["actor_name", "job_name"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "user", "prefix", "created_at", "last_used_at", "revoked_at"]
+    exclude = ["token_hash"]
+    readonly_fields = ["user", "name", "prefix", "created_at", "last_used_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # tokens are created by their owner, who alone sees the plaintext once
+
+
+class JobTemplateVersionInline(admin.TabularInline):
+    model = JobTemplateVersion
+    extra = 0
+    readonly_fields = ["number", "note", "created_by", "created_at"]
+    exclude = ["sections"]
+    can_delete = False
+
+
+@admin.register(JobTemplate)
+class JobTemplateAdmin(admin.ModelAdmin):
+    list_display = ["name", "workspace", "default_version", "created_at"]
+    inlines = [JobTemplateVersionInline]

@@ -1,0 +1,53 @@
+"""The wizard's JSON endpoint: the dry run, POST /api/v1/jobs/validate.
+
+Authentication and CSRF come from the API's one helper, jobs.apitokens.api_view: a signed-in session
+(CSRF-checked like a form post, so our JavaScript sends X-CSRFToken) or an API token (`Authorization:
+Bearer ...`, CSRF-exempt: no cookie is involved, so a forged page has nothing to ride on).
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_POST
+
+from jobs import access, policies, spec
+from jobs.apitokens import api_view
+from jobs.views import current_workspace
+
+
+def _errors(status: int, message: str, path: str = "") -> JsonResponse:
+    return JsonResponse({"errors": {path: [message]}}, status=status)
+
+
+@api_view
+@require_POST
+def validate_job(request: HttpRequest) -> JsonResponse:
+    """Run exactly the wizard's validation (jobs.spec with the workspace's context) on a CreateJob body.
+
+    200 {"valid": true, "notes": {...}} or 400 {"errors": {"<wire path, e.g. JobSpecs[0].PodCount>": [...]}}.
+    `?workspace=<id>` picks the workspace whose region, guardrails and instance types apply.
+    """
+    try:
+        body = json.loads(request.body or b"")
+    except RequestDataTooBig:
+        return _errors(413, "The request body is too large.")
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError too
+        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        return _errors(400, f"The request body is not valid JSON{where}: {getattr(exc, 'msg', exc)}.")
+    wanted = request.GET.get("workspace", "")
+    if wanted:
+        ok = wanted.isdigit() and len(wanted) <= 18
+        workspace = access.workspaces_for(request.api_user).filter(pk=int(wanted)).first() if ok else None
+        if workspace is None:
+            return _errors(404, "No such workspace.", "workspace")
+    else:
+        workspace = current_workspace(request) if request.user.is_authenticated else \
+            access.workspaces_for(request.api_user).first()
+    context = policies.context_for(workspace) if workspace else spec.Context(reserved_tags=1)
+    errors = spec.validate(body, context)
+    if errors:
+        return JsonResponse({"errors": errors}, status=400)
+    return JsonResponse({"valid": True, "notes": spec.notes(spec.inverse(body), context)})

@@ -1,0 +1,400 @@
+"""JSON API for jobs: list, get, create from a CreateJob body, stop, clone; and its OpenAPI description.
+
+Every endpoint authenticates through apitokens.api_view (session or `Authorization: Bearer <token>`) and
+asks jobs.access; bodies are validated by jobs.spec with the workspace's guardrails (policies.context_for),
+exactly as the wizard does. Secrets sent in a body are sealed for the worker and never stored or echoed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from jobs import access, listing, policies, secretbox, spec
+from jobs.apitokens import api_view
+from jobs.models import Job, JobTemplate, Workspace
+
+API_VERSION = "1.0.0"
+
+
+# --- representation ---------------------------------------------------------------------------------------
+
+
+def _time(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def job_json(job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
+    """A job as the API shows it: what the job page shows, from the database, without secrets."""
+    url = reverse("api_job", args=[job.pk])
+    return {
+        "id": job.pk,
+        "name": job.display_name,
+        "workspace": {"id": job.workspace_id, "name": job.workspace.name},
+        "owner": job.owner.get_username() if job.owner else None,
+        "status": job.status,
+        "status_label": job.status_label,
+        "active": job.is_active,
+        "sub_status": job.sub_status,
+        "reason": {"code": job.reason_code, "message": job.reason_message} if job.reason_code else None,
+        "job_type": job.job_type,
+        "dlc_job_id": job.dlc_job_id or None,
+        "imported": job.imported,
+        "cloned_from": job.cloned_from_id,
+        "submit_error": job.submit_error or None,
+        "created_at": _time(job.created_at),
+        "submitted_at": _time(job.submitted_at),
+        "started_at": _time(job.started_at),
+        "finished_at": _time(job.finished_at),
+        "pods": [
+            {k: p.get(k) for k in ("PodId", "Type", "Status", "Ip", "GmtStartTime", "GmtFinishTime")}
+            for p in job.pods or [] if isinstance(p, dict)
+        ],
+        "body": spec.strip_secrets(job.body),
+        "url": request.build_absolute_uri(url) if request else url,
+        "page": request.build_absolute_uri(job.get_absolute_url()) if request else job.get_absolute_url(),
+    }
+
+
+def _json_body(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
+    if not request.body:
+        return {}, None
+    try:
+        return json.loads(request.body), None
+    except (ValueError, RecursionError) as exc:
+        return None, JsonResponse({"errors": {"": [f"The request body is not valid JSON: {exc}."]}}, status=400)
+
+
+def _bad(errors: dict[str, list[str]]) -> JsonResponse:
+    return JsonResponse({"errors": errors}, status=400)
+
+
+def _workspace(request: HttpRequest, action: str) -> Workspace:
+    """The workspace named by ?workspace=<id>, or the caller's only one; 404 when not theirs."""
+    chosen = request.GET.get("workspace", "")
+    if chosen.isdigit():
+        return access.get_workspace(request.api_user, int(chosen), action)
+    mine = list(access.workspaces_for(request.api_user)[:2])
+    if len(mine) != 1:
+        raise _Problem({"workspace": ["Name the console workspace: ?workspace=<id> (see GET /api/v1/workspaces)."]})
+    access.require(request.api_user, action, workspace=mine[0])
+    return mine[0]
+
+
+class _Problem(Exception):
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__(errors)
+        self.errors = errors
+
+
+# --- secrets ---------------------------------------------------------------------------------------------
+
+
+def take_secrets(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(body without secrets, the secrets) — the secrets travel sealed to the worker, never stored."""
+    found: dict[str, str] = {}
+    for role in body.get("JobSpecs") or []:
+        password = (role.get("ImageConfig") or {}).get("Password") if isinstance(role, dict) else None
+        if isinstance(password, str) and password:
+            found["registry_password"] = password
+    advanced = ((body.get("Settings") or {}).get("AdvancedSettings") or {}) if isinstance(
+        body.get("Settings"), dict) else {}
+    if isinstance(advanced, dict) and isinstance(advanced.get("RayRedisPassword"), str):
+        found["RayRedisPassword"] = advanced["RayRedisPassword"]
+    return spec.strip_secrets(body), found
+
+
+def _check_workspace_id(body: dict[str, Any], workspace: Workspace) -> dict[str, list[str]]:
+    # The body's WorkspaceId would send the job, with this workspace's credentials, to another DLC workspace.
+    given = body.get("WorkspaceId")
+    if given and given != workspace.dlc_workspace_id:
+        return {"WorkspaceId": [f"This console workspace submits to DLC workspace "
+                                f"'{workspace.dlc_workspace_id or '(default)'}'; leave WorkspaceId out."]}
+    return {}
+
+
+def _template_errors(request: HttpRequest, workspace: Workspace, body: dict[str, Any]) -> dict[str, list[str]]:
+    """Locked-field errors when the caller says the job starts from ?template=<id>[&version=<n>]."""
+    from jobs import templates_lib
+
+    template_id = request.GET.get("template", "")
+    if not template_id:
+        return {}
+    template = JobTemplate.objects.filter(pk=template_id if template_id.isdigit() else 0, workspace=workspace).first()
+    if template is None:
+        return {"template": ["No such template in this workspace."]}
+    version = request.GET.get("version", "")
+    try:
+        chosen = templates_lib.version_of(template, int(version) if version.isdigit() else None)
+    except Exception:  # noqa: BLE001 - DoesNotExist of a version
+        return {"version": ["No such version of the template."]}
+    sections = spec.inverse(body)
+    return {spec.wire_path(path, sections): messages
+            for path, messages in templates_lib.locked_errors(template, chosen, sections).items()}
+
+
+def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | None = None,
+                extra_errors: dict[str, list[str]] | None = None) -> tuple[Job | None, dict[str, list[str]]]:
+    """Validate a CreateJob body with the workspace's guardrails and save + enqueue it. Returns (job, errors)."""
+    if not isinstance(body, dict):
+        return None, {"": ["The request body must be a JSON object (a CreateJob body)."]}
+    errors = dict(extra_errors or {})
+    errors.update(_check_workspace_id(body, workspace))
+    wire = {k: v for k, v in body.items() if k != "WorkspaceId"}
+    for path, messages in spec.validate(wire, policies.context_for(workspace)).items():
+        errors.setdefault(path, []).extend(messages)
+    if errors:
+        return None, errors
+    clean, secrets = take_secrets(wire)
+    hints = spec.hints_from_sections(spec.inverse(wire))
+    from jobs.views import save_and_enqueue
+
+    job = save_and_enqueue(workspace=workspace, owner=user, body=clean, hints=hints,
+                           sealed_secrets=secretbox.seal(secrets), cloned_from=cloned_from)
+    return job, {}
+
+
+# --- endpoints --------------------------------------------------------------------------------------------
+
+
+@api_view
+@require_http_methods(["GET", "POST"])
+def jobs(request: HttpRequest) -> JsonResponse:
+    """GET: the caller's jobs, filtered and paginated like the list page. POST: create a job."""
+    if request.method == "POST":
+        return _create(request)
+    filters = listing.Filters.from_query(request.GET)
+    if filters.errors:
+        return _bad(filters.errors)
+    rows = access.jobs_for(request.api_user).select_related("workspace", "owner")
+    chosen = request.GET.get("workspace", "")
+    if chosen:
+        rows = rows.filter(workspace=access.get_workspace(request.api_user, int(chosen) if chosen.isdigit() else 0))
+    page = listing.page(listing.apply_filters(rows, filters, user=request.api_user), filters)
+    base = {**filters.query(), **({"workspace": chosen} if chosen else {})}
+
+    def link(**cursor: str) -> str:
+        from urllib.parse import urlencode
+
+        return request.build_absolute_uri(reverse("api_jobs") + "?" + urlencode({**base, **cursor}))
+
+    return JsonResponse({
+        "jobs": [job_json(job, request) for job in page.jobs],
+        "next": link(after=page.next_cursor) if page.next_cursor else None,
+        "previous": link(before=page.prev_cursor) if page.prev_cursor else None,
+    })
+
+
+def _create(request: HttpRequest) -> JsonResponse:
+    body, bad = _json_body(request)
+    if bad:
+        return bad
+    try:
+        workspace = _workspace(request, "create")
+    except _Problem as problem:
+        return _bad(problem.errors)
+    extra = _template_errors(request, workspace, body) if isinstance(body, dict) else {}
+    job, errors = submit_body(request.api_user, workspace, body, extra_errors=extra)
+    if errors:
+        return _bad(errors)
+    response = JsonResponse(job_json(job, request), status=201)
+    response["Location"] = request.build_absolute_uri(reverse("api_job", args=[job.pk]))
+    return response
+
+
+@api_view
+@require_GET
+def job(request: HttpRequest, pk: int) -> JsonResponse:
+    return JsonResponse(job_json(access.get_job(request.api_user, pk), request))
+
+
+@api_view
+@require_POST
+def stop(request: HttpRequest, pk: int) -> JsonResponse:
+    """Ask DLC to stop the job (through Celery); 202 with the outcome and the job."""
+    from jobs import lifecycle
+
+    target = access.get_job(request.api_user, pk, "stop")
+    outcome = lifecycle.request_stop(request.api_user, target)
+    target.refresh_from_db()
+    return JsonResponse({"result": outcome, "job": job_json(target, request)}, status=202)
+
+
+@api_view
+@require_POST
+def clone(request: HttpRequest, pk: int) -> JsonResponse:
+    """A new job from this one's configuration: `changes` overrides top-level CreateJob fields; secrets are
+    never copied, so a source that used a registry password needs `registry_password` again."""
+    source = access.get_job(request.api_user, pk, "clone")
+    payload, bad = _json_body(request)
+    if bad:
+        return bad
+    if not isinstance(payload, dict):
+        return _bad({"": ["Send a JSON object: {\"changes\": {...}, \"registry_password\": \"...\"}."]})
+    changes = payload.get("changes") or {}
+    if not isinstance(changes, dict):
+        return _bad({"changes": ["Must be an object of CreateJob fields."]})
+    body = clone_body(source)
+    body.update(changes)
+    errors: dict[str, list[str]] = {}
+    for secret, put in (("registry_password", _put_registry_password), ("ray_redis_password", _put_ray_password)):
+        needed = {"registry_password": "registry_password", "ray_redis_password": "RayRedisPassword"}[secret]
+        if payload.get(secret):
+            put(body, str(payload[secret]))
+        elif needed in (source.hints or {}).get("secrets", []):
+            errors[secret] = ["The source job used this secret; secrets are never copied, send it again."]
+    job, problems = submit_body(request.api_user, source.workspace, body, cloned_from=source, extra_errors=errors)
+    if problems:
+        return _bad(problems)
+    response = JsonResponse(job_json(job, request), status=201)
+    response["Location"] = request.build_absolute_uri(reverse("api_job", args=[job.pk]))
+    return response
+
+
+def clone_body(source: Job) -> dict[str, Any]:
+    """The source's body under a fresh name; the idempotency tag is the new row's own."""
+    body = spec.strip_secrets(source.body)
+    body.pop("WorkspaceId", None)
+    tags = (body.get("Settings") or {}).get("Tags")
+    if isinstance(tags, dict):
+        tags.pop("dlc-console-submission", None)
+    name = f"{source.display_name}-copy"
+    taken = set(Job.objects.filter(workspace=source.workspace, display_name__startswith=name)
+                .values_list("display_name", flat=True))
+    n = 1
+    while (candidate := name if n == 1 else f"{name}-{n}") in taken:
+        n += 1
+    body["DisplayName"] = candidate[:256]
+    return body
+
+
+def _put_registry_password(body: dict[str, Any], password: str) -> None:
+    for role in body.get("JobSpecs") or []:
+        if isinstance(role, dict) and isinstance(role.get("ImageConfig"), dict):
+            role["ImageConfig"]["Password"] = password
+
+
+def _put_ray_password(body: dict[str, Any], password: str) -> None:
+    body.setdefault("Settings", {}).setdefault("AdvancedSettings", {})["RayRedisPassword"] = password
+
+
+@api_view
+@require_GET
+def workspaces(request: HttpRequest) -> JsonResponse:
+    rows = []
+    for ws in access.workspaces_for(request.api_user):
+        rows.append({"id": ws.pk, "name": ws.name, "role": access.role_in(request.api_user, ws),
+                     "region": ws.region, "dlc_workspace_id": ws.dlc_workspace_id,
+                     "policy": policies.hints_for(ws)})
+    return JsonResponse({"workspaces": rows})
+
+
+@require_GET
+def openapi(request: HttpRequest) -> JsonResponse:
+    """The API's OpenAPI 3 description (public: it describes the API, not anyone's data)."""
+    return JsonResponse(openapi_document(request.build_absolute_uri("/")[:-1]))
+
+
+def openapi_document(server: str) -> dict[str, Any]:
+    err = {"$ref": "#/components/responses/Error"}
+    validation = {"description": "Invalid body: messages keyed by field path (e.g. JobSpecs[0].PodCount).",
+                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ValidationErrors"}}}}
+    job_ok = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}}
+    job_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+    ws_param = {"name": "workspace", "in": "query", "schema": {"type": "integer"},
+                "description": "Console workspace id (GET /api/v1/workspaces); optional if you have only one."}
+    list_params = [ws_param] + [
+        {"name": n, "in": "query", "schema": {"type": "string"}, "description": d} for n, d in (
+            ("q", "Name contains."), ("status", "A status, or 'active' / 'finished'."),
+            ("framework", "JobType, e.g. PyTorchJob."), ("owner", "Username, or 'me'."),
+            ("created_from", "YYYY-MM-DD"), ("created_to", "YYYY-MM-DD"),
+            ("sort", "-created (default), created, name, -name, status"), ("size", "10, 20 (default), 50, 100"),
+            ("after", "Cursor from `next`."), ("before", "Cursor from `previous`."))
+    ]
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "DLC Console API", "version": API_VERSION,
+                 "description": "Jobs of the console's workspaces. Authenticate with a personal token "
+                                "(`Authorization: Bearer dlcc_...`, create one on /account/api) or a signed-in "
+                                "session (which must also send X-CSRFToken on POST)."},
+        "servers": [{"url": server}],
+        "security": [{"bearer": []}, {"session": []}],
+        "paths": {
+            "/api/v1/workspaces": {"get": {"summary": "Your workspaces, your role and their guardrails",
+                                           "responses": {"200": {"description": "Workspaces"}, "401": err}}},
+            "/api/v1/jobs": {
+                "get": {"summary": "List jobs (keyset pagination like the list page)", "parameters": list_params,
+                        "responses": {"200": {"description": "A page of jobs", "content": {"application/json": {
+                            "schema": {"$ref": "#/components/schemas/JobPage"}}}}, "400": validation, "401": err}},
+                "post": {"summary": "Create a job from a CreateJob body (same validation as the wizard)",
+                         "parameters": [ws_param,
+                                        {"name": "template", "in": "query", "schema": {"type": "integer"},
+                                         "description": "Template the job starts from: its locked fields "
+                                                        "must keep their values."},
+                                        {"name": "version", "in": "query", "schema": {"type": "integer"}}],
+                         "requestBody": {"required": True, "content": {"application/json": {
+                             "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
+                         "responses": {"201": {"description": "Created; the worker submits it to DLC", **job_ok},
+                                       "400": validation, "401": err, "403": err, "404": err}},
+            },
+            "/api/v1/jobs/{id}": {"get": {"summary": "One job", "parameters": [job_id],
+                                          "responses": {"200": {"description": "The job", **job_ok},
+                                                        "401": err, "404": err}}},
+            "/api/v1/jobs/{id}/stop": {"post": {
+                "summary": "Stop a job (members: their own; admins: any)", "parameters": [job_id],
+                "responses": {"202": {"description": "Stop requested; `result` is stopping, stopped, "
+                                                     "already-finished or failed: ..."},
+                              "401": err, "403": err, "404": err}}},
+            "/api/v1/jobs/{id}/clone": {"post": {
+                "summary": "Create a copy of a job (new name `<name>-copy`; secrets must be sent again)",
+                "parameters": [job_id],
+                "requestBody": {"content": {"application/json": {"schema": {
+                    "type": "object", "properties": {
+                        "changes": {"type": "object", "description": "Top-level CreateJob fields to replace."},
+                        "registry_password": {"type": "string", "writeOnly": True},
+                        "ray_redis_password": {"type": "string", "writeOnly": True}}}}}},
+                "responses": {"201": {"description": "The new job", **job_ok}, "400": validation, "401": err,
+                              "403": err, "404": err}}},
+            "/api/v1/jobs/validate": {"post": {
+                "summary": "Dry run: validate a CreateJob body without creating anything",
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
+                "responses": {"200": {"description": "{\"valid\": true}"}, "400": validation, "401": err}}},
+        },
+        "components": {
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "Personal API token"},
+                "session": {"type": "apiKey", "in": "cookie", "name": "sessionid"},
+            },
+            "responses": {"Error": {"description": "Error", "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"error": {"type": "string"}}}}}}},
+            "schemas": {
+                "CreateJobBody": {"type": "object", "description": "The PAI-DLC CreateJob request body "
+                                  "(POST /api/v1/jobs of the PAI-DLC 2020-12-03 API). A registry password in "
+                                  "JobSpecs[].ImageConfig.Password is sealed for the worker, never stored.",
+                                  "required": ["DisplayName", "JobType", "JobSpecs"],
+                                  "properties": {"DisplayName": {"type": "string"}, "JobType": {"type": "string"},
+                                                 "JobSpecs": {"type": "array", "items": {"type": "object"}},
+                                                 "UserCommand": {"type": "string"}},
+                                  "additionalProperties": True},
+                "ValidationErrors": {"type": "object", "properties": {"errors": {
+                    "type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}}},
+                "Job": {"type": "object", "properties": {
+                    "id": {"type": "integer"}, "name": {"type": "string"}, "status": {"type": "string"},
+                    "status_label": {"type": "string"}, "active": {"type": "boolean"},
+                    "workspace": {"type": "object"}, "owner": {"type": "string", "nullable": True},
+                    "dlc_job_id": {"type": "string", "nullable": True}, "job_type": {"type": "string"},
+                    "cloned_from": {"type": "integer", "nullable": True}, "body": {"type": "object"},
+                    "pods": {"type": "array", "items": {"type": "object"}},
+                    "created_at": {"type": "string", "format": "date-time"}}},
+                "JobPage": {"type": "object", "properties": {
+                    "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
+                    "next": {"type": "string", "nullable": True}, "previous": {"type": "string", "nullable": True}}},
+            },
+        },
+    }
+

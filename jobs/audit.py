@@ -1,0 +1,52 @@
+"""The audit log: one function writes it, everything that changes something calls it.
+
+Details are free-form JSON, but never a secret: keys that look like one are dropped before saving, so a
+careless caller cannot leak a password into the log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from jobs.models import AuditEvent, Job, Workspace
+
+# Substrings of detail keys whose values are never recorded (registry passwords, tokens, AccessKeys).
+_SECRET_KEY_RE = re.compile(r"pass(word)?|secret|token|credential|access_?key", re.IGNORECASE)
+
+
+def scrub(value: Any) -> Any:
+    """A JSON-safe copy of value with secret-looking keys removed at any depth."""
+    if isinstance(value, Mapping):
+        return {str(k): scrub(v) for k, v in value.items() if not _SECRET_KEY_RE.search(str(k))}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [scrub(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def record(actor, action: str, *, workspace: Workspace, job: Job | None = None, source: Job | None = None,
+           **details: Any) -> AuditEvent:
+    """Append one event. `actor` is a user (or None for the system, e.g. a sync import)."""
+    user = actor if actor is not None and getattr(actor, "is_authenticated", False) else None
+    return AuditEvent.objects.create(
+        actor=user,
+        actor_name=user.get_username() if user else "system",
+        action=action,
+        workspace=workspace,
+        job=job,
+        job_name=job.display_name if job else "",
+        source=source,
+        details=scrub(details),
+    )
+
+
+def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """{field: {"from": old, "to": new}} for the fields that differ, for a "changed" event's details."""
+    return {
+        key: {"from": scrub(before.get(key)), "to": scrub(after.get(key))}
+        for key in sorted(set(before) | set(after))
+        if before.get(key) != after.get(key)
+    }

@@ -1,0 +1,279 @@
+"""Clone and edit-and-resubmit: what a new job takes from an existing one, field by field.
+
+POLICY is the one table. Every wizard field (spec.FIELDS, spec.ROW_FIELDS) and the few values inside
+fields that need their own treatment have exactly one entry:
+
+- copy: the clone starts with the source's value.
+- reset: the clone gets a fresh value (a unique name, its own submission tag, ports a running source may
+  still hold, the target workspace).
+- re-prompt: a secret. Never copied, never sent to the page; the page says it must be typed again.
+
+Edit and resubmit (a job whose submission failed) uses the same table but keeps the name and the ports:
+the failed job never ran, so nothing it holds can clash.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobs import dlc, spec
+from jobs.forms import wizard as glue
+
+COPY, RESET, REPROMPT = "copy", "reset", "re-prompt"
+
+POLICY: dict[str, tuple[str, str]] = {
+    # Basic information
+    "basic.name": (RESET, "gets a unique -copy suffix, so the two jobs can be told apart"),
+    "basic.description": (COPY, ""),
+    "basic.workspace_id": (RESET, "the workspace the clone is created in"),
+    "basic.tags": (COPY, ""),
+    "basic.tags[].key": (COPY, ""),
+    "basic.tags[].value": (COPY, ""),
+    f"basic.tags.{dlc.IDEMPOTENCY_TAG_KEY}": (RESET, "each job gets its own submission tag (exactly-once)"),
+    # Environment
+    "environment.image_type": (COPY, ""),
+    "environment.image": (COPY, ""),
+    "environment.registry_username": (COPY, ""),
+    "environment.registry_password": (REPROMPT, "registry password"),
+    "environment.datasets": (COPY, ""),
+    "environment.datasets[].kind": (COPY, ""),
+    "environment.datasets[].id": (COPY, ""),
+    "environment.datasets[].version": (COPY, ""),
+    "environment.datasets[].read_only": (COPY, ""),
+    "environment.datasets[].mount_path": (COPY, ""),
+    "environment.storages": (COPY, ""),
+    "environment.storages[].type": (COPY, ""),
+    "environment.storages[].uri": (COPY, ""),
+    "environment.storages[].mount_path": (COPY, ""),
+    "environment.storages[].options": (COPY, ""),
+    "environment.command": (COPY, ""),
+    "environment.envs": (COPY, ""),
+    "environment.envs[].key": (COPY, ""),
+    "environment.envs[].value": (COPY, ""),
+    "environment.libs_mode": (COPY, ""),
+    "environment.libs": (COPY, ""),
+    "environment.requirements_dir": (COPY, ""),
+    "environment.code_mode": (COPY, ""),
+    "environment.code_source_id": (COPY, ""),
+    "environment.code_branch": (COPY, ""),
+    "environment.code_commit": (COPY, ""),
+    "environment.code_mount_path": (COPY, ""),
+    "environment.code_upload_uri": (COPY, ""),
+    # Resources
+    "resources.resource_type": (COPY, ""),
+    "resources.source": (COPY, ""),
+    "resources.quota_id": (COPY, ""),
+    "resources.priority": (COPY, ""),
+    "resources.framework": (COPY, ""),
+    "resources.roles": (COPY, ""),
+    "resources.roles[].role": (COPY, ""),
+    "resources.roles[].count": (COPY, ""),
+    "resources.roles[].instance_type": (COPY, ""),
+    "resources.roles[].cpu": (COPY, ""),
+    "resources.roles[].gpu": (COPY, ""),
+    "resources.roles[].memory_gib": (COPY, ""),
+    "resources.roles[].shared_memory_gib": (COPY, ""),
+    "resources.roles[].node_names": (COPY, ""),
+    "resources.node_scheduling": (COPY, ""),
+    "resources.idle_resources": (COPY, ""),
+    "resources.cpu_affinity": (COPY, ""),
+    "resources.scheduling_policy": (COPY, ""),
+    "resources.bid_method": (COPY, ""),
+    "resources.spot_discount": (COPY, ""),
+    "resources.spot_price": (COPY, ""),
+    "resources.max_duration": (COPY, ""),
+    "resources.max_duration_unit": (COPY, ""),
+    "resources.retention": (COPY, ""),
+    "resources.retention_unit": (COPY, ""),
+    "resources.dsw": (COPY, ""),
+    "resources.advanced": (COPY, ""),
+    "resources.advanced.customPortList": (RESET, "fixed ports the source job may still hold; DLC then exposes "
+                                                 "only port 23456 on the master unless you set ports again"),
+    "resources.advanced.RayRedisPassword": (REPROMPT, "RayRedisPassword (advanced framework configuration)"),
+    # VPC
+    "vpc.vpc_id": (COPY, ""),
+    "vpc.switch_id": (COPY, ""),
+    "vpc.security_group_id": (COPY, ""),
+    "vpc.extended_cidrs": (COPY, ""),
+    "vpc.gateway": (COPY, ""),
+    # Fault tolerance and diagnosis
+    "fault_tolerance.enabled": (COPY, ""),
+    "fault_tolerance.args": (COPY, ""),
+    "fault_tolerance.sanity_check": (COPY, ""),
+    "fault_tolerance.sanity_args": (COPY, ""),
+    # RAM role
+    "ram_role.mode": (COPY, ""),
+    "ram_role.role_arn": (COPY, ""),
+    # The Job row itself
+    "job.idempotency_tag": (RESET, "a new Job row gets a new tag"),
+}
+
+# Reset in a clone but kept by edit and resubmit (the failed source never ran).
+_CLONE_ONLY = frozenset({"basic.name", "resources.advanced.customPortList"})
+
+
+def policy(path: str) -> str:
+    return POLICY[path][0]
+
+
+def copy_name(name: str, taken: Iterable[str]) -> str:
+    """`name-copy`, `name-copy-2`, ... unique among taken, within the 256-character name limit."""
+    from jobs import catalog as C
+
+    taken = set(taken)
+    base = re.sub(r"-copy(-\d+)?$", "", name) or "job"
+    n = 1
+    while True:
+        suffix = "-copy" if n == 1 else f"-copy-{n}"
+        candidate = base[: C.MAX_NAME_LENGTH - len(suffix)] + suffix
+        if candidate not in taken:
+            return candidate
+        n += 1
+
+
+@dataclass
+class Prefill:
+    """A clone's starting point: the sections, and what the page must tell the user about them."""
+
+    sections: dict
+    source_sections: dict
+    resets: list[tuple[str, str, str]] = field(default_factory=list)  # (what, from, to / why)
+    reprompts: list[tuple[str, str]] = field(default_factory=list)  # (field name, what)
+    not_copied: list[str] = field(default_factory=list)  # wire paths of the source the wizard cannot express
+
+
+def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edit: bool = False) -> Prefill:
+    """Sections for a clone (or an edit) of job, with POLICY applied."""
+    source = spec.inverse(job.body or {}, job.hints or {})
+    sections = spec.inverse(job.body or {}, job.hints or {})
+    result = Prefill(sections, source)
+    basic, env, res = sections["basic"], sections["environment"], sections["resources"]
+    hints_secrets = set((job.hints or {}).get("secrets") or ())
+
+    if not edit:
+        basic["name"] = copy_name(source["basic"]["name"], taken_names)
+        result.resets.append(("Job name", source["basic"]["name"], basic["name"]))
+    basic["workspace_id"] = workspace_id
+    kept = [t for t in basic["tags"] if t.get("key") != dlc.IDEMPOTENCY_TAG_KEY]
+    if len(kept) != len(basic["tags"]):
+        result.resets.append(("Tag " + dlc.IDEMPOTENCY_TAG_KEY, "the source's", POLICY[
+            f"basic.tags.{dlc.IDEMPOTENCY_TAG_KEY}"][1]))
+    basic["tags"] = kept
+
+    if env.get("registry_password") or "registry_password" in hints_secrets:
+        result.reprompts.append((glue.PASSWORD, POLICY["environment.registry_password"][1]))
+    env["registry_password"] = ""
+
+    advanced, _ = spec.parse_advanced(res.get("advanced"))
+    if advanced:
+        if "RayRedisPassword" in advanced:
+            advanced["RayRedisPassword"] = spec.SECRET_PLACEHOLDER
+            result.reprompts.append(("resources-advanced", POLICY["resources.advanced.RayRedisPassword"][1]))
+        if "customPortList" in advanced and not edit:
+            result.resets.append(("customPortList", str(advanced.pop("customPortList")),
+                                  POLICY["resources.advanced.customPortList"][1]))
+        res["advanced"] = spec.format_advanced(advanced) if advanced else ""
+    result.not_copied = _not_copied(job)
+    return result
+
+
+def _not_copied(job) -> list[str]:
+    """Wire paths of the source body that the wizard cannot carry over (say so rather than drop silently)."""
+    body = spec.strip_secrets(job.body or {})
+    tags = (body.get("Settings") or {}).get("Tags")
+    if isinstance(tags, dict) and dlc.IDEMPOTENCY_TAG_KEY in tags:
+        body["Settings"] = {**body["Settings"], "Tags": {k: v for k, v in tags.items()
+                                                         if k != dlc.IDEMPOTENCY_TAG_KEY}}
+    rebuilt = spec.build(spec.inverse(body, job.hints or {}), workspace_id=body.get("WorkspaceId") or None)
+    lost: list[str] = []
+    _compare(body, rebuilt, "", lost)
+    return lost
+
+
+def _compare(a: Any, b: Any, path: str, lost: list[str]) -> None:
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        for key, value in a.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in b:
+                if value not in (None, "", [], {}):
+                    lost.append(sub)
+            else:
+                _compare(value, b[key], sub, lost)
+    elif isinstance(a, list) and isinstance(b, list):
+        for i, value in enumerate(a):
+            if i >= len(b):
+                lost.append(f"{path}[{i}]")
+            else:
+                _compare(value, b[i], f"{path}[{i}]", lost)
+    elif a != b:
+        lost.append(path)
+
+
+# --- diff: what the user changed, against the source job ---------------------------------------------------
+
+
+@dataclass
+class Change:
+    section: str
+    label: str
+    before: str
+    after: str
+
+
+_KEYED_LISTS = {"tags": "Tag", "envs": "Variable"}  # rows that are a map: compare by key, not by position
+
+
+def _keyed(data: Mapping[str, str], section: str, name: str) -> dict[str, str]:
+    rows: dict[str, str] = {}
+    for i in range(glue.MAX_ROWS):
+        key = data.get(f"{section}-{name}-{i}-key")
+        if key is None:
+            break
+        if key or data.get(f"{section}-{name}-{i}-value"):
+            rows[key] = data.get(f"{section}-{name}-{i}-value", "")
+    return rows
+
+
+def changes(baseline: Mapping, current: Mapping, source: Mapping, label=None) -> list[Change]:
+    """Field-level differences between the clone's starting point and what the form holds now, shown as
+    source value -> new value, in the console's section order. Secrets are never part of a diff."""
+    label = label or glue.field_label
+    before, after, origin = (glue.mask(glue.sections_to_data(spec.prune_inapplicable(s)))
+                             for s in (baseline, current, source))
+    out: list[Change] = []
+    for module in glue.MODULES:
+        section, title = module.SECTION, module.TITLE
+        names = [f"{section}-{n}" for n in module.Form.base_fields if f"{section}-{n}" != glue.PASSWORD]
+        for name in names:
+            if before.get(name, "") != after.get(name, ""):
+                out.append(Change(title, label(name), origin.get(name, ""), after.get(name, "")))
+        for list_name, row_form in module.ROWS.items():
+            if list_name in _KEYED_LISTS:
+                old, new = _keyed(before, section, list_name), _keyed(after, section, list_name)
+                src = _keyed(origin, section, list_name)
+                what = _KEYED_LISTS[list_name]
+                for key in [*old, *(k for k in new if k not in old)]:
+                    if old.get(key) != new.get(key):
+                        out.append(Change(title, f"{what} {key}", src.get(key, "(not set)") if key in old
+                                          else "(not set)", new.get(key, "(removed)")))
+                continue
+            for i in range(glue.MAX_ROWS):
+                prefix = f"{section}-{list_name}-{i}-"
+                had = any(k.startswith(prefix) for k in before)
+                has = any(k.startswith(prefix) for k in after)
+                if not had and not has:
+                    break
+                row = f"{module.ROW_LABELS[list_name]} {i + 1}"
+                if had and not has:
+                    out.append(Change(title, row, "present", "(removed)"))
+                elif has and not had:
+                    out.append(Change(title, row, "(not set)", "added"))
+                else:
+                    for name in row_form.base_fields:
+                        key = prefix + name
+                        if before.get(key, "") != after.get(key, ""):
+                            out.append(Change(title, label(key), origin.get(key, ""), after.get(key, "")))
+    return out

@@ -1,0 +1,383 @@
+"""What the job page shows, built from the Job row alone (no DLC call): the configuration in the wizard's
+six sections, the status timeline, the pods table and the truth about a job still waiting to submit."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from jobs import access, catalog, dlc, spec
+from jobs import status as st
+from jobs.models import Job
+
+SECTION_TITLES = {
+    "basic": "Basic information",
+    "environment": "Environment",
+    "resources": "Resources",
+    "vpc": "VPC",
+    "fault_tolerance": "Fault tolerance & diagnosis",
+    "ram_role": "RAM role",
+}
+HIDDEN = "•••••• (hidden)"
+# Environment variable names that usually carry credentials: their values are not shown on the page.
+_SECRET_NAME = re.compile(r"pass|secret|token|credential|auth|(^|_)key($|_)|access_?key|api_?key", re.I)
+
+
+@dataclass
+class Item:
+    label: str
+    value: Any
+    kind: str = "text"  # text | mono | pre | rows
+    columns: list[tuple[str, str]] = field(default_factory=list)  # for rows: (key, heading)
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    items: list[Item]
+
+
+def _on(value: Any) -> str:
+    return "On" if value else "Off"
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _rows(rows: list[dict], columns: list[tuple[str, str]]) -> Item | None:
+    """A table of list rows (cells as text), keeping only the columns some row has a value in."""
+    rows = [r for r in rows if isinstance(r, dict)]
+    if not rows:
+        return None
+    used = [(k, h) for k, h in columns if any(r.get(k) not in (None, "", [], False) for r in rows)]
+    return Item("", [[_cell(r.get(k)) for k, _ in used] for r in rows], kind="rows", columns=used)
+
+
+def _add(items: list[Item], label: str, value: Any, kind: str = "text") -> None:
+    if value in (None, "", [], {}):
+        return
+    items.append(Item(label, value, kind))
+
+
+def _duration(value: Any, unit: str) -> str:
+    if value in (None, ""):
+        return ""
+    return f"{value} {unit}"
+
+
+def _basic(s: dict) -> list[Item]:
+    items: list[Item] = []
+    _add(items, "Job name", s.get("name"))
+    _add(items, "Description", s.get("description"), "pre")
+    tags = [t for t in s.get("tags") or [] if t.get("key") != dlc.IDEMPOTENCY_TAG_KEY]
+    if tags:
+        items.append(Item("Tags", ", ".join(f"{t.get('key')}={t.get('value')}" for t in tags), "mono"))
+    _add(items, "DLC workspace", s.get("workspace_id"), "mono")
+    return items
+
+
+def _environment(s: dict) -> list[Item]:
+    items: list[Item] = []
+    _add(items, "Image type", catalog.IMAGE_TYPES.get(s.get("image_type"), s.get("image_type")))
+    _add(items, "Image", s.get("image"), "mono")
+    _add(items, "Registry username", s.get("registry_username"), "mono")
+    if s.get("registry_password"):
+        items.append(Item("Registry password", HIDDEN))
+    datasets = [{**d, "kind": catalog.DATASET_KINDS.get(d.get("kind"), d.get("kind")),
+                 "read_only": {True: "Read-only", False: "Read-write"}.get(d.get("read_only"), "")}
+                for d in s.get("datasets") or []]
+    table = _rows(datasets, [("kind", "Kind"), ("id", "Dataset"), ("version", "Version"),
+                             ("read_only", "Access"), ("mount_path", "Mount path")])
+    if table:
+        table.label = "Datasets"
+        items.append(table)
+    storages = [{**d, "type": catalog.STORAGE_TYPES.get(d.get("type"), d.get("type"))}
+                for d in s.get("storages") or []]
+    table = _rows(storages, [("type", "Type"), ("uri", "Source"), ("mount_path", "Mount path"),
+                             ("options", "Options")])
+    if table:
+        table.label = "Storage"
+        items.append(table)
+    _add(items, "Startup command", s.get("command"), "pre")
+    envs = [{"key": e.get("key"), "value": HIDDEN if _SECRET_NAME.search(str(e.get("key") or "")) else e.get("value")}
+            for e in s.get("envs") or []]
+    table = _rows(envs, [("key", "Name"), ("value", "Value")])
+    if table:
+        table.label = "Environment variables"
+        items.append(table)
+    mode = s.get("libs_mode")
+    if mode == "list":
+        _add(items, "Third-party libraries", s.get("libs"), "mono")
+    elif mode == "requirements":
+        _add(items, "requirements.txt folder", s.get("requirements_dir"), "mono")
+    code = s.get("code_mode")
+    if code == "git":
+        _add(items, "Code source", s.get("code_source_id"), "mono")
+        _add(items, "Branch", s.get("code_branch"), "mono")
+        _add(items, "Commit", s.get("code_commit"), "mono")
+        _add(items, "Code mount path", s.get("code_mount_path"), "mono")
+    elif code == "upload":
+        _add(items, "Uploaded code", s.get("code_upload_uri"), "mono")
+        _add(items, "Code mount path", s.get("code_mount_path"), "mono")
+    return items
+
+
+def _resources(s: dict) -> list[Item]:
+    items: list[Item] = []
+    _add(items, "Resource type", catalog.RESOURCE_TYPES.get(s.get("resource_type"), s.get("resource_type")))
+    _add(items, "Source", catalog.SOURCES.get(s.get("source"), s.get("source")))
+    _add(items, "Resource quota", s.get("quota_id"), "mono")
+    _add(items, "Priority", s.get("priority"))
+    _add(items, "Framework", s.get("framework"))
+    table = _rows(list(s.get("roles") or []), [
+        ("role", "Role"), ("count", "Nodes"), ("instance_type", "Instance type"), ("cpu", "CPU cores"),
+        ("gpu", "GPUs"), ("memory_gib", "Memory (GiB)"), ("shared_memory_gib", "Shared memory (GiB)"),
+        ("node_names", "Nodes"),
+    ])
+    if table:
+        table.label = "Job resources"
+        items.append(table)
+    for key, label in [("node_scheduling", "Node-specific scheduling"), ("idle_resources", "Idle resources"),
+                       ("cpu_affinity", "CPU affinity"), ("dsw", "Developer machine (DSW)")]:
+        if s.get(key):
+            items.append(Item(label, "On"))
+    policy = s.get("scheduling_policy")
+    _add(items, "Scheduling policy", (policy or "").capitalize() if isinstance(policy, str) else policy)
+    if s.get("source") == "spot":
+        _add(items, "Bid method", catalog.BID_METHODS.get(s.get("bid_method"), s.get("bid_method")))
+        _add(items, "Maximum discount", f"{s['spot_discount']}%" if s.get("spot_discount") is not None else "")
+        _add(items, "Maximum price", s.get("spot_price"))
+    _add(items, "Maximum duration", _duration(s.get("max_duration"), s.get("max_duration_unit") or ""))
+    _add(items, "Retention period", _duration(s.get("retention"), s.get("retention_unit") or ""))
+    _add(items, "Advanced framework configuration", s.get("advanced"), "pre")
+    return items
+
+
+def _vpc(s: dict) -> list[Item]:
+    if not s.get("vpc_id"):
+        return []
+    items: list[Item] = []
+    _add(items, "VPC", s.get("vpc_id"), "mono")
+    _add(items, "vSwitch", s.get("switch_id"), "mono")
+    _add(items, "Security group", s.get("security_group_id"), "mono")
+    cidrs = s.get("extended_cidrs") or []
+    _add(items, "Extended CIDRs", ", ".join(cidrs) if isinstance(cidrs, list) else cidrs, "mono")
+    _add(items, "Internet access gateway", catalog.GATEWAYS.get(s.get("gateway"), s.get("gateway")))
+    return items
+
+
+def _fault_tolerance(s: dict) -> list[Item]:
+    items = [Item("Automatic fault tolerance", _on(s.get("enabled")))]
+    _add(items, "Fault tolerance parameters", s.get("args"), "mono")
+    items.append(Item("Sanity check", _on(s.get("sanity_check"))))
+    _add(items, "Sanity check parameters", s.get("sanity_args"), "mono")
+    return items
+
+
+def _ram_role(s: dict) -> list[Item]:
+    items = [Item("Instance RAM role", catalog.RAM_ROLE_MODES.get(s.get("mode"), s.get("mode")))]
+    _add(items, "Role ARN", s.get("role_arn"), "mono")
+    return items
+
+
+_BUILDERS = {"basic": _basic, "environment": _environment, "resources": _resources, "vpc": _vpc,
+             "fault_tolerance": _fault_tolerance, "ram_role": _ram_role}
+
+
+def sections(job: Job) -> list[Section]:
+    """The job's configuration, read-only, in the wizard's grouping. Secrets never leave this function:
+    the body is stripped of them first, and what remains of them (a placeholder) is shown as hidden."""
+    body = spec.strip_secrets(job.body or {})
+    try:
+        wizard = spec.inverse(body, job.hints or {})
+    except Exception:  # noqa: BLE001 - an odd imported body still gets a page, just ungrouped
+        return [Section("body", "CreateJob body", [Item("", json.dumps(body, indent=2, default=str), "pre")])]
+    return [Section(key, SECTION_TITLES[key], _BUILDERS[key](wizard.get(key) or {})) for key in spec.SECTIONS]
+
+
+# --- status timeline --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    status: str
+    start: datetime | None
+    end: datetime | None
+    reason: str = ""
+
+    @property
+    def label(self) -> str:
+        return st.label(self.status)
+
+    @property
+    def tone(self) -> str:
+        return st.tone(self.status)
+
+    @property
+    def duration(self) -> str:
+        if not self.start:
+            return ""
+        return human_duration((self.end or timezone.now()) - self.start)
+
+
+def human_duration(delta: timedelta) -> str:
+    seconds = max(0, int(delta.total_seconds()))
+    days, seconds = divmod(seconds, 86400)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    parts = [f"{days}d" if days else "", f"{hours}h" if hours else "", f"{minutes}m" if minutes else "",
+             f"{seconds}s" if seconds or not (days or hours or minutes) else ""]
+    return " ".join(p for p in parts if p)
+
+
+def when(value: Any) -> datetime | None:
+    """A DLC timestamp (ISO 8601 UTC string) as an aware datetime; None for blanks and garbage."""
+    if isinstance(value, datetime):
+        return value
+    if not value or not isinstance(value, str):
+        return None
+    parsed = parse_datetime(value)
+    if parsed and timezone.is_naive(parsed):
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def timeline(job: Job) -> list[Step]:
+    """The console's own wait before DLC knew the job, then DLC's StatusHistory."""
+    history = [h for h in job.status_history or [] if isinstance(h, dict) and h.get("Status")]
+    first_remote = when(history[0].get("StartTime")) if history else None
+    waited_until = job.submitted_at or first_remote
+    if job.status == st.SUBMIT_FAILED:
+        waited_until = job.finished_at
+    steps = [Step(st.SUBMITTING, job.created_at, waited_until)]
+    for h in history:
+        reason = ": ".join(x for x in (h.get("ReasonCode"), h.get("ReasonMessage")) if x)
+        steps.append(Step(h["Status"], when(h.get("StartTime")), when(h.get("EndTime")), reason))
+    if job.status == st.SUBMIT_FAILED:
+        code = (job.submit_error or {}).get("Code", "")
+        steps.append(Step(st.SUBMIT_FAILED, job.finished_at, job.finished_at, code))
+    # Only the last step may be open; a terminal one ends when it starts.
+    for prev, nxt in zip(steps, steps[1:], strict=False):
+        prev.end = prev.end or nxt.start
+    if steps and st.is_terminal(steps[-1].status):
+        steps[-1].end = steps[-1].end or steps[-1].start
+    return steps
+
+
+# --- pods ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PodRow:
+    pod_id: str
+    role: str
+    index: int
+    status: str
+    ip: str
+    start: datetime | None
+    end: datetime | None
+
+    @property
+    def live(self) -> bool:
+        """Still producing output (or about to): its log is worth following."""
+        return self.status not in {"Succeeded", "Failed", "Stopped"}
+
+
+_INDEX = re.compile(r"-(\d+)$")
+
+
+def pods(job: Job) -> list[PodRow]:
+    """Pods as last synced from DLC, ordered by role and index (the index is the pod name's suffix)."""
+    rows: list[PodRow] = []
+    seen: dict[str, int] = {}
+    for pod in job.pods or []:
+        if not isinstance(pod, dict) or not pod.get("PodId"):
+            continue
+        role = str(pod.get("Type") or "")
+        match = _INDEX.search(str(pod["PodId"]))
+        index = int(match.group(1)) if match else seen.get(role, 0)
+        seen[role] = seen.get(role, 0) + 1
+        rows.append(PodRow(str(pod["PodId"]), role, index, str(pod.get("Status") or ""),
+                           str(pod.get("Ip") or ""), when(pod.get("GmtStartTime")), when(pod.get("GmtFinishTime"))))
+    return sorted(rows, key=lambda p: (p.role, p.index))
+
+
+def find_pod(job: Job, pod_id: str) -> PodRow | None:
+    return next((p for p in pods(job) if p.pod_id == pod_id), None)
+
+
+# --- waiting to submit -----------------------------------------------------------------------------------
+
+SLOW_SUBMIT = timedelta(seconds=30)
+
+
+def waiting_note(job: Job, now: datetime | None = None) -> str:
+    """What is true about a job DLC does not know yet. The console cannot see whether a worker is up,
+    so it says what it knows: how long, how many attempts, and that the job is kept."""
+    if job.status != st.SUBMITTING:
+        return ""
+    waited = (now or timezone.now()) - job.created_at
+    attempts = job.submit_attempts
+    if attempts == 0 and waited < SLOW_SUBMIT:
+        return "Saved. A worker sends it to DLC in a moment."
+    tried = f"{attempts} attempt{'s' if attempts != 1 else ''} so far" if attempts else "no worker has picked it up yet"
+    return (f"Not yet accepted by DLC after {human_duration(waited)} ({tried}). The job is kept and is sent "
+            "automatically once the queue and a worker are available; there is no need to resubmit.")
+
+
+# --- the live part of the page ---------------------------------------------------------------------------
+
+
+def live(job: Job, user) -> dict[str, Any]:
+    """Everything the self-refreshing part of the job page shows, from the database only."""
+    visible = access.jobs_for(user)
+    source = visible.filter(pk=job.cloned_from_id).only("id", "display_name").first() if job.cloned_from_id else None
+    return {
+        "job": job,
+        "timeline": timeline(job),
+        "pods": pods(job),
+        "waiting_note": waiting_note(job),
+        "can_stop": job.is_stoppable and access.can(user, "stop", workspace=job.workspace, job=job),
+        "can_clone": access.can(user, "clone", workspace=job.workspace),
+        "cloned_from": source,
+        "clones": list(visible.filter(cloned_from=job).only("id", "display_name", "status")[:50]),
+    }
+
+
+# --- stop results ----------------------------------------------------------------------------------------
+
+_STOP_TEXT = {
+    "stopping": ("Stop requested", "success"),
+    "stopped": ("Stopped", "success"),
+    "already-finished": ("Already finished", "muted"),
+    "not-permitted": ("Not permitted", "danger"),
+    "not-found": ("Not found", "danger"),
+    "not-submitted": ("Not on DLC yet: it cannot be stopped while waiting to submit", "warning"),
+}
+
+
+@dataclass
+class StopOutcome:
+    job_id: int
+    name: str
+    code: str
+    text: str
+    tone: str
+
+
+def stop_outcome(result: str, job: Job | None, job_id: int) -> StopOutcome:
+    """lifecycle's stop result ("stopping", "already-finished", "not-permitted", "failed: ...") in words."""
+    name = job.display_name if job else f"Job {job_id}"
+    if result.startswith("failed"):
+        detail = result.partition(":")[2].strip()
+        return StopOutcome(job_id, name, "failed", f"Failed: {detail}" if detail else "Failed", "danger")
+    text, tone = _STOP_TEXT.get(result, (result, "muted"))
+    return StopOutcome(job_id, name, result, text, tone)

@@ -1,0 +1,114 @@
+"""Pod logs that outlive their pods: when a job ends, every pod's whole log is copied, compressed, into
+PodLog, and read back from there once DLC no longer has it.
+
+GetPodLogs answers at most MaxLines lines of a time range (the last ones). A range that comes back full may
+have been cut, so it is split in two and each half asked for again, until every range comes back short.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from jobs import dlc
+from jobs import status as st
+from jobs.models import Job, PodLog
+
+log = logging.getLogger(__name__)
+
+PAGE_LINES = 2000  # GetPodLogs' default MaxLines
+# A range this short that still comes back full is kept as it is (and the cut is said in the log).
+SHORTEST_RANGE = timedelta(milliseconds=1)
+# Pods' clocks and DLC's log timestamps are not ours: ask a little wider than the pod's own times.
+MARGIN = timedelta(minutes=1)
+
+
+def read(job: Job, pod_id: str) -> list[str] | None:
+    """The archived log of a pod, or None when there is none (the job has not ended, or it was not archived)."""
+    row = PodLog.objects.filter(job=job, pod_id=pod_id).only("content", "lines").first()
+    if row is None:
+        return None
+    if not row.lines:
+        return []
+    return zlib.decompress(bytes(row.content)).decode("utf-8").split("\n")
+
+
+def _when(value: Any) -> datetime | None:
+    parsed = parse_datetime(str(value)) if value else None
+    if parsed is not None and timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, timezone.get_fixed_timezone(0))
+    return parsed
+
+
+def pod_range(job: Job, pod: dict[str, Any]) -> tuple[datetime, datetime]:
+    """The time range a pod can have logged in, from its own times, else the job's."""
+    now = timezone.now()
+    start = _when(pod.get("GmtCreateTime")) or _when(pod.get("GmtStartTime")) or job.created_at
+    end = _when(pod.get("GmtFinishTime")) or job.finished_at or now
+    return (start - MARGIN).replace(microsecond=0), min(now, end + MARGIN).replace(microsecond=0)
+
+
+def fetch_lines(workspace, job_id: str, pod_id: str, start: datetime, end: datetime, *,
+                page_lines: int = PAGE_LINES) -> list[str]:
+    """Every log line of a pod between start and end (both included), in order, paging as needed."""
+    lines = dlc.get_pod_logs(
+        workspace, job_id, pod_id, max_lines=page_lines, read_timeout_ms=30000,
+        start_time=dlc.api_time(start), end_time=dlc.api_time(end),
+    )
+    if len(lines) < page_lines:
+        return lines
+    if end - start <= SHORTEST_RANGE:
+        log.warning("pod %s of %s logged more than %s lines within %s; keeping the last ones",
+                    pod_id, job_id, page_lines, SHORTEST_RANGE)
+        return [f"[console] earlier lines of this instant were not archived (more than {page_lines})", *lines]
+    # Times are sent to the microsecond, so [start, middle] and [middle + 1us, end] leave no gap between them.
+    middle = start + (end - start) / 2
+    return (fetch_lines(workspace, job_id, pod_id, start, middle, page_lines=page_lines)
+            + fetch_lines(workspace, job_id, pod_id, middle + timedelta(microseconds=1), end,
+                          page_lines=page_lines))
+
+
+def archive(job_id: int, *, page_lines: int = PAGE_LINES) -> int:
+    """Copy the logs of an ended job's pods into PodLog. Returns how many pods were archived now.
+
+    Idempotent: pods already archived are skipped. Raises dlc.DLCError on transient errors (retry);
+    a job or pod DLC no longer knows is skipped, its log is gone.
+    """
+    job = Job.objects.select_related("workspace").get(pk=job_id)
+    if not job.dlc_job_id or st.is_active(job.status):
+        return 0
+    pods = job.pods
+    try:
+        # The final pod list: the last sync may have seen the job end before its pods did.
+        pods = dlc.get_job(job.workspace, job.dlc_job_id).get("Pods") or pods
+    except dlc.DLCError as err:
+        if err.transient:
+            raise
+    done = set(PodLog.objects.filter(job=job).values_list("pod_id", flat=True))
+    archived = 0
+    for pod in pods:
+        pod_id = pod.get("PodId")
+        if not pod_id or pod_id in done:
+            continue
+        start, end = pod_range(job, pod)
+        try:
+            lines = fetch_lines(job.workspace, job.dlc_job_id, pod_id, start, end, page_lines=page_lines)
+        except dlc.DLCError as err:
+            if err.transient:
+                raise
+            log.warning("log of pod %s of job %s is gone: %s", pod_id, job.pk, err)
+            continue
+        text = "\n".join(lines).encode("utf-8")
+        PodLog.objects.update_or_create(
+            job=job, pod_id=pod_id,
+            defaults={"role": str(pod.get("Type") or "")[:64], "content": zlib.compress(text, 6),
+                      "lines": len(lines)},
+        )
+        archived += 1
+    Job.objects.filter(pk=job.pk).update(logs_archived_at=timezone.now())
+    return archived

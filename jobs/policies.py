@@ -1,0 +1,93 @@
+"""Workspace guardrails: the stored WorkspacePolicy as the spec.Policy that jobs.spec enforces.
+
+`context_for(workspace)` is the one way the wizard, the JSON API, import and clone get the validation
+context of a workspace, so the guardrails apply the same everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs import catalog, spec
+from jobs.models import Workspace, WorkspacePolicy
+
+
+def policy_row(workspace: Workspace) -> WorkspacePolicy:
+    """The workspace's stored policy (an unsaved empty one when none was ever saved)."""
+    try:
+        return workspace.policy
+    except WorkspacePolicy.DoesNotExist:
+        return WorkspacePolicy(workspace=workspace)
+
+
+def policy_for(workspace: Workspace) -> spec.Policy:
+    row = policy_row(workspace)
+    return spec.Policy(
+        allowed_sources=frozenset(row.allowed_sources) if row.allowed_sources else None,
+        max_nodes=row.max_nodes,
+        max_gpus=row.max_gpus,
+        max_duration_minutes=row.max_duration_minutes,
+        allowed_image_prefixes=tuple(row.allowed_image_prefixes) if row.allowed_image_prefixes else None,
+        required_tag_keys=tuple(row.required_tag_keys or ()),
+        default_tags=dict(row.default_tags or {}),
+    )
+
+
+def instance_specs(workspace: Workspace) -> dict[str, dict[str, Any]] | None:
+    """ListEcsSpecs of the workspace's backend keyed by instance type; None when unreachable.
+
+    The wizard's cached catalog, so the wizard and every other caller see the same instance types.
+    """
+    from jobs.forms.wizard import instance_catalog  # the forms layer imports this module
+
+    return instance_catalog(workspace).by_type()
+
+
+def context_for(workspace: Workspace, *, with_specs: bool = True, hints: dict | None = None) -> spec.Context:
+    """The validation context of a workspace: its region, its guardrails and (when reachable) instance types.
+
+    Instance types matter only to the GPU cap and the public-resource limits; callers that cannot afford a
+    backend call (a page render) pass with_specs=False.
+    """
+    return spec.Context(
+        region=workspace.region,
+        specs=instance_specs(workspace) if with_specs else None,
+        policy=policy_for(workspace),
+        hints=hints,
+        reserved_tags=1,  # the idempotency tag the console adds to Settings.Tags
+    )
+
+
+def hints_for(workspace: Workspace) -> dict[str, list[str]]:
+    """The guardrails as short sentences keyed by the wizard field they constrain, for display."""
+    p = policy_for(workspace)
+    out: dict[str, list[str]] = {}
+    if p.allowed_sources is not None:
+        names = ", ".join(label for key, label in catalog.SOURCES.items() if key in p.allowed_sources)
+        out.setdefault("resources.source", []).append(f"Allowed sources: {names or 'none'}.")
+    if p.max_nodes is not None:
+        out.setdefault("resources.roles", []).append(f"At most {p.max_nodes} nodes per job.")
+    if p.max_gpus is not None:
+        out.setdefault("resources.roles", []).append(f"At most {p.max_gpus} GPUs per job.")
+    if p.max_duration_minutes is not None:
+        out.setdefault("resources.max_duration", []).append(
+            f"Maximum duration is required and at most {format_minutes(p.max_duration_minutes)}."
+        )
+    if p.allowed_image_prefixes is not None:
+        out.setdefault("environment.image", []).append(
+            "Images must start with: " + ", ".join(p.allowed_image_prefixes) + "."
+        )
+    if p.required_tag_keys:
+        out.setdefault("basic.tags", []).append("Required tags: " + ", ".join(p.required_tag_keys) + ".")
+    if p.default_tags:
+        out.setdefault("basic.tags", []).append(
+            "Default tags: " + ", ".join(f"{k}={v}" for k, v in p.default_tags.items()) + "."
+        )
+    return out
+
+
+def format_minutes(minutes: int) -> str:
+    for unit, size in (("days", 1440), ("hours", 60)):
+        if minutes % size == 0:
+            return f"{minutes // size} {unit}"
+    return f"{minutes} minutes"

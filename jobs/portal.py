@@ -1,0 +1,500 @@
+"""Team portal pages: workspaces and members, guardrail policy, audit log, API tokens, job templates,
+import and export, and the rate-limited sign-in. Function views; permissions come from jobs.access."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.text import slugify
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from jobs import access, apitokens, audit, dlc, export, policies, ratelimit, spec, templates_lib
+from jobs.models import AuditEvent, Membership, Workspace, WorkspacePolicy
+from jobs.portal_forms import (
+    SETTINGS_FIELDS,
+    AuditFilterForm,
+    DefaultVersionForm,
+    ImportForm,
+    LockForm,
+    MemberAddForm,
+    MemberRoleForm,
+    PolicyForm,
+    TemplateSaveForm,
+    TokenForm,
+    WorkspaceCreateForm,
+    WorkspaceSettingsForm,
+)
+
+AUDIT_PAGE_SIZE = 50
+# The session key under which an import hands its wizard data to the wizard (see take_prefill).
+PREFILL_SESSION_KEY = "dlc-console:wizard-prefill"
+
+
+def _current_workspace(request: HttpRequest) -> Workspace | None:
+    from jobs.views import current_workspace  # the pages module owns the notion of "current"
+
+    return current_workspace(request)
+
+
+def nav(request: HttpRequest) -> dict[str, Any]:
+    """Context processor: the workspace switcher and the admin links of the top bar."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    current = _current_workspace(request)
+    return {
+        "nav_workspaces": list(access.workspaces_for(user)),
+        "nav_workspace": current,
+        "nav_is_admin": bool(current and access.can(user, "manage", workspace=current)),
+    }
+
+
+# --- sign-in ---------------------------------------------------------------------------------------------
+
+
+class RateLimitedLoginView(auth_views.LoginView):
+    """Django's LoginView with a failure counter per client IP and username (see jobs.ratelimit)."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        username = request.POST.get("username", "")
+        wait = ratelimit.blocked_for(request, username)
+        if wait:
+            form = self.get_form()
+            form.errors.clear()
+            form.add_error(None, f"Too many failed sign-ins. Try again in {ratelimit.describe(wait)}.")
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        ratelimit.failed(self.request, self.request.POST.get("username", ""))
+        return super().form_invalid(form)
+
+    def form_valid(self, form):
+        ratelimit.succeeded(self.request, form.get_user().get_username())
+        return super().form_valid(form)
+
+
+login = RateLimitedLoginView.as_view()
+
+
+# --- workspaces -------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def workspace_list(request: HttpRequest) -> HttpResponse:
+    rows = [(ws, access.role_in(request.user, ws)) for ws in access.workspaces_for(request.user)]
+    return render(request, "portal/workspaces.html", {"rows": rows})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def workspace_create(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_superuser:
+        raise PermissionDenied("Only a console superuser creates workspaces.")
+    form = WorkspaceCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            workspace = form.save()
+            Membership.objects.create(user=request.user, workspace=workspace, role=Membership.ADMIN)
+            audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="workspace-created",
+                         settings={f: form.cleaned_data.get(f) for f in form.Meta.fields})
+        messages.success(request, f"Workspace {workspace.name} created; you are its admin.")
+        return redirect("workspace_settings", ws=workspace.pk)
+    return render(request, "portal/workspace_new.html", {"form": form})
+
+
+def _settings_of(workspace: Workspace) -> dict[str, Any]:
+    return {name: getattr(workspace, name) for name in SETTINGS_FIELDS}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def workspace_settings(request: HttpRequest, ws: int) -> HttpResponse:
+    workspace = access.get_workspace(request.user, ws, "manage")
+    before = _settings_of(workspace)
+    form = WorkspaceSettingsForm(request.POST or None, instance=workspace)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            workspace = form.save()
+            changed = audit.changes(before, _settings_of(workspace))
+            if changed:
+                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="settings",
+                             changes=changed)
+        messages.success(request, "Workspace settings saved." if changed else "Nothing changed.")
+        return redirect("workspace_settings", ws=workspace.pk)
+    return render(request, "portal/settings.html", {"workspace": workspace, "form": form, "tab": "settings"})
+
+
+@login_required
+@require_POST
+def test_connection(request: HttpRequest, ws: int) -> HttpResponse:
+    """Call ListEcsSpecs with the settings in the form (saved or not) and show the answer or the error."""
+    workspace = access.get_workspace(request.user, ws, "manage")
+    candidate = Workspace.objects.get(pk=workspace.pk)  # a copy the form may change without saving
+    form = WorkspaceSettingsForm(request.POST, instance=candidate)
+    context: dict[str, Any] = {"workspace": workspace, "specs": None, "error": None, "form_errors": None}
+    if request.POST and not form.is_valid():
+        context["form_errors"] = form.errors
+    else:
+        try:
+            context["specs"] = dlc.list_ecs_specs(candidate if request.POST else workspace)
+        except dlc.DLCError as err:
+            context["error"] = err
+        except Exception as exc:  # noqa: BLE001 - a credentials provider can fail before the SDK does
+            context["error"] = dlc.DLCError("Console.Credentials", str(exc)[:500])
+    if request.htmx:
+        return render(request, "portal/_connection.html", context)
+    return render(request, "portal/settings.html", {**context, "form": form, "tab": "settings"})
+
+
+# --- members ----------------------------------------------------------------------------------------------
+
+
+def _admin_count(workspace: Workspace) -> int:
+    return Membership.objects.filter(workspace=workspace, role=Membership.ADMIN).count()
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def members(request: HttpRequest, ws: int) -> HttpResponse:
+    workspace = access.get_workspace(request.user, ws, "manage")
+    form = MemberAddForm(request.POST or None, workspace=workspace)
+    if request.method == "POST" and form.is_valid():
+        user, role = form.cleaned_data["username"], form.cleaned_data["role"]
+        with transaction.atomic():
+            Membership.objects.create(user=user, workspace=workspace, role=role)
+            audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="member-added",
+                         member=user.get_username(), role=role)
+        messages.success(request, f"{user.get_username()} added as {role}.")
+        return redirect("members", ws=workspace.pk)
+    rows = Membership.objects.filter(workspace=workspace).select_related("user").order_by("user__username")
+    return render(request, "portal/members.html", {
+        "workspace": workspace, "form": form, "rows": rows, "roles": Membership.ROLES, "tab": "members",
+    })
+
+
+@login_required
+@require_POST
+def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
+    """Change a member's role (`role=`) or remove them (`remove=1`). The last admin stays."""
+    workspace = access.get_workspace(request.user, ws, "manage")
+    with transaction.atomic():
+        membership = get_object_or_404(
+            Membership.objects.select_for_update().select_related("user"), pk=pk, workspace=workspace
+        )
+        name = membership.user.get_username()
+        last_admin = membership.role == Membership.ADMIN and _admin_count(workspace) <= 1
+        if request.POST.get("remove"):
+            if last_admin:
+                messages.error(request, f"{name} is the last admin of this workspace and cannot be removed.")
+            else:
+                membership.delete()
+                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="member-removed",
+                             member=name, role=membership.role)
+                messages.success(request, f"{name} removed.")
+        else:
+            form = MemberRoleForm(request.POST)
+            if not form.is_valid():
+                messages.error(request, "Choose viewer, member or admin.")
+            elif last_admin and form.cleaned_data["role"] != Membership.ADMIN:
+                messages.error(request, f"{name} is the last admin of this workspace; make someone else admin first.")
+            elif form.cleaned_data["role"] != membership.role:
+                before, membership.role = membership.role, form.cleaned_data["role"]
+                membership.save(update_fields=["role"])
+                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="member-role",
+                             member=name, role={"from": before, "to": membership.role})
+                messages.success(request, f"{name} is now {membership.role}.")
+    return redirect("members", ws=workspace.pk)
+
+
+# --- guardrail policy -------------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def policy_edit(request: HttpRequest, ws: int) -> HttpResponse:
+    workspace = access.get_workspace(request.user, ws, "manage")
+    row = policies.policy_row(workspace)
+    form = PolicyForm(request.POST or None, initial=PolicyForm.initial_from(row))
+    if request.method == "POST" and form.is_valid():
+        values = form.policy_values()
+        before = {k: getattr(row, k) for k in values}
+        with transaction.atomic():
+            WorkspacePolicy.objects.update_or_create(workspace=workspace, defaults=values)
+            changed = audit.changes(before, values)
+            if changed:
+                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="policy", changes=changed)
+        messages.success(request, "Policy saved." if changed else "Nothing changed.")
+        return redirect("policy_edit", ws=workspace.pk)
+    return render(request, "portal/policy.html", {
+        "workspace": workspace, "form": form, "hints": policies.hints_for(workspace), "tab": "policy",
+    })
+
+
+# --- audit log ----------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def audit_log(request: HttpRequest, ws: int) -> HttpResponse:
+    """Read-only, newest first, filtered; keyset pages by id so deep pages cost the same as the first."""
+    workspace = access.get_workspace(request.user, ws, "manage")
+    form = AuditFilterForm(request.GET or None)
+    events = AuditEvent.objects.filter(workspace=workspace).select_related("job", "source")
+    data = form.cleaned_data if form.is_valid() else {}
+    if data.get("user"):
+        events = events.filter(actor_name=data["user"].strip())
+    if data.get("action"):
+        events = events.filter(action=data["action"])
+    if data.get("job"):
+        term = data["job"].strip()
+        events = events.filter(Q(job_id=int(term)) | Q(source_id=int(term)) if term.isdigit()
+                               else Q(job_name__icontains=term))
+    if data.get("since"):
+        events = events.filter(created_at__gte=data["since"])
+    if data.get("until"):
+        events = events.filter(created_at__lte=data["until"])
+    if data.get("before"):
+        events = events.filter(id__lt=data["before"])
+    rows = list(events.order_by("-id")[: AUDIT_PAGE_SIZE + 1])
+    more = len(rows) > AUDIT_PAGE_SIZE
+    rows = rows[:AUDIT_PAGE_SIZE]
+    next_query = None
+    if more:
+        params = request.GET.copy()
+        params["before"] = rows[-1].pk
+        next_query = params.urlencode()
+    actors = (AuditEvent.objects.filter(workspace=workspace).order_by("actor_name")
+              .values_list("actor_name", flat=True).distinct())
+    return render(request, "portal/audit.html", {
+        "workspace": workspace, "form": form, "rows": rows, "next_query": next_query, "actors": actors,
+        "tab": "audit", "first_page": not data.get("before"),
+    })
+
+
+# --- API tokens ---------------------------------------------------------------------------------------------
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    """The caller's tokens. A new token is shown in this one response only, never stored in plaintext."""
+    form = TokenForm(request.POST or None)
+    new_token = None
+    if request.method == "POST" and form.is_valid():
+        token, new_token = apitokens.create_token(request.user, form.cleaned_data["name"])
+        for workspace in access.workspaces_for(request.user):
+            audit.record(request.user, AuditEvent.TOKEN, workspace=workspace, event="created", name=token.name,
+                         prefix=token.prefix)
+        form = TokenForm()
+    tokens = request.user.api_tokens.all()
+    return render(request, "portal/api.html", {"form": form, "tokens": tokens, "new_token": new_token})
+
+
+@login_required
+@require_POST
+def api_token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    token = apitokens.revoke(request.user, pk)
+    if token is None:
+        raise PermissionDenied("Not your token.")
+    for workspace in access.workspaces_for(request.user):
+        audit.record(request.user, AuditEvent.TOKEN, workspace=workspace, event="revoked", name=token.name,
+                     prefix=token.prefix)
+    messages.success(request, f"Token {token.name} revoked.")
+    return redirect("api_tokens")
+
+
+# --- job templates ------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def template_list(request: HttpRequest) -> HttpResponse:
+    workspace = _current_workspace(request)
+    rows = templates_lib.templates_in(workspace) if workspace else []
+    can_create = bool(workspace and access.can(request.user, "create", workspace=workspace))
+    return render(request, "portal/templates.html", {"workspace": workspace, "rows": rows, "can_create": can_create})
+
+
+@login_required
+@require_GET
+def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    template = access.get_template(request.user, pk)
+    is_admin = access.can(request.user, "manage", workspace=template.workspace)
+    versions = list(template.versions.select_related("created_by"))
+    current = templates_lib.version_of(template) if versions else None
+    return render(request, "portal/template_detail.html", {
+        "template": template, "versions": versions, "current": current, "is_admin": is_admin,
+        "can_create": access.can(request.user, "create", workspace=template.workspace),
+        "lock_form": LockForm(initial={"locked": template.locked}),
+        "locked_labels": [templates_lib.LOCKABLE[p][0] for p in template.locked if p in templates_lib.LOCKABLE],
+        "current_json": json.dumps(current.sections, indent=2, ensure_ascii=False) if current else "",
+    })
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def template_save(request: HttpRequest) -> HttpResponse:
+    """Save a job's configuration (`?job=<id>`) as a new template or as the next version of one."""
+    job = access.get_job(request.user, _int(request.GET.get("job") or request.POST.get("job")), "view")
+    access.require(request.user, "create", workspace=job.workspace)
+    form = TemplateSaveForm(request.POST or None, initial={"name": job.display_name[:100]})
+    if request.method == "POST" and form.is_valid():
+        try:
+            version = templates_lib.save(job.workspace, request.user, form.cleaned_data["name"],
+                                         templates_lib.sections_of_job(job),
+                                         description=form.cleaned_data["description"],
+                                         note=form.cleaned_data["note"], source=job)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        except PermissionDenied as exc:
+            form.add_error("name", str(exc))
+        else:
+            messages.success(request, f"Saved as {version}.")
+            return redirect("template_detail", pk=version.template_id)
+    return render(request, "portal/template_save.html", {"form": form, "job": job})
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0  # no such row: the lookup answers 404
+
+
+@login_required
+@require_POST
+def template_locks(request: HttpRequest, pk: int) -> HttpResponse:
+    template = access.get_template(request.user, pk, "manage")
+    form = LockForm(request.POST)
+    if form.is_valid():
+        templates_lib.set_locks(template, request.user, form.cleaned_data["locked"])
+        messages.success(request, "Locked fields saved.")
+    else:
+        messages.error(request, "Unknown field: " + "; ".join(form.errors.get("locked", [])))
+    return redirect("template_detail", pk=template.pk)
+
+
+@login_required
+@require_POST
+def template_default(request: HttpRequest, pk: int) -> HttpResponse:
+    template = access.get_template(request.user, pk, "manage")
+    form = DefaultVersionForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ValidationError({"default_version": "Enter a version number."})
+        templates_lib.set_default(template, request.user, form.cleaned_data["default_version"])
+        messages.success(request, "Default version saved.")
+    except ValidationError as exc:
+        messages.error(request, " ".join(m for ms in exc.message_dict.values() for m in ms))
+    return redirect("template_detail", pk=template.pk)
+
+
+@login_required
+@require_POST
+def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    template = access.get_template(request.user, pk, "manage")
+    templates_lib.delete(template, request.user)
+    messages.success(request, f"Template {template.name} deleted.")
+    return redirect("template_list")
+
+
+# --- import and export --------------------------------------------------------------------------------------
+
+
+def parse_import(text: str, fmt: str, job_type: str) -> tuple[dict, dict[str, list[str]], str]:
+    """(CreateJob body, parse errors, detected format) of pasted or uploaded text."""
+    if fmt == "auto":
+        fmt = "json" if text.lstrip().startswith(("{", "[")) else "params"
+    if fmt == "json":
+        body, errors = export.from_json(text)
+    else:
+        body, errors = export.from_params_file(text, job_type)
+    return body, errors, fmt
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def job_import(request: HttpRequest) -> HttpResponse:
+    """Paste or upload a CreateJob JSON or a params file; a readable one opens the wizard prefilled."""
+    workspace = _current_workspace(request)
+    if workspace is None:
+        return render(request, "jobs/no_workspace.html", status=403)
+    access.require(request.user, "create", workspace=workspace)
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        body, errors, fmt = parse_import(form.cleaned_data["text"], form.cleaned_data["format"],
+                                         form.cleaned_data["job_type"])
+        if errors:
+            field = "file" if form.cleaned_data.get("file") else "text"
+            for where, problems in errors.items():
+                for problem in problems:
+                    form.add_error(field, f"{where}: {problem}" if where else problem)
+        else:
+            # The password cannot travel through the session or the page; the wizard asks for it again.
+            clean = spec.strip_secrets(body)
+            notes = spec.validate(clean, policies.context_for(workspace, with_specs=False))
+            request.session[PREFILL_SESSION_KEY] = {
+                "workspace": workspace.pk, "sections": spec.inverse(clean), "origin": f"import ({fmt})",
+                "notes": notes,
+            }
+            audit.record(request.user, AuditEvent.IMPORTED, workspace=workspace, format=fmt,
+                         name=str(clean.get("DisplayName", ""))[:256])
+            return redirect(reverse("job_create") + "?prefill=import")
+    return render(request, "portal/import.html", {"form": form, "workspace": workspace})
+
+
+def take_prefill(request: HttpRequest, workspace: Workspace) -> dict[str, Any] | None:
+    """The imported wizard data waiting in the session for this workspace (removed once taken)."""
+    data = request.session.get(PREFILL_SESSION_KEY)
+    if not isinstance(data, dict) or data.get("workspace") != workspace.pk:
+        return None
+    request.session.pop(PREFILL_SESSION_KEY, None)
+    return data
+
+
+EXPORTS = {
+    "json": ("application/json", "json"),
+    "python": ("text/x-python; charset=utf-8", "py"),
+    "params": ("text/plain; charset=utf-8", "params"),
+}
+
+
+@login_required
+@require_GET
+def job_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    """Download a job as CreateJob JSON, Python SDK code or a params file; never with a secret."""
+    job = access.get_job(request.user, pk)
+    if fmt not in EXPORTS:
+        return HttpResponse("Unknown export format.", status=404, content_type="text/plain")
+    body = spec.strip_secrets(job.body)
+    if fmt == "json":
+        content = json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "python":
+        content = export.to_python_sdk(body, region=job.workspace.region)
+    else:
+        content = export.to_params_file(body)
+        if content is None:
+            return HttpResponse(
+                "This job needs more than a params file can say (one Worker role with image, command and "
+                "resources); export it as JSON or Python instead.\n", status=409, content_type="text/plain",
+            )
+    content_type, ext = EXPORTS[fmt]
+    response = HttpResponse(content, content_type=content_type)
+    name = slugify(job.display_name) or f"job-{job.pk}"
+    response["Content-Disposition"] = f'attachment; filename="{name}.{ext}"'
+    return response

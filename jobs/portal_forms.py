@@ -1,0 +1,245 @@
+"""Forms of the team portal pages: workspace settings, members, guardrail policy, audit filters, tokens,
+templates and import. Field-level parsing only; the job rules stay in jobs.spec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.core.validators import RegexValidator
+
+from jobs import catalog, export, spec
+from jobs.models import AuditEvent, Membership, Workspace
+from jobs.templates_lib import LOCKABLE
+
+_region = RegexValidator(r"^[a-z]{2,}(-[a-z0-9]+)+$", "A region id such as cn-hangzhou.")
+_endpoint = RegexValidator(
+    r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$",
+    "A host name with an optional port, without http:// (e.g. pai-dlc.cn-hangzhou.aliyuncs.com).",
+)
+_profile = RegexValidator(r"^[A-Za-z0-9_.-]{1,64}$", "Letters, digits, '_', '.' and '-' only.")
+_role_arn = RegexValidator(r"^acs:ram::\d+:role/[A-Za-z0-9.-]{1,64}$", "A RAM role ARN: acs:ram::<uid>:role/<name>.")
+_dlc_workspace = RegexValidator(r"^[A-Za-z0-9_-]{1,64}$", "Letters, digits, '_' and '-' only.")
+
+SETTINGS_FIELDS = ["name", "region", "endpoint", "dlc_workspace_id", "credential_profile", "role_arn"]
+
+
+class WorkspaceSettingsForm(forms.ModelForm):
+    """What a workspace admin may change. There is deliberately no field for an AccessKey secret."""
+
+    class Meta:
+        model = Workspace
+        fields = SETTINGS_FIELDS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["region"].validators.append(_region)
+        self.fields["endpoint"].validators.append(_endpoint)
+        self.fields["dlc_workspace_id"].validators.append(_dlc_workspace)
+        self.fields["credential_profile"].validators.append(_profile)
+        self.fields["role_arn"].validators.append(_role_arn)
+
+
+class WorkspaceCreateForm(WorkspaceSettingsForm):
+    class Meta:
+        model = Workspace
+        fields = ["name", "backend", *SETTINGS_FIELDS[1:]]
+
+    def clean_backend(self) -> str:
+        from django.conf import settings
+
+        backend = self.cleaned_data["backend"]
+        if backend == Workspace.BACKEND_LOCAL and not settings.ALLOW_LOCALDLC:
+            raise forms.ValidationError("localdlc workspaces are disabled by this server's settings.")
+        return backend
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Membership.ROLES, initial=Membership.MEMBER)
+
+    def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.workspace = workspace
+
+    def clean_username(self):
+        name = self.cleaned_data["username"].strip()
+        user = get_user_model().objects.filter(username=name, is_active=True).first()
+        if user is None:
+            raise forms.ValidationError(f"There is no active user named '{name}'.")
+        if Membership.objects.filter(workspace=self.workspace, user=user).exists():
+            raise forms.ValidationError(f"'{name}' is already a member of this workspace.")
+        return user
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Membership.ROLES)
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.replace(",", "\n").splitlines() if line.strip()]
+
+
+class PolicyForm(forms.Form):
+    allowed_sources = forms.MultipleChoiceField(
+        choices=list(catalog.SOURCES.items()), widget=forms.CheckboxSelectMultiple, required=False,
+        help_text="Checked sources may be used. All checked: no restriction.",
+    )
+    max_nodes = forms.IntegerField(min_value=1, max_value=100000, required=False, label="Maximum nodes per job")
+    max_gpus = forms.IntegerField(min_value=0, max_value=100000, required=False, label="Maximum GPUs per job")
+    max_duration = forms.IntegerField(min_value=1, max_value=10**7, required=False, label="Cap on maximum duration")
+    max_duration_unit = forms.ChoiceField(choices=[(u, u) for u in catalog.DURATION_UNITS], initial="days",
+                                          label="Unit")
+    allowed_image_prefixes = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, label="Allowed image registries or prefixes",
+        help_text="One per line, e.g. registry.cn-hangzhou.aliyuncs.com/myteam/. Empty: any image.",
+    )
+    required_tag_keys = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, label="Required tag keys",
+        help_text="One per line (or comma-separated), e.g. cost-centre.",
+    )
+    default_tags = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, label="Default tags",
+        help_text="key=value, one per line; prefilled in new jobs.",
+    )
+
+    def clean_allowed_sources(self) -> list[str]:
+        chosen = self.cleaned_data["allowed_sources"]
+        if not chosen:
+            raise forms.ValidationError("Allow at least one resource source.")
+        return [] if set(chosen) == set(catalog.SOURCES) else sorted(chosen)
+
+    def clean_allowed_image_prefixes(self) -> list[str]:
+        prefixes = [line.strip() for line in self.cleaned_data["allowed_image_prefixes"].splitlines() if line.strip()]
+        bad = [p for p in prefixes if " " in p or len(p) > 255]
+        if bad:
+            raise forms.ValidationError(f"Not an image prefix: {bad[0]!r}.")
+        return prefixes
+
+    def _check_tags(self, rows: list[dict[str, str]], field: str) -> None:
+        # Tag keys and values follow the job's own tag rules, which live in jobs.spec.
+        sections = spec.defaults()
+        sections["basic"]["tags"] = rows
+        problems = {p: m for p, m in spec.validate_sections(sections).items() if p.startswith("basic.tags")}
+        if problems:
+            raise forms.ValidationError(" ".join(m for ms in problems.values() for m in ms))
+
+    def clean_required_tag_keys(self) -> list[str]:
+        keys = list(dict.fromkeys(_lines(self.cleaned_data["required_tag_keys"])))
+        self._check_tags([{"key": k, "value": "x"} for k in keys], "required_tag_keys")
+        return keys
+
+    def clean_default_tags(self) -> dict[str, str]:
+        tags: dict[str, str] = {}
+        for line in self.cleaned_data["default_tags"].splitlines():
+            if not line.strip():
+                continue
+            key, sep, value = line.partition("=")
+            if not sep or not key.strip():
+                raise forms.ValidationError(f"Expected key=value, got {line.strip()!r}.")
+            if key.strip() in tags:
+                raise forms.ValidationError(f"'{key.strip()}' is given twice.")
+            tags[key.strip()] = value.strip()
+        self._check_tags([{"key": k, "value": v} for k, v in tags.items()], "default_tags")
+        return tags
+
+    def policy_values(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        minutes = None
+        if data.get("max_duration"):
+            minutes = data["max_duration"] * catalog.DURATION_UNITS[data["max_duration_unit"]]
+        return {
+            "allowed_sources": data["allowed_sources"],
+            "max_nodes": data["max_nodes"],
+            "max_gpus": data["max_gpus"],
+            "max_duration_minutes": minutes,
+            "allowed_image_prefixes": data["allowed_image_prefixes"],
+            "required_tag_keys": data["required_tag_keys"],
+            "default_tags": data["default_tags"],
+        }
+
+    @classmethod
+    def initial_from(cls, row) -> dict[str, Any]:
+        minutes, unit = row.max_duration_minutes, "days"
+        if minutes:
+            unit = next(u for u in ("days", "hours", "minutes") if minutes % catalog.DURATION_UNITS[u] == 0)
+        return {
+            "allowed_sources": row.allowed_sources or list(catalog.SOURCES),
+            "max_nodes": row.max_nodes,
+            "max_gpus": row.max_gpus,
+            "max_duration": minutes // catalog.DURATION_UNITS[unit] if minutes else None,
+            "max_duration_unit": unit,
+            "allowed_image_prefixes": "\n".join(row.allowed_image_prefixes or []),
+            "required_tag_keys": "\n".join(row.required_tag_keys or []),
+            "default_tags": "\n".join(f"{k}={v}" for k, v in (row.default_tags or {}).items()),
+        }
+
+
+class AuditFilterForm(forms.Form):
+    user = forms.CharField(required=False, max_length=150)
+    action = forms.ChoiceField(required=False, choices=[("", "Any action"), *AuditEvent.ACTIONS])
+    job = forms.CharField(required=False, max_length=256, help_text="Job id or part of its name.")
+    since = forms.DateTimeField(required=False, error_messages={"invalid": "Enter a date (YYYY-MM-DD [HH:MM])."})
+    until = forms.DateTimeField(required=False, error_messages={"invalid": "Enter a date (YYYY-MM-DD [HH:MM])."})
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("since") and data.get("until") and data["until"] < data["since"]:
+            self.add_error("until", "The end is before the start.")
+        return data
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="What the token is for, e.g. 'CI pipeline'.")
+
+
+class TemplateSaveForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="Saving under an existing name adds a version.")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    note = forms.CharField(required=False, max_length=200, help_text="What changed in this version.")
+
+
+class LockForm(forms.Form):
+    locked = forms.MultipleChoiceField(
+        choices=[(path, label) for path, (label, _paths) in LOCKABLE.items()],
+        widget=forms.CheckboxSelectMultiple, required=False, label="Locked fields",
+    )
+
+
+class DefaultVersionForm(forms.Form):
+    default_version = forms.IntegerField(required=False, min_value=1)
+
+
+IMPORT_MAX_BYTES = 256 * 1024
+
+
+class ImportForm(forms.Form):
+    FORMATS = [("auto", "Detect"), ("json", "CreateJob JSON (or a job from GetJob)"),
+               ("params", "dlc submit params file")]
+    text = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}),
+                           label="Paste", max_length=IMPORT_MAX_BYTES)
+    file = forms.FileField(required=False, label="…or upload a file")
+    format = forms.ChoiceField(choices=FORMATS, initial="auto")
+    job_type = forms.ChoiceField(
+        choices=[(t, t) for t in export.PARAMS_SUBCOMMANDS],
+        initial="TFJob", label="Job type (params files only)",
+        help_text="A params file does not say its job type: `dlc submit tfjob` submits a TFJob.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        upload = data.get("file")
+        if upload is not None:
+            if upload.size > IMPORT_MAX_BYTES:
+                self.add_error("file", f"The file is larger than {IMPORT_MAX_BYTES // 1024} KiB.")
+                return data
+            try:
+                data["text"] = upload.read().decode("utf-8")
+            except UnicodeDecodeError:
+                self.add_error("file", "The file is not UTF-8 text.")
+                return data
+        if not (data.get("text") or "").strip() and "file" not in self.errors:
+            self.add_error("text", "Paste a CreateJob JSON or a params file, or upload one.")
+        return data

@@ -1,0 +1,163 @@
+"""Models of the team portal: guardrail policies, the audit log, API tokens and job templates.
+
+Imported at the bottom of jobs/models.py so Django registers them in the `jobs` app.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+
+
+class WorkspacePolicy(models.Model):
+    """Guardrails of one workspace, enforced at submit by jobs.spec (see jobs.policies.context_for).
+
+    Empty lists and blank numbers mean "no limit".
+    """
+
+    workspace = models.OneToOneField("jobs.Workspace", on_delete=models.CASCADE, related_name="policy")
+    allowed_sources = models.JSONField(default=list, blank=True, help_text="Subset of catalog.SOURCES; empty: all.")
+    max_nodes = models.PositiveIntegerField("maximum nodes per job", null=True, blank=True)
+    max_gpus = models.PositiveIntegerField("maximum GPUs per job", null=True, blank=True)
+    max_duration_minutes = models.PositiveIntegerField("cap on maximum duration (minutes)", null=True, blank=True)
+    allowed_image_prefixes = models.JSONField(default=list, blank=True)
+    required_tag_keys = models.JSONField(default=list, blank=True)
+    default_tags = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"Policy of {self.workspace}"
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    # Bulk updates and deletes would bypass the model's guards; the audit log has neither. The one update
+    # allowed is Django's own SET_NULL when a referenced job or user is deleted: the names stay in the row.
+    _DETACHABLE = frozenset({"job", "source", "actor"})
+
+    def update(self, **kwargs):
+        if kwargs and set(kwargs) <= self._DETACHABLE and all(v is None for v in kwargs.values()):
+            return super().update(**kwargs)
+        raise ValidationError("Audit events are append-only.")
+
+    def delete(self):
+        raise ValidationError("Audit events are append-only.")
+
+
+class AuditEvent(models.Model):
+    """Who did what, when. Append-only: the model refuses updates and deletes, the admin is read-only."""
+
+    CREATED = "created"
+    CLONED = "cloned"
+    STOPPED = "stopped"
+    IMPORTED = "imported"
+    CHANGED = "changed"
+    TEMPLATE = "template"
+    TOKEN = "token"
+    ACTIONS = [
+        (CREATED, "Created a job"),
+        (CLONED, "Cloned a job"),
+        (STOPPED, "Stopped a job"),
+        (IMPORTED, "Imported a job"),
+        (CHANGED, "Changed settings"),
+        (TEMPLATE, "Template action"),
+        (TOKEN, "API token action"),
+    ]
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True, editable=False)
+    # Names are kept beside the foreign keys so the record still reads right after a user or job is gone.
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=16, choices=ACTIONS, db_index=True)
+    workspace = models.ForeignKey("jobs.Workspace", on_delete=models.PROTECT, related_name="audit_events")
+    job = models.ForeignKey("jobs.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    job_name = models.CharField(max_length=256, blank=True)
+    source = models.ForeignKey("jobs.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    details = models.JSONField(default=dict, blank=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["workspace", "-created_at", "-id"], name="audit_ws_created")]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action}"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise ValidationError("Audit events are append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValidationError("Audit events are append-only.")
+
+
+class ApiToken(models.Model):
+    """A personal API token. Only its SHA-256 is stored; the token itself is shown once at creation."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, help_text="The token's first characters, to recognise it.")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class JobTemplate(models.Model):
+    """A named job configuration shared in a workspace; its content lives in numbered versions."""
+
+    workspace = models.ForeignKey("jobs.Workspace", on_delete=models.CASCADE, related_name="job_templates")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    # The version the wizard starts from when none is named; None: the latest.
+    default_version = models.PositiveIntegerField(null=True, blank=True)
+    # Section field paths ("resources.max_duration", "environment.image") that admins locked: a job started
+    # from any version of the template must keep that version's value. On the template, not on a version,
+    # so picking an older version cannot escape a lock.
+    locked = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="one_template_name_per_workspace")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JobTemplateVersion(models.Model):
+    """One saved state of a template: the wizard's sections with secrets removed. Never changed once saved."""
+
+    template = models.ForeignKey(JobTemplate, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    sections = models.JSONField(default=dict)
+    note = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["template", "-number"]
+        constraints = [models.UniqueConstraint(fields=["template", "number"], name="one_template_version_number")]
+
+    def __str__(self) -> str:
+        return f"{self.template} v{self.number}"

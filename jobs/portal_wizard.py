@@ -1,0 +1,115 @@
+"""How the team portal plugs into the create-job wizard (jobs/wizard.py calls these three functions):
+
+- `wizard_start(request, params)`: a wizard started from a template (`?template=<id>&version=<n>`) or from
+  an import waiting in the session (`?prefill=import`); None for a plain new job.
+- `apply(start, wizard)`: after every Wizard is built: locked template fields become read-only and any
+  change to one is an error at that field, so the server refuses it whatever the browser sends.
+- `page_context(start, workspace)`: the guardrail hints and template/import notes the page shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.http import Http404, HttpRequest
+
+from jobs import access, policies, templates_lib
+from jobs.models import JobTemplate, JobTemplateVersion, Workspace
+
+
+@dataclass
+class PortalStart:
+    workspace: Workspace
+    sections: dict | None = None  # the initial wizard data, when the page is first shown
+    hidden: dict[str, str] = field(default_factory=dict)  # carried through every POST of the page
+    template: JobTemplate | None = None
+    version: JobTemplateVersion | None = None
+    origin: str = ""
+    notes: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def locked(self) -> list[str]:
+        return templates_lib.lock_paths(self.template) if self.template else []
+
+
+def _number(value: Any) -> int | None:
+    text = str(value or "")
+    if not text:
+        return None
+    if not text.isdigit() or len(text) > 9:
+        raise Http404("No such template or version.")
+    return int(text)
+
+
+def wizard_start(request: HttpRequest, params) -> PortalStart | None:
+    """A template or import start for this request, permissions checked (view the template, create in its
+    workspace); None when the request is about neither."""
+    template_id = _number(params.get("template") or params.get("_template"))
+    if template_id is not None:
+        template = access.get_template(request.user, template_id)
+        access.require(request.user, "create", workspace=template.workspace)
+        try:
+            version = templates_lib.version_of(template, _number(params.get("version") or
+                                                                 params.get("_template_version")))
+        except JobTemplateVersion.DoesNotExist as exc:
+            raise Http404("No such version of the template.") from exc
+        sections = templates_lib.strip_secrets(version.sections)
+        return PortalStart(
+            template.workspace, sections=sections, template=template, version=version,
+            hidden={"_template": str(template.pk), "_template_version": str(version.number),
+                    "_workspace": str(template.workspace_id)},
+            origin=f"template {template.name} v{version.number}",
+        )
+    if params.get("prefill") == "import" and request.method == "GET":
+        from jobs.portal import PREFILL_SESSION_KEY
+
+        data = request.session.get(PREFILL_SESSION_KEY)
+        if not isinstance(data, dict):
+            return None
+        workspace = access.workspaces_for(request.user).filter(pk=data.get("workspace")).first()
+        if workspace is None:
+            return None
+        access.require(request.user, "create", workspace=workspace)
+        request.session.pop(PREFILL_SESSION_KEY, None)
+        return PortalStart(workspace, sections=data.get("sections") or None,
+                           hidden={"_workspace": str(workspace.pk)}, origin=str(data.get("origin", "import")),
+                           notes=data.get("notes") or {})
+    return None
+
+
+_READ_ONLY_ATTRS = {"readonly": "readonly", "aria-readonly": "true", "data-locked": "true", "tabindex": "-1"}
+
+
+def _lock_widget(form_field) -> None:
+    form_field.widget.attrs.update(_READ_ONLY_ATTRS)
+    form_field.help_text = ((form_field.help_text + " ") if form_field.help_text else "") + "Locked by the template."
+
+
+def apply(start: PortalStart | None, wizard) -> None:
+    """Mark the template's locked fields read-only and report every change to one at its field."""
+    if start is None or start.template is None:
+        return
+    from jobs.forms.wizard import LISTS
+
+    locked = set(start.locked)
+    for section, form in wizard.forms.items():
+        for name, form_field in form.fields.items():
+            if f"{section}.{name}" in locked:
+                _lock_widget(form_field)
+    for list_name, forms in wizard.row_forms.items():
+        if f"{LISTS[list_name]}.{list_name}" in locked:
+            for form in forms:
+                for form_field in form.fields.values():
+                    _lock_widget(form_field)
+    for path, messages in templates_lib.locked_errors(start.template, start.version, wizard.sections).items():
+        wizard.messages.setdefault(path, []).extend(messages)
+
+
+def page_context(start: PortalStart | None, workspace: Workspace) -> dict[str, Any]:
+    return {
+        "policy_hints": policies.hints_for(workspace),
+        "portal_start": start,
+        "locked_labels": [templates_lib.LOCKABLE[p][0] for p in (start.template.locked if start and start.template
+                                                                  else []) if p in templates_lib.LOCKABLE],
+    }

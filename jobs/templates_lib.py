@@ -1,0 +1,206 @@
+"""Job templates: named, versioned wizard contents shared in a workspace, with fields admins can lock.
+
+Versions are immutable once saved. Locks live on the template, so starting from an older version cannot
+escape them; a job started from version N must keep version N's value of every locked field, and
+`locked_errors()` is what the wizard and the API ask before accepting such a job.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from jobs import access, audit, catalog, spec
+from jobs.models import AuditEvent, Job, JobTemplate, JobTemplateVersion, Workspace
+
+# Lockable fields: lock path -> (label, the section fields it covers). The error of a changed lock is
+# reported at the first covered field, which the wizard shows.
+LOCKABLE: dict[str, tuple[str, tuple[str, ...]]] = {
+    "basic.description": ("Description", ("basic.description",)),
+    "basic.tags": ("Tags", ("basic.tags",)),
+    "environment.image": ("Image", ("environment.image", "environment.image_type")),
+    "environment.registry_username": ("Registry username", ("environment.registry_username",)),
+    "environment.datasets": ("Datasets", ("environment.datasets",)),
+    "environment.storages": ("Storage mounts", ("environment.storages",)),
+    "environment.command": ("Startup command", ("environment.command",)),
+    "environment.envs": ("Environment variables", ("environment.envs",)),
+    "environment.libs": ("Third-party libraries",
+                         ("environment.libs", "environment.libs_mode", "environment.requirements_dir")),
+    "environment.code_mode": ("Code", ("environment.code_mode", "environment.code_source_id",
+                                       "environment.code_branch", "environment.code_commit",
+                                       "environment.code_mount_path", "environment.code_upload_uri")),
+    "resources.resource_type": ("Resource type", ("resources.resource_type",)),
+    "resources.source": ("Resource source", ("resources.source", "resources.quota_id")),
+    "resources.priority": ("Priority", ("resources.priority",)),
+    "resources.framework": ("Framework", ("resources.framework",)),
+    "resources.roles": ("Nodes and instance types", ("resources.roles",)),
+    "resources.bid_method": ("Bid", ("resources.bid_method", "resources.spot_discount", "resources.spot_price")),
+    "resources.scheduling_policy": ("Scheduling policy", ("resources.scheduling_policy",
+                                                          "resources.node_scheduling", "resources.idle_resources",
+                                                          "resources.cpu_affinity")),
+    "resources.max_duration": ("Maximum duration", ("resources.max_duration",)),
+    "resources.retention": ("Retention period", ("resources.retention",)),
+    "resources.dsw": ("Developer machine", ("resources.dsw",)),
+    "resources.advanced": ("Advanced framework configuration", ("resources.advanced",)),
+    "vpc.vpc_id": ("VPC", ("vpc.vpc_id", "vpc.switch_id", "vpc.security_group_id", "vpc.extended_cidrs",
+                           "vpc.gateway")),
+    "fault_tolerance.enabled": ("Fault tolerance and diagnosis",
+                                ("fault_tolerance.enabled", "fault_tolerance.args", "fault_tolerance.sanity_check",
+                                 "fault_tolerance.sanity_args")),
+    "ram_role.mode": ("RAM role", ("ram_role.mode", "ram_role.role_arn")),
+}
+# Durations compare by their length, not by how they are spelled (2 days == 48 hours).
+_DURATIONS = {"resources.max_duration": "max_duration_unit", "resources.retention": "retention_unit"}
+
+
+def strip_secrets(sections: Mapping) -> dict:
+    """A copy of wizard sections without any secret: templates are shared, secrets are per person."""
+    out = copy.deepcopy(dict(sections)) if isinstance(sections, Mapping) else {}
+    env = out.get("environment")
+    if isinstance(env, dict):
+        env["registry_password"] = ""
+    res = out.get("resources")
+    if isinstance(res, dict) and res.get("advanced"):
+        parsed, problem = spec.parse_advanced(res["advanced"])
+        if problem:
+            res["advanced"] = ""  # unparseable text might hide a password; a template does without it
+        elif parsed and "RayRedisPassword" in parsed:
+            parsed.pop("RayRedisPassword")
+            res["advanced"] = spec.format_advanced(parsed) if parsed else ""
+    return out
+
+
+def sections_of_job(job: Job) -> dict:
+    """The wizard content of a saved job, for "save as template"."""
+    return strip_secrets(spec.inverse(job.body, job.hints))
+
+
+def _canonical(sections: Mapping) -> dict:
+    clean = strip_secrets(sections)
+    return spec.inverse(spec.build(clean), spec.hints_from_sections(clean))
+
+
+def _value(canonical: Mapping, path: str) -> Any:
+    section, name = path.split(".", 1)
+    value = (canonical.get(section) or {}).get(name)
+    if path in _DURATIONS and isinstance(value, int | float) and not isinstance(value, bool):
+        unit = (canonical.get(section) or {}).get(_DURATIONS[path])
+        return value * catalog.DURATION_UNITS.get(unit, 1)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def locked_errors(template: JobTemplate, version: JobTemplateVersion, sections: Mapping) -> dict[str, list[str]]:
+    """Errors keyed by section path for every locked field whose value differs from the version's."""
+    errors: dict[str, list[str]] = {}
+    if not template.locked:
+        return errors
+    expected, given = _canonical(version.sections), _canonical(sections)
+    for lock in template.locked:
+        if lock not in LOCKABLE:
+            continue
+        label, paths = LOCKABLE[lock]
+        if any(_value(expected, p) != _value(given, p) for p in paths):
+            errors.setdefault(paths[0], []).append(
+                f"{label} is locked by the template '{template.name}' and cannot be changed."
+            )
+    return errors
+
+
+def lock_paths(template: JobTemplate) -> list[str]:
+    """Every section field the template's locks cover, for a wizard that shows them read-only."""
+    return [p for lock in template.locked if lock in LOCKABLE for p in LOCKABLE[lock][1]]
+
+
+def templates_in(workspace: Workspace):
+    return JobTemplate.objects.filter(workspace=workspace).annotate(latest=Max("versions__number"))
+
+
+def version_of(template: JobTemplate, number: int | None = None) -> JobTemplateVersion:
+    """The named version, else the template's default, else its latest. Raises DoesNotExist."""
+    versions = template.versions.all()
+    if number is not None:
+        return versions.get(number=number)
+    if template.default_version is not None:
+        found = versions.filter(number=template.default_version).first()
+        if found:
+            return found
+    latest = versions.order_by("-number").first()
+    if latest is None:
+        raise JobTemplateVersion.DoesNotExist("The template has no versions.")
+    return latest
+
+
+def save(workspace: Workspace, user, name: str, sections: Mapping, *, description: str = "",
+         note: str = "", source: Job | None = None) -> JobTemplateVersion:
+    """Save sections as a new template, or as the next version of the workspace's template of that name.
+
+    A template with locked fields takes new versions only from admins, or a member could change a locked
+    value by saving a version and starting from it.
+    """
+    name = name.strip()
+    if not name:
+        raise ValidationError({"name": "Enter a template name."})
+    if len(name) > 100:
+        raise ValidationError({"name": "At most 100 characters."})
+    access.require(user, "create", workspace=workspace)
+    for _attempt in range(3):
+        try:
+            with transaction.atomic():
+                template, created = JobTemplate.objects.get_or_create(
+                    workspace=workspace, name=name, defaults={"description": description, "created_by": user}
+                )
+                if not created and template.locked and not access.can(user, "manage", workspace=workspace):
+                    raise PermissionDenied(
+                        f"The template '{name}' has locked fields; only a workspace admin can add versions."
+                    )
+                number = (template.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+                version = JobTemplateVersion.objects.create(
+                    template=template, number=number, sections=strip_secrets(sections), note=note[:200],
+                    created_by=user,
+                )
+                audit.record(user, AuditEvent.TEMPLATE, workspace=workspace, job=source,
+                             event="saved", template=template.name, template_id=template.pk, version=number)
+            return version
+        except IntegrityError:
+            continue  # someone saved the same name or version number at the same moment: count again
+    raise ValidationError({"name": "The template is being saved by someone else; try again."})
+
+
+def set_locks(template: JobTemplate, user, paths: Iterable[str]) -> list[str]:
+    """Lock exactly these fields (admins only). Unknown paths raise ValidationError."""
+    access.require(user, "manage", workspace=template.workspace)
+    wanted = list(dict.fromkeys(paths))
+    unknown = [p for p in wanted if p not in LOCKABLE]
+    if unknown:
+        raise ValidationError({"locked": f"Unknown field(s): {', '.join(unknown)}."})
+    before = list(template.locked)
+    template.locked = wanted
+    template.save(update_fields=["locked"])
+    audit.record(user, AuditEvent.TEMPLATE, workspace=template.workspace, event="locked",
+                 template=template.name, template_id=template.pk, locked=audit.changes({"locked": before},
+                                                                                        {"locked": wanted}))
+    return wanted
+
+
+def set_default(template: JobTemplate, user, number: int | None) -> None:
+    access.require(user, "manage", workspace=template.workspace)
+    if number is not None and not template.versions.filter(number=number).exists():
+        raise ValidationError({"default_version": f"There is no version {number}."})
+    before = template.default_version
+    template.default_version = number
+    template.save(update_fields=["default_version"])
+    audit.record(user, AuditEvent.TEMPLATE, workspace=template.workspace, event="default-version",
+                 template=template.name, template_id=template.pk, default={"from": before, "to": number})
+
+
+def delete(template: JobTemplate, user) -> None:
+    access.require(user, "manage", workspace=template.workspace)
+    audit.record(user, AuditEvent.TEMPLATE, workspace=template.workspace, event="deleted",
+                 template=template.name, template_id=template.pk)
+    template.delete()

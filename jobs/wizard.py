@@ -1,0 +1,194 @@
+"""The create-job wizard pages: a new job, a clone (`?clone=<id>`), edit and resubmit (`?edit=<id>`), and
+the HTMX partials (one section re-rendered or validated, the live API request panel).
+
+Edit and resubmit creates a new Job (with `cloned_from` pointing at the failed one) instead of reusing the
+failed row: the failed row keeps DLC's error and RequestId as the record of what happened, the new row gets
+its own idempotency tag, and no web request ever rewrites a job a worker might still be looking at.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from jobs import access, clone, export, secretbox, spec
+from jobs import status as st
+from jobs.forms import wizard as glue
+from jobs.models import Job, Workspace
+from jobs.views import current_workspace, save_and_enqueue
+
+# A change of one of these choices re-renders other sections too (their fields or notes depend on it).
+ALSO_RENDER = {
+    "resources-resource_type": ("environment", "vpc", "fault_tolerance"),
+    "resources-source": ("fault_tolerance",),
+    "resources-framework": ("environment",),
+}
+
+
+@dataclass
+class Start:
+    """What the page is about: the workspace, and the job it starts from (clone or edit), if any."""
+
+    workspace: Workspace
+    source: Job | None = None
+    mode: str = "new"  # new | clone | edit
+    prefill: clone.Prefill | None = None
+    hidden: dict[str, str] = field(default_factory=dict)
+
+
+def _pk(value: str | None) -> int | None:
+    if not value:
+        return None
+    if not value.isdigit() or len(value) > 18:
+        raise Http404("No such job.")
+    return int(value)
+
+
+def _start(request: HttpRequest, params) -> Start | None:
+    """Resolve the workspace and the source job from GET (?clone / ?edit) or the form's hidden fields,
+    checking permissions on every request: view on the source and create in the target workspace."""
+    user = request.user
+    clone_id, edit_id = _pk(params.get("clone") or params.get("_clone")), _pk(params.get("edit") or params.get("_edit"))
+    if clone_id or edit_id:
+        source = access.get_job(user, clone_id or edit_id)
+        workspace = source.workspace
+        access.require(user, "clone" if clone_id else "create", workspace=workspace)
+        mode = "clone" if clone_id else "edit"
+        hidden = {f"_{mode}": str(source.pk)}
+        taken = Job.objects.filter(workspace=workspace).values_list("display_name", flat=True)
+        prefill = clone.prefill(source, taken_names=taken, workspace_id=workspace.dlc_workspace_id,
+                                edit=mode == "edit")
+        if params.get("_baseline_name"):
+            prefill.sections["basic"]["name"] = params["_baseline_name"]
+        hidden["_baseline_name"] = prefill.sections["basic"]["name"]
+        return Start(workspace, source, mode, prefill, hidden)
+    chosen = _pk(params.get("_workspace"))
+    workspace = access.workspaces_for(user).filter(pk=chosen).first() if chosen else None
+    workspace = workspace or current_workspace(request)
+    if workspace is None:
+        return None
+    access.require(user, "create", workspace=workspace)
+    return Start(workspace, hidden={"_workspace": str(workspace.pk)})
+
+
+def _wizard(start: Start, data, show=None) -> glue.Wizard:
+    catalog = glue.instance_catalog(start.workspace)
+    return glue.Wizard(data, catalog=catalog, context=glue.context_for(start.workspace, catalog), show=show)
+
+
+def _preview(wizard: glue.Wizard, start: Start) -> dict:
+    body = wizard.preview_body(start.workspace.dlc_workspace_id)
+    clean = wizard.body(start.workspace.dlc_workspace_id)
+    return {
+        "json": json.dumps(body, indent=2, ensure_ascii=False),
+        "sdk": export.to_python_sdk(clean, region=start.workspace.region),
+        "params": export.to_params_file(clean),
+        "params_command": export.params_submit_command(clean),
+        "problems": len(wizard.errors()),
+    }
+
+
+def _diff(wizard: glue.Wizard, start: Start) -> list[clone.Change] | None:
+    if start.prefill is None:
+        return None
+    return clone.changes(start.prefill.sections, wizard.sections, start.prefill.source_sections, wizard.label)
+
+
+def _reprompts(wizard: glue.Wizard, start: Start) -> list[tuple[str, str]]:
+    """Secrets the user has to type (again): from the clone policy, or dropped from a re-rendered page."""
+    found = list(start.prefill.reprompts) if start.prefill else []
+    names = {name for name, _ in found}
+    secrets = wizard.secrets()  # empty for a page built from stored data: only a POST carries secrets
+    if "registry_password" in secrets and glue.PASSWORD not in names:
+        found.append((glue.PASSWORD, "registry password"))
+    if "RayRedisPassword" in secrets and "resources-advanced" not in names:
+        found.append(("resources-advanced", "RayRedisPassword (advanced framework configuration)"))
+    return found
+
+
+def _context(wizard: glue.Wizard, start: Start) -> dict:
+    return {
+        "wizard": wizard,
+        "sections": wizard.views(),
+        "summary": wizard.summary() if wizard.show else [],
+        "start": start,
+        "workspace": start.workspace,
+        "hidden": start.hidden,
+        "preview": _preview(wizard, start),
+        "diff": _diff(wizard, start),
+        "reprompts": _reprompts(wizard, start),
+    }
+
+
+@login_required
+def job_new(request: HttpRequest) -> HttpResponse:
+    params = request.POST if request.method == "POST" else request.GET
+    start = _start(request, params)
+    if start is None:
+        return render(request, "jobs/no_workspace.html", status=403)
+    if start.mode == "edit" and start.source.status != st.SUBMIT_FAILED:
+        messages.info(request, "Only a job whose submission failed can be edited and resubmitted; this is a clone.")
+        return redirect(f"{reverse('job_create')}?clone={start.source.pk}")
+    if request.method != "POST":
+        data = glue.sections_to_data(start.prefill.sections if start.prefill else _fresh(start))
+        return render(request, "jobs/wizard/page.html", _context(_wizard(start, data, show=set()), start))
+    wizard = _wizard(start, request.POST)
+    if wizard.action == "submit" and wizard.is_valid:
+        job = save_and_enqueue(
+            workspace=start.workspace,
+            owner=request.user,
+            body=wizard.body(start.workspace.dlc_workspace_id),
+            hints=wizard.hints(),
+            sealed_secrets=secretbox.seal(wizard.secrets()),
+            cloned_from=start.source,
+        )
+        return redirect(job)
+    return render(request, "jobs/wizard/page.html", _context(wizard, start))
+
+
+def _fresh(start: Start) -> dict:
+    return spec.defaults(glue.context_for(start.workspace))
+
+
+@login_required
+@require_POST
+def wizard_section(request: HttpRequest, name: str) -> HttpResponse:
+    """One section re-rendered from the whole form: after a choice changed, a row was added or removed,
+    or (with `_validate=<section>`) because the user left the section, with its errors shown."""
+    if name not in glue.BY_SECTION:
+        raise Http404("No such section.")
+    start = _start(request, request.POST)
+    if start is None:
+        return HttpResponse("No workspace.", status=403)
+    checked = {s for s in glue.BY_SECTION if f"_checked-{s}" in request.POST}
+    if request.POST.get("_validate") == name:
+        checked.add(name)
+    wizard = _wizard(start, request.POST, show=checked)
+    views = {v.name: v for v in wizard.views()}
+    trigger = request.headers.get("HX-Trigger-Name", "")
+    also = [views[s] for s in ALSO_RENDER.get(trigger, ()) if s != name]
+    response = render(request, "jobs/wizard/_sections_response.html",
+                      {"s": views[name], "also": also, "wizard": wizard, "start": start,
+                       "reprompts": _reprompts(wizard, start)})
+    if wizard.action in ("add", "remove", "refresh"):
+        response["HX-Trigger"] = "wizard-changed"
+    return response
+
+
+@login_required
+@require_POST
+def wizard_preview(request: HttpRequest) -> HttpResponse:
+    """The live API request panel (and, for a clone, the diff against the source job)."""
+    start = _start(request, request.POST)
+    if start is None:
+        return HttpResponse("No workspace.", status=403)
+    wizard = _wizard(start, request.POST, show=set())
+    return render(request, "jobs/wizard/_preview_response.html",
+                  {"preview": _preview(wizard, start), "diff": _diff(wizard, start), "start": start})

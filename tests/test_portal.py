@@ -1,0 +1,295 @@
+"""Workspace administration pages: settings, Test connection (against a real localdlc), members, guardrail
+policy, the workspace switcher and the SSO settings switch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import portal_fixtures as pf
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def team(db):
+    return pf.make_team()
+
+
+def settings_data(workspace, **changes):
+    data = {"name": workspace.name, "region": workspace.region, "endpoint": workspace.endpoint,
+            "dlc_workspace_id": workspace.dlc_workspace_id, "credential_profile": workspace.credential_profile,
+            "role_arn": workspace.role_arn}
+    data.update(changes)
+    return data
+
+
+# --- settings -------------------------------------------------------------------------------------------
+
+
+def test_admin_edits_settings_and_the_change_is_audited(team):
+    from jobs.models import AuditEvent
+
+    admin = pf.client_for(team.users["admin"])
+    page = admin.get(f"/workspaces/{team.alpha.pk}/settings")
+    assert page.status_code == 200
+    assert "alibabacloud_credentials" in page.text and "ALIBABA_CLOUD_CREDENTIALS_FILE" in page.text
+    assert "access_key_secret" not in [f for f in page.context["form"].fields]
+    answer = admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(
+        team.alpha, region="cn-shanghai", credential_profile="team-a",
+        role_arn="acs:ram::123456789012:role/dlc-console"))
+    assert answer.status_code == 302
+    team.alpha.refresh_from_db()
+    assert (team.alpha.region, team.alpha.credential_profile) == ("cn-shanghai", "team-a")
+    event = AuditEvent.objects.get(action="changed", workspace=team.alpha)
+    assert event.actor_name == "admin"
+    assert event.details["changes"]["region"] == {"from": "cn-hangzhou", "to": "cn-shanghai"}
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("region", "Hangzhou!", "A region id"),
+    ("endpoint", "https://pai-dlc.cn-hangzhou.aliyuncs.com", "without http://"),
+    ("credential_profile", "team a", "Letters, digits"),
+    ("role_arn", "arn:aws:iam::1:role/x", "A RAM role ARN"),
+    ("dlc_workspace_id", "ws/1", "Letters, digits"),
+])
+def test_bad_settings_are_refused_at_the_field(team, field, value, message):
+    admin = pf.client_for(team.users["admin"])
+    answer = admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha, **{field: value}))
+    assert answer.status_code == 200
+    assert message in " ".join(answer.context["form"].errors[field])
+    assert f'id="field-{field}"' in answer.text
+    team.alpha.refresh_from_db()
+    assert getattr(team.alpha, field) != value
+
+
+def test_settings_page_is_for_admins_only(team):
+    assert pf.client_for(team.users["member"]).get(f"/workspaces/{team.alpha.pk}/settings").status_code == 403
+    assert pf.client_for(team.users["other"]).get(f"/workspaces/{team.alpha.pk}/settings").status_code == 404
+
+
+@pytest.fixture
+def localdlc_credentials(localdlc, tmp_path, settings):
+    """Point the console's localdlc credentials at the test localdlc's AccessKey pair (an INI file)."""
+    path = tmp_path / "localdlc-credentials.ini"
+    path.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {localdlc.access_key_id}\n"
+                    f"access_key_secret = {localdlc.access_key_secret}\n")
+    settings.LOCALDLC_CREDENTIALS_FILE = str(path)
+    return localdlc
+
+
+def test_test_connection_lists_instance_types_from_the_real_backend(team, localdlc_credentials):
+    team.alpha.endpoint = localdlc_credentials.endpoint
+    team.alpha.save()
+    admin = pf.client_for(team.users["admin"])
+    answer = admin.post(f"/workspaces/{team.alpha.pk}/test-connection", settings_data(team.alpha),
+                        HTTP_HX_REQUEST="true")
+    assert answer.status_code == 200
+    assert 'data-ok="true"' in answer.text and "Connected." in answer.text
+    assert "ecs." in answer.text
+    assert "<html" not in answer.text, "an HTMX request gets the fragment only"
+
+
+def test_test_connection_shows_the_backend_error(team, localdlc_credentials, tmp_path, settings):
+    # Same backend, wrong secret: localdlc refuses the signature and the page says so.
+    bad = tmp_path / "wrong.ini"
+    bad.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {localdlc_credentials.access_key_id}\n"
+                   "access_key_secret = not-the-secret\n")
+    settings.LOCALDLC_CREDENTIALS_FILE = str(bad)
+    admin = pf.client_for(team.users["admin"])
+    answer = admin.post(f"/workspaces/{team.alpha.pk}/test-connection",
+                        settings_data(team.alpha, endpoint=localdlc_credentials.endpoint), HTTP_HX_REQUEST="true")
+    assert answer.status_code == 200
+    assert 'data-ok="false"' in answer.text and "Connection failed." in answer.text
+    assert "Signature" in answer.text or "signature" in answer.text
+    assert "not-the-secret" not in answer.text
+
+
+def test_test_connection_uses_unsaved_form_values_and_saves_nothing(team, localdlc_credentials):
+    admin = pf.client_for(team.users["admin"])
+    answer = admin.post(f"/workspaces/{team.alpha.pk}/test-connection",
+                        settings_data(team.alpha, endpoint=localdlc_credentials.endpoint), HTTP_HX_REQUEST="true")
+    assert 'data-ok="true"' in answer.text
+    team.alpha.refresh_from_db()
+    assert team.alpha.endpoint == pf.DEAD_ENDPOINT
+    refused = admin.post(f"/workspaces/{team.alpha.pk}/test-connection", HTTP_HX_REQUEST="true")
+    assert 'data-ok="false"' in refused.text, "without form values the saved (dead) endpoint is tested"
+    invalid = admin.post(f"/workspaces/{team.alpha.pk}/test-connection",
+                         settings_data(team.alpha, endpoint="http://x"), HTTP_HX_REQUEST="true")
+    assert "Fix the form first" in invalid.text
+
+
+# --- members ----------------------------------------------------------------------------------------------
+
+
+def test_admin_adds_changes_and_removes_members(team):
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import AuditEvent, Membership
+
+    newcomer = get_user_model().objects.create_user("newcomer", password=None)
+    admin = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/members"
+    assert admin.post(url, {"username": "newcomer", "role": "viewer"}).status_code == 302
+    membership = Membership.objects.get(user=newcomer, workspace=team.alpha)
+    assert membership.role == "viewer"
+    admin.post(f"{url}/{membership.pk}", {"role": "member"})
+    membership.refresh_from_db()
+    assert membership.role == "member"
+    admin.post(f"{url}/{membership.pk}", {"remove": "1"})
+    assert not Membership.objects.filter(pk=membership.pk).exists()
+    events = [e.details["event"] for e in AuditEvent.objects.filter(workspace=team.alpha).order_by("id")]
+    assert events == ["member-added", "member-role", "member-removed"]
+
+
+def test_adding_an_unknown_or_existing_user_is_an_error_at_the_field(team):
+    admin = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/members"
+    unknown = admin.post(url, {"username": "nobody", "role": "member"})
+    assert unknown.status_code == 200
+    assert "There is no active user named 'nobody'." in unknown.context["form"].errors["username"]
+    existing = admin.post(url, {"username": "viewer", "role": "member"})
+    assert "already a member" in existing.context["form"].errors["username"][0]
+
+
+def test_the_last_admin_cannot_be_removed_or_demoted(team):
+    from jobs.models import Membership
+
+    admin = pf.client_for(team.users["admin"])
+    mine = team.memberships["admin"]
+    url = f"/workspaces/{team.alpha.pk}/members/{mine.pk}"
+    answer = admin.post(url, {"remove": "1"}, follow=True)
+    assert "last admin" in answer.text
+    admin.post(url, {"role": "member"})
+    mine.refresh_from_db()
+    assert mine.role == "admin" and Membership.objects.filter(pk=mine.pk).exists()
+    # With a second admin, the first may step down.
+    Membership.objects.filter(pk=team.memberships["member"].pk).update(role="admin")
+    admin.post(url, {"role": "member"})
+    mine.refresh_from_db()
+    assert mine.role == "member"
+
+
+def test_members_of_another_workspace_cannot_be_touched(team):
+    admin = pf.client_for(team.users["admin"])
+    foreign = team.memberships["other"]
+    answer = admin.post(f"/workspaces/{team.alpha.pk}/members/{foreign.pk}", {"remove": "1"})
+    assert answer.status_code == 404
+    foreign.refresh_from_db()
+    assert foreign.role == "admin"
+
+
+# --- policy -----------------------------------------------------------------------------------------------
+
+
+def test_admin_saves_guardrails_and_they_read_back(team):
+    from jobs import policies
+
+    admin = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/policy"
+    answer = admin.post(url, {
+        "allowed_sources": ["public", "quota"], "max_nodes": "4", "max_gpus": "8", "max_duration": "2",
+        "max_duration_unit": "days", "allowed_image_prefixes": "registry.example/\ndsw-registry",
+        "required_tag_keys": "cost-centre", "default_tags": "team=alpha",
+    })
+    assert answer.status_code == 302
+    policy = policies.policy_for(team.alpha)
+    assert policy.allowed_sources == frozenset({"public", "quota"})
+    assert (policy.max_nodes, policy.max_gpus, policy.max_duration_minutes) == (4, 8, 2880)
+    assert policy.allowed_image_prefixes == ("registry.example/", "dsw-registry")
+    assert policy.required_tag_keys == ("cost-centre",) and policy.default_tags == {"team": "alpha"}
+    page = admin.get(url)
+    assert "At most 4 nodes per job." in page.text and "Required tags: cost-centre." in page.text
+    assert page.context["form"].initial["max_duration"] == 2
+
+
+@pytest.mark.parametrize(("data", "field"), [
+    ({"allowed_sources": []}, "allowed_sources"),
+    ({"max_nodes": "0"}, "max_nodes"),
+    ({"max_gpus": "many"}, "max_gpus"),
+    ({"default_tags": "no-equals-sign"}, "default_tags"),
+    ({"default_tags": "a=1\na=2"}, "default_tags"),
+    ({"required_tag_keys": "bad key!"}, "required_tag_keys"),
+    ({"allowed_image_prefixes": "has space/"}, "allowed_image_prefixes"),
+])
+def test_bad_guardrails_are_refused_at_the_field(team, data, field):
+    from jobs.models import WorkspacePolicy
+
+    base = {"allowed_sources": ["public"], "max_duration_unit": "days"}
+    answer = pf.client_for(team.users["admin"]).post(f"/workspaces/{team.alpha.pk}/policy", {**base, **data})
+    assert answer.status_code == 200
+    assert field in answer.context["form"].errors
+    assert not WorkspacePolicy.objects.filter(workspace=team.alpha).exists()
+
+
+# --- switcher and navigation -----------------------------------------------------------------------------
+
+
+def test_workspace_switcher_lists_only_my_workspaces_and_switches(team):
+    from jobs.models import Membership
+
+    member = team.users["member"]
+    Membership.objects.create(user=member, workspace=team.beta, role="viewer")
+    client = pf.client_for(member)
+    page = client.get("/")
+    assert 'id="workspace-switcher"' in page.text
+    assert ">Alpha</option>" in page.text and ">Beta</option>" in page.text
+    client.post("/workspace", {"workspace": team.beta.pk})
+    assert client.get("/").context["nav_workspace"] == team.beta
+    # Someone else's workspace cannot be switched to.
+    outsider = pf.client_for(team.users["viewer"])
+    assert outsider.post("/workspace", {"workspace": team.beta.pk}).status_code == 404
+    assert ">Beta</option>" not in outsider.get("/").text
+
+
+def test_admin_link_only_for_admins(team):
+    assert "Workspace settings" in pf.client_for(team.users["admin"]).get("/").text
+    assert "Workspace settings" not in pf.client_for(team.users["member"]).get("/").text
+
+
+def test_superuser_creates_a_workspace_and_becomes_its_admin(team):
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Membership, Workspace
+
+    root = get_user_model().objects.create_superuser("root", password=None)
+    answer = pf.client_for(root).post("/workspaces/new", {
+        "name": "Gamma", "backend": "dlc", "region": "cn-beijing", "endpoint": "", "dlc_workspace_id": "ws-1",
+        "credential_profile": "", "role_arn": ""})
+    assert answer.status_code == 302
+    gamma = Workspace.objects.get(name="Gamma")
+    assert Membership.objects.get(workspace=gamma, user=root).role == "admin"
+    assert pf.client_for(team.users["admin"]).get("/workspaces/new").status_code == 403
+
+
+# --- SSO ----------------------------------------------------------------------------------------------------
+
+
+def test_remote_user_switch_turns_on_the_proxy_header_middleware():
+    env = {**os.environ, "DLC_REMOTE_USER": "1", "DLC_REMOTE_USER_HEADER": "X-Auth-User"}
+    code = ("from django.conf import settings; print(settings.MIDDLEWARE); print(settings.AUTHENTICATION_BACKENDS)")
+    out = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert "jobs.sso.ProxyRemoteUserMiddleware" in out and "RemoteUserBackend" in out
+    plain = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT,
+                           env={k: v for k, v in os.environ.items() if k != "DLC_REMOTE_USER"},
+                           capture_output=True, text=True, check=True).stdout
+    assert "ProxyRemoteUserMiddleware" not in plain
+
+
+def test_proxy_header_signs_the_user_in(team, settings):
+    settings.DLC_REMOTE_USER_HEADER = "X-Auth-User"
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE[:settings.MIDDLEWARE.index(
+        "django.contrib.auth.middleware.AuthenticationMiddleware") + 1], "jobs.sso.ProxyRemoteUserMiddleware",
+        *settings.MIDDLEWARE[settings.MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1:]]
+    settings.AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.RemoteUserBackend",
+                                        "django.contrib.auth.backends.ModelBackend"]
+    client = pf.client_for()
+    assert client.get("/").status_code == 302
+    page = client.get("/", HTTP_X_AUTH_USER="member")
+    assert page.status_code == 200 and page.context["user"].username == "member"
+    assert "Alpha" in page.text

@@ -1,0 +1,904 @@
+"""Table-driven tests of jobs.spec rules: every documented rule passes once and fails once at the right path.
+
+Pure Python, no Django. Each case edits a valid base job; a failing case must produce errors at exactly the
+expected paths, with the expected words in the message. Failing cases with a `wire` path are also checked
+through the body: build() -> validate(body) reports the same message at that wire path.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from jobs import catalog as C
+from jobs import spec
+
+SPECS = {
+    "ecs.c6.large": {"cpu": 2, "gpu": 0, "memory": 4, "resource_type": "ECS"},
+    "ecs.g7.xlarge": {"cpu": 4, "gpu": 0, "memory": 16, "resource_type": "ECS"},
+    "ecs.gn6i-c4g1.xlarge": {"Cpu": 4, "Gpu": 1, "Memory": 15, "ResourceType": "ECS"},
+    "ml.gu7i.c16m60.1-gu30": {"cpu": 16, "gpu": 1, "memory": 60, "resource_type": "Lingjun"},
+}
+QUOTAS = {
+    "quota-gc2": {"resource_type": "general", "general_computing_2_0": True},
+    "quota-gc1": {"resource_type": "general", "general_computing_2_0": False},
+    "quota-gen": {"resource_type": "general"},
+    "quota-lj": {"resource_type": "lingjun"},
+}
+DATASETS = {"d-cpfs": {"type": "CPFS"}, "d-oss": {"type": "OSS"}}
+
+
+def base() -> dict:
+    s = spec.defaults()
+    s["basic"]["name"] = "mnist-train_1.0"
+    s["environment"].update(image="registry.cn-hangzhou.aliyuncs.com/pai/pytorch:2.1", command="python train.py")
+    s["resources"]["roles"][0]["instance_type"] = "ecs.g7.xlarge"
+    return s
+
+
+def _set(data: dict, path: str, value: Any) -> None:
+    steps = [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", path)]
+    target = data
+    for step in steps[:-1]:
+        if isinstance(step, int):
+            while len(target) <= step:
+                target.append({})
+        elif step not in target:
+            target[step] = {}
+        target = target[step]
+    if isinstance(steps[-1], int):
+        while len(target) <= steps[-1]:
+            target.append({})
+    target[steps[-1]] = value
+
+
+# Common edits
+QUOTA = {"resources.source": "quota", "resources.quota_id": "quota-gen", "resources.roles[0]":
+         {"role": "Worker", "count": 1, "cpu": 4, "memory_gib": 16}}
+LJ_QUOTA = {**QUOTA, "resources.resource_type": "lingjun", "resources.quota_id": "quota-lj"}
+SPOT = {"resources.source": "spot", "resources.bid_method": "discount", "resources.spot_discount": 40}
+VPC = {"vpc.vpc_id": "vpc-0jlq8l7qech3m2ta2", "vpc.security_group_id": "sg-0jl4bd9wwh5auei9"}
+LINGJUN_PUBLIC = {"resources.resource_type": "lingjun", "resources.roles[0].instance_type": "ml.gu7i.c16m60.1-gu30"}
+RAY = {"resources.framework": "Ray", "resources.roles": [{"role": "Head", "count": 1, "instance_type": "ecs.c6.large"}]}
+
+
+@dataclass
+class Case:
+    id: str
+    edits: dict
+    paths: tuple[str, ...] = ()  # expected error paths; () = valid
+    words: str = ""  # expected in one of the messages of the first path
+    wire: str | None = None  # wire path checked through validate(build(...))
+    context: dict = field(default_factory=dict)
+
+
+CASES = [
+    # ---- basic: job name --------------------------------------------------------------------------------
+    Case("name ok", {"basic.name": "a" * 256}),
+    Case("name required", {"basic.name": "  "}, ("basic.name",), "Enter a job name"),
+    Case("name too long", {"basic.name": "a" * 257}, ("basic.name",), "at most 256", wire="DisplayName"),
+    Case("name charset", {"basic.name": "my job!"}, ("basic.name",), "only letters", wire="DisplayName"),
+    # ---- basic: tags ------------------------------------------------------------------------------------
+    Case("tag ok", {"basic.tags": [{"key": "team-a_b.c", "value": "x,y"}, {"key": "", "value": ""}]}),
+    Case("tag key aliyun", {"basic.tags": [{"key": "aliyun-x", "value": "1"}]}, ("basic.tags[0].key",),
+         "must not start with 'aliyun'", wire="Settings.Tags"),
+    Case("tag key Aliyun case", {"basic.tags": [{"key": "AliyunX", "value": "1"}]}, ("basic.tags[0].key",),
+         "must not start"),
+    Case("tag key acs:", {"basic.tags": [{"key": "acs:x", "value": "1"}]}, ("basic.tags[0].key",), "'acs:'"),
+    Case("tag key url", {"basic.tags": [{"key": "xhttp://y", "value": "1"}]}, ("basic.tags[0].key",), "http://"),
+    Case("tag value url", {"basic.tags": [{"key": "k", "value": "see https://x"}]}, ("basic.tags[0].value",),
+         "https://", wire="Settings.Tags"),
+    Case("tag key 128 ok", {"basic.tags": [{"key": "k" * 128, "value": "v" * 256}]}),
+    Case("tag key 129", {"basic.tags": [{"key": "k" * 129, "value": "v"}]}, ("basic.tags[0].key",), "128"),
+    Case("tag value 257", {"basic.tags": [{"key": "k", "value": "v" * 257}]}, ("basic.tags[0].value",), "256"),
+    Case("tag key charset", {"basic.tags": [{"key": "a b", "value": "v"}]}, ("basic.tags[0].key",),
+         "only letters, digits"),
+    Case("tag key missing", {"basic.tags": [{"key": "", "value": "v"}]}, ("basic.tags[0].key",), "Enter a tag key"),
+    Case("tag keys unique", {"basic.tags": [{"key": "k", "value": "1"}, {"key": "k", "value": "2"}]},
+         ("basic.tags[1].key",), "used twice"),
+    Case("20 tags ok", {"basic.tags": [{"key": f"k{i}", "value": ""} for i in range(20)]}),
+    Case("21 tags", {"basic.tags": [{"key": f"k{i}", "value": ""} for i in range(21)]}, ("basic.tags",),
+         "At most 20", wire="Settings.Tags"),
+    Case("reserved tag slot", {"basic.tags": [{"key": f"k{i}", "value": ""} for i in range(20)]}, ("basic.tags",),
+         "At most 19", context={"reserved_tags": 1}),
+    Case("tags as a map", {"basic.tags": {"team": "a"}}),
+    # ---- environment: image -----------------------------------------------------------------------------
+    Case("image required", {"environment.image": ""}, ("environment.image",), "Choose or enter an image",
+         wire="JobSpecs[0].Image"),
+    Case("image spaces", {"environment.image": "a b"}, ("environment.image",), "spaces"),
+    Case("image type unknown", {"environment.image_type": "docker"}, ("environment.image_type",), "Choose one of"),
+    Case("registry both", {"environment.image_type": "address", "environment.registry_username": "u",
+                           "environment.registry_password": "p w"}),
+    Case("registry password missing", {"environment.image_type": "address", "environment.registry_username": "u"},
+         ("environment.registry_password",), "need both", wire="JobSpecs[0].ImageConfig.Password"),
+    Case("registry username missing", {"environment.image_type": "address", "environment.registry_password": "p"},
+         ("environment.registry_username",), "need both"),
+    Case("registry only for address", {"environment.image_type": "custom", "environment.registry_username": "u",
+                                       "environment.registry_password": "p"},
+         ("environment.registry_username", "environment.registry_password"), "only used with an image address"),
+    # ---- environment: datasets --------------------------------------------------------------------------
+    Case("dataset ok", {"environment.datasets": [{"kind": "custom", "id": "d-1", "version": "v2",
+                                                  "read_only": False, "mount_path": "/mnt/data"}]}),
+    Case("dataset id", {"environment.datasets": [{"kind": "custom", "id": ""}]}, ("environment.datasets[0].id",),
+         "Choose a dataset"),
+    Case("public dataset read-only ok", {"environment.datasets": [{"kind": "public", "id": "d-pub",
+                                                                   "read_only": True}]}),
+    Case("public dataset read-write", {"environment.datasets": [{"kind": "public", "id": "d-pub",
+                                                                 "read_only": False}]},
+         ("environment.datasets[0].read_only",), "read-only", wire="DataSources[0].MountAccess"),
+    Case("dataset mount relative", {"environment.datasets": [{"id": "d-1", "mount_path": "mnt/data"}]},
+         ("environment.datasets[0].mount_path",), "absolute", wire="DataSources[0].MountPath"),
+    Case("cpfs dataset needs vpc", {"environment.datasets": [{"id": "d-cpfs"}]}, ("environment.datasets[0].id",),
+         "needs a VPC", wire="DataSources[0].DataSourceId"),
+    Case("cpfs dataset with vpc", {"environment.datasets": [{"id": "d-cpfs"}], **VPC}),
+    # ---- environment: storage ---------------------------------------------------------------------------
+    Case("oss ok", {"environment.storages": [{"type": "oss", "uri": "oss://bucket.oss-cn-hangzhou.aliyuncs.com/d/",
+                                              "mount_path": "/mnt/oss", "options": '{"mountType":"ossfs"}'}]}),
+    Case("oss uri", {"environment.storages": [{"type": "oss", "uri": "s3://b/x", "mount_path": "/mnt/oss"}]},
+         ("environment.storages[0].uri",), "oss://<bucket>", wire="DataSources[0].Uri"),
+    Case("storage uri missing", {"environment.storages": [{"type": "nas", "mount_path": "/mnt/x"}]},
+         ("environment.storages[0].uri",), "Enter the storage path"),
+    Case("oss mountType", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x", "mount_path": "/m",
+                                                     "options": '{"mountType":"jindo"}'}]},
+         ("environment.storages[0].options",), "'ossfs'", wire="DataSources[0].Options"),
+    Case("oss unknown option", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x", "mount_path": "/m",
+                                                          "options": '{"foo": 1}'}]},
+         ("environment.storages[0].options",), "Unknown advanced setting 'foo'"),
+    Case("options bad json", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x", "mount_path": "/m",
+                                                        "options": "{mountType: ossfs"}]},
+         ("environment.storages[0].options",), "JSON object"),
+    Case("options not object", {"environment.storages": [{"type": "nas", "uri": "nas://31a8e4.cn-hangzhou/",
+                                                          "mount_path": "/m", "options": "[1]"}]},
+         ("environment.storages[0].options",), "JSON object"),
+    Case("nas nconnect ok", {"environment.storages": [{"type": "nas", "uri": "nas://31a8e4.cn-hangzhou/a",
+                                                       "mount_path": "/m", "options": '{"nconnect":"4"}'}]}),
+    Case("nas nconnect bad", {"environment.storages": [{"type": "nas", "uri": "nas://31a8e4.cn-hangzhou/a",
+                                                        "mount_path": "/m", "options": '{"nconnect":"0"}'}]},
+         ("environment.storages[0].options",), "positive integer"),
+    Case("extreme nas has no options", {"environment.storages": [
+        {"type": "extreme_nas", "uri": "nas://extreme-0015.cn-hangzhou/", "mount_path": "/m",
+         "options": '{"nconnect":"4"}'}]}, ("environment.storages[0].options",), "Extreme NAS (supported: none)"),
+    Case("nas id is extreme", {"environment.storages": [{"type": "nas", "uri": "nas://extreme-0015.cn-hangzhou/",
+                                                         "mount_path": "/m"}]},
+         ("environment.storages[0].uri",), "choose Extreme NAS"),
+    Case("extreme prefix", {"environment.storages": [{"type": "extreme_nas", "uri": "nas://31a8e4.cn-hangzhou/",
+                                                      "mount_path": "/m"}]},
+         ("environment.storages[0].uri",), "start with 'extreme-'"),
+    Case("cpfs ok", {"environment.storages": [{"type": "cpfs", "uri": "nas://cpfs-1254.cn-hangzhou/",
+                                               "mount_path": "/m", "options": '{"nconnect": 8}'}], **VPC}),
+    Case("cpfs prefix", {"environment.storages": [{"type": "cpfs", "uri": "nas://1254.cn-hangzhou/",
+                                                   "mount_path": "/m"}], **VPC},
+         ("environment.storages[0].uri",), "start with 'cpfs-'"),
+    Case("cpfs storage needs vpc", {"environment.storages": [{"type": "cpfs", "uri": "nas://cpfs-1.cn-hangzhou/",
+                                                              "mount_path": "/m"}]},
+         ("environment.storages[0].type",), "needs a VPC", wire="DataSources[0].Uri"),
+    Case("bmcpfs only lingjun", {"environment.storages": [{"type": "bmcpfs", "uri": "bmcpfs://bmcpfs-1/d",
+                                                           "mount_path": "/m"}]},
+         ("environment.storages[0].type",), "only available with Lingjun"),
+    Case("bmcpfs with lingjun", {"environment.storages": [{"type": "bmcpfs", "uri": "bmcpfs://bmcpfs-1/d",
+                                                           "mount_path": "/m"}], **LINGJUN_PUBLIC}),
+    Case("storage mount required", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x"}]},
+         ("environment.storages[0].mount_path",), "Enter the container mount path"),
+    Case("storage mount root", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x",
+                                                          "mount_path": "/"}]},
+         ("environment.storages[0].mount_path",), "root directory"),
+    Case("mount paths unique", {"environment.datasets": [{"id": "d-1", "mount_path": "/mnt/data"}],
+                                "environment.storages": [{"type": "oss", "uri": "oss://bucket/x",
+                                                          "mount_path": "/mnt/data/"}]},
+         ("environment.storages[0].mount_path",), "already used by dataset #1", wire="DataSources[1].MountPath"),
+    # ---- environment: command, envs, libs, code ---------------------------------------------------------
+    Case("command required", {"environment.command": ""}, ("environment.command",), "startup command",
+         wire="UserCommand"),
+    Case("envs ok", {"environment.envs": [{"key": "_A1", "value": ""}, {"key": "B", "value": "x=y"}]}),
+    Case("20 envs ok", {"environment.envs": [{"key": f"V{i}", "value": "1"} for i in range(20)]}),
+    Case("21 envs", {"environment.envs": [{"key": f"V{i}", "value": "1"} for i in range(21)]},
+         ("environment.envs",), "At most 20", wire="Envs"),
+    Case("env key digit", {"environment.envs": [{"key": "1ABC", "value": "1"}]}, ("environment.envs[0].key",),
+         "must not start with a digit"),
+    Case("env key dash", {"environment.envs": [{"key": "A-B", "value": "1"}]}, ("environment.envs[0].key",),
+         "letters, digits and '_'", wire="Envs"),
+    Case("env key unique", {"environment.envs": [{"key": "A", "value": "1"}, {"key": "A", "value": "2"}]},
+         ("environment.envs[1].key",), "set twice"),
+    Case("env key missing", {"environment.envs": [{"key": "", "value": "1"}]}, ("environment.envs[0].key",),
+         "Enter a variable name"),
+    Case("libs list ok", {"environment.libs_mode": "list", "environment.libs": "griffon numpy pandas"}),
+    Case("libs list empty", {"environment.libs_mode": "list", "environment.libs": "  "}, ("environment.libs",),
+         "at least one library"),
+    Case("libs without mode", {"environment.libs": "numpy"}, ("environment.libs",), "Select from List"),
+    Case("requirements ok", {"environment.libs_mode": "requirements",
+                             "environment.requirements_dir": "/mnt/code/requirements.txt"}),
+    Case("requirements required", {"environment.libs_mode": "requirements"}, ("environment.requirements_dir",),
+         "requirements.txt"),
+    Case("requirements relative", {"environment.libs_mode": "requirements",
+                                   "environment.requirements_dir": "code/requirements.txt"},
+         ("environment.requirements_dir",), "absolute", wire="ThirdpartyLibDir"),
+    Case("git ok", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                    "environment.code_branch": "main", "environment.code_mount_path": "/mnt/code"}),
+    Case("git needs source", {"environment.code_mode": "git", "environment.code_branch": "main"},
+         ("environment.code_source_id",), "Choose a code source"),
+    Case("branch without git", {"environment.code_branch": "main"}, ("environment.code_branch",), "Git"),
+    Case("upload ok", {"environment.code_mode": "upload", "environment.code_mount_path": "/mnt/code",
+                       "environment.code_upload_uri": "oss://bucket/uploads/code/"}),
+    Case("upload needs mount path", {"environment.code_mode": "upload",
+                                     "environment.code_upload_uri": "oss://bucket/uploads/code/"},
+         ("environment.code_mount_path",), "uploaded code is mounted"),
+    Case("upload needs upload", {"environment.code_mode": "upload", "environment.code_mount_path": "/mnt/code"},
+         ("environment.code_upload_uri",), "cannot upload local code"),
+    Case("upload must be oss", {"environment.code_mode": "upload", "environment.code_mount_path": "/mnt/code",
+                                "environment.code_upload_uri": "nas://x.cn-hangzhou/"},
+         ("environment.code_upload_uri",), "oss://", wire="DataSources[0].Uri"),
+    # ---- resources: type, region, source, quota, priority -----------------------------------------------
+    Case("lingjun region ok", {**LINGJUN_PUBLIC}, context={"region": "ap-southeast-3"}),
+    Case("lingjun region", {**LINGJUN_PUBLIC}, ("resources.resource_type",), "not offered in us-west-1",
+         wire="JobSpecs[0].EcsSpec", context={"region": "us-west-1"}),
+    Case("resource type unknown", {"resources.resource_type": "gpu"}, ("resources.resource_type",), "Choose one of"),
+    Case("quota ok", {**QUOTA, "resources.priority": 9}),
+    Case("quota id required", {**QUOTA, "resources.quota_id": ""}, ("resources.quota_id",), "Choose a resource quota"),
+    Case("quota kind mismatch", {**QUOTA, "resources.quota_id": "quota-lj"}, ("resources.quota_id",),
+         "holds Lingjun", wire="ResourceId", context={"quotas": QUOTAS}),
+    Case("priority 0", {**QUOTA, "resources.priority": 0}, ("resources.priority",), "1 (lowest) to 9",
+         wire="Priority"),
+    Case("priority 10", {**QUOTA, "resources.priority": "10"}, ("resources.priority",), "1 (lowest) to 9"),
+    Case("priority text", {**QUOTA, "resources.priority": "high"}, ("resources.priority",), "whole number"),
+    Case("priority needs quota", {"resources.priority": 3}, ("resources.priority",), "only available with a resource"),
+    Case("quota id needs quota", {"resources.quota_id": "quota-gen"}, ("resources.quota_id",), "Source = Resource"),
+    # ---- resources: framework and roles -----------------------------------------------------------------
+    Case("framework required", {"resources.framework": ""}, ("resources.framework",), "Choose a framework",
+         wire="JobType"),
+    Case("framework unknown", {"resources.framework": "Caffe"}, ("resources.framework",), "Unknown framework"),
+    Case("framework custom", {"resources.framework": "Custom"}, ("resources.framework",), "no documented"),
+    Case("framework mpi ok", {"resources.framework": "MPI"}),
+    Case("lingjun quota subset", {**LJ_QUOTA, "resources.framework": "XGBoost"}, ("resources.framework",),
+         "only these frameworks", wire="JobType"),
+    Case("lingjun quota ray ok", {**LJ_QUOTA, "resources.framework": "Ray", "resources.roles[0].role": "Head"}),
+    Case("roles required", {"resources.roles": []}, ("resources.roles",), "at least one role", wire="JobSpecs"),
+    Case("role for framework", {"resources.roles[0].role": "PS"}, ("resources.roles[0].role", "resources.roles"),
+         "Worker, Master", wire="JobSpecs[0].Type"),
+    Case("tf roles ok", {"resources.framework": "TensorFlow", "resources.roles": [
+        {"role": r, "count": 1, "instance_type": "ecs.c6.large"} for r in ("Worker", "PS", "Chief", "Evaluator")]}),
+    Case("ray custom worker ok", {**RAY, "resources.roles[1]": {"role": "Worker-gpu", "count": 1,
+                                                               "instance_type": "ecs.c6.large"}}),
+    Case("ray custom worker name", {**RAY, "resources.roles[1]": {"role": "Worker_gpu", "count": 1,
+                                                                 "instance_type": "ecs.c6.large"}},
+         ("resources.roles[1].role",), "custom Worker-<name>"),
+    Case("role unique", {"resources.roles[1]": {"role": "Worker", "count": 1, "instance_type": "ecs.c6.large"}},
+         ("resources.roles[1].role",), "appears twice"),
+    Case("required role", {"resources.roles[0].role": "Master"}, ("resources.roles",), "need a Worker role"),
+    Case("ray needs head", {**RAY, "resources.roles[0].role": "Worker"}, ("resources.roles",), "need a Head role"),
+    Case("count 0", {"resources.roles[0].count": 0}, ("resources.roles[0].count",), "at least 1",
+         wire="JobSpecs[0].PodCount"),
+    Case("count text", {"resources.roles[0].count": "two"}, ("resources.roles[0].count",), "whole number"),
+    Case("count missing", {"resources.roles[0].count": ""}, ("resources.roles[0].count",), "number of nodes"),
+    Case("one chief", {"resources.framework": "TensorFlow", "resources.roles": [
+        {"role": "Worker", "count": 1, "instance_type": "ecs.c6.large"},
+        {"role": "Chief", "count": 2, "instance_type": "ecs.c6.large"}]},
+        ("resources.roles[1].count",), "Only one Chief", wire="JobSpecs[1].PodCount"),
+    Case("instance type required", {"resources.roles[0].instance_type": ""}, ("resources.roles[0].instance_type",),
+         "Choose an instance type", wire="JobSpecs[0].EcsSpec"),
+    Case("instance type known", {}, context={"specs": SPECS}),
+    Case("instance type unknown", {"resources.roles[0].instance_type": "ecs.nope"},
+         ("resources.roles[0].instance_type",), "Unknown instance type", context={"specs": SPECS}),
+    Case("instance type resource kind", {"resources.roles[0].instance_type": "ml.gu7i.c16m60.1-gu30"},
+         ("resources.roles[0].instance_type", "resources.roles"), "Lingjun Intelligence Resources instance type",
+         context={"specs": SPECS}),
+    Case("instance type on quota", {**QUOTA, "resources.roles[0].instance_type": "ecs.c6.large"},
+         ("resources.roles[0].instance_type",), "not an instance type"),
+    Case("public 2 gpus ok", {"resources.roles[0].instance_type": "ecs.gn6i-c4g1.xlarge",
+                              "resources.roles[0].count": 2}, context={"specs": SPECS}),
+    Case("public 3 gpus", {"resources.roles[0].instance_type": "ecs.gn6i-c4g1.xlarge", "resources.roles[0].count": 3},
+         ("resources.roles",), "at most 2 GPUs", wire="JobSpecs", context={"specs": SPECS}),
+    Case("public 8 cpus ok", {"resources.roles[0].count": 2}, context={"specs": SPECS}),
+    Case("public 12 cpus", {"resources.roles[0].count": 3}, ("resources.roles",), "at most 8 CPU cores",
+         context={"specs": SPECS}),
+    Case("quota cpu required", {**QUOTA, "resources.roles[0].cpu": None}, ("resources.roles[0].cpu",),
+         "Enter the CPU cores", wire="JobSpecs[0].ResourceConfig.CPU"),
+    Case("quota memory required", {**QUOTA, "resources.roles[0].memory_gib": ""},
+         ("resources.roles[0].memory_gib",), "Enter the memory"),
+    Case("quota cpu positive", {**QUOTA, "resources.roles[0].cpu": 0}, ("resources.roles[0].cpu",),
+         "greater than 0"),
+    Case("quota gpu negative", {**QUOTA, "resources.roles[0].gpu": -1}, ("resources.roles[0].gpu",), "negative",
+         wire="JobSpecs[0].ResourceConfig.GPU"),
+    Case("quota memory text", {**QUOTA, "resources.roles[0].memory_gib": "8G"}, ("resources.roles[0].memory_gib",),
+         "number of GiB"),
+    Case("quota shm ok", {**QUOTA, "resources.roles[0].shared_memory_gib": 16, "resources.roles[0].gpu": 1}),
+    Case("quota shm > memory", {**QUOTA, "resources.roles[0].shared_memory_gib": 17},
+         ("resources.roles[0].shared_memory_gib",), "larger than", wire="JobSpecs[0].ResourceConfig.SharedMemory"),
+    Case("cpu on public", {"resources.roles[0].cpu": 4}, ("resources.roles[0].cpu",), "only with a resource quota"),
+    # ---- resources: spot --------------------------------------------------------------------------------
+    Case("spot discount ok", {**SPOT}),
+    Case("spot price ok", {**SPOT, "resources.bid_method": "price", "resources.spot_discount": None,
+                           "resources.spot_price": "0.011"}),
+    Case("spot bid required", {**SPOT, "resources.bid_method": "", "resources.spot_discount": None},
+         ("resources.bid_method",), "Choose a bid method", wire="JobSpecs[0].SpotSpec"),
+    Case("spot discount step", {**SPOT, "resources.spot_discount": 45}, ("resources.spot_discount",), "10%, 20%",
+         wire="JobSpecs[0].SpotSpec.SpotDiscountLimit"),
+    Case("spot discount 100", {**SPOT, "resources.spot_discount": 100}, ("resources.spot_discount",), "90%"),
+    Case("spot discount missing", {**SPOT, "resources.spot_discount": None}, ("resources.spot_discount",),
+         "Choose the maximum discount"),
+    Case("spot price positive", {**SPOT, "resources.bid_method": "price", "resources.spot_discount": None,
+                                 "resources.spot_price": 0}, ("resources.spot_price",), "greater than 0",
+         wire="JobSpecs[0].SpotSpec.SpotPriceLimit"),
+    Case("spot one bid", {**SPOT, "resources.spot_price": 0.5}, ("resources.spot_price",), "only one bid"),
+    Case("bid needs spot", {"resources.bid_method": "discount"}, ("resources.bid_method",), "preemptible"),
+    Case("lingjun spot discount ok", {**SPOT, **LINGJUN_PUBLIC, **VPC, "vpc.switch_id": "vsw-1"}),
+    Case("lingjun spot price", {**SPOT, **LINGJUN_PUBLIC, **VPC, "vpc.switch_id": "vsw-1",
+                                "resources.bid_method": "price", "resources.spot_discount": None,
+                                "resources.spot_price": 1},
+         ("resources.bid_method",), "only support bidding by discount"),
+    Case("lingjun spot vpc", {**SPOT, **LINGJUN_PUBLIC}, ("vpc.vpc_id", "vpc.switch_id"), "require a VPC",
+         wire="UserVpc.VpcId"),
+    # ---- resources: quota-only options ------------------------------------------------------------------
+    Case("node scheduling ok", {**QUOTA, "resources.node_scheduling": True,
+                                "resources.roles[0].node_names": "node-1, node-2"}),
+    Case("node scheduling names", {**QUOTA, "resources.node_scheduling": True}, ("resources.roles[0].node_names",),
+         "Choose the nodes", wire="JobSpecs[0].AssignNodeSpec.NodeNames"),
+    Case("node scheduling needs quota", {"resources.node_scheduling": True}, ("resources.node_scheduling",),
+         "resource quota"),
+    Case("idle needs quota", {"resources.idle_resources": "on"}, ("resources.idle_resources",), "resource quota"),
+    Case("idle ok", {**QUOTA, "resources.idle_resources": True}),
+    Case("dsw needs quota", {"resources.dsw": True}, ("resources.dsw",), "resource quota"),
+    Case("dsw ok", {**QUOTA, "resources.dsw": "true"}),
+    Case("cpu affinity needs quota", {"resources.cpu_affinity": True}, ("resources.cpu_affinity",), "resource quota"),
+    Case("cpu affinity general ok", {**QUOTA, "resources.cpu_affinity": True}),
+    Case("cpu affinity not lingjun", {**LJ_QUOTA, "resources.cpu_affinity": True}, ("resources.cpu_affinity",),
+         "general computing", wire="Settings.EnableCPUAffinity"),
+    Case("flag garbage", {"resources.dsw": "maybe"}, ("resources.dsw",), "on or off"),
+    # ---- resources: scheduling, duration, retention -----------------------------------------------------
+    Case("scheduling spread ok", {"resources.scheduling_policy": "spread"}),
+    Case("scheduling unknown", {"resources.scheduling_policy": "random"}, ("resources.scheduling_policy",),
+         "intelligent, centralized, spread"),
+    Case("duration ok", {"resources.max_duration": 2, "resources.max_duration_unit": "hours"}),
+    Case("duration empty ok", {"resources.max_duration": None}),
+    Case("duration 0", {"resources.max_duration": 0}, ("resources.max_duration",), "positive whole number"),
+    Case("duration text", {"resources.max_duration": "soon"}, ("resources.max_duration",), "positive whole number"),
+    Case("duration unit", {"resources.max_duration_unit": "weeks"}, ("resources.max_duration_unit",), "Choose one"),
+    Case("retention ok", {"resources.retention": 3, "resources.retention_unit": "days"}),
+    Case("retention negative", {"resources.retention": -1}, ("resources.retention",), "positive whole number"),
+    # ---- resources: advanced framework configuration ----------------------------------------------------
+    Case("advanced kv ok", {"resources.advanced": "createSvcForAllWorkers=true,customPortNumPerWorker=100"}),
+    Case("advanced json ok", {"resources.advanced": '{ "ReleaseResourcePolicy": "pod-exit" }'}),
+    Case("advanced bad json", {"resources.advanced": '{"ReleaseResourcePolicy": pod-exit}'},
+         ("resources.advanced",), "Invalid JSON"),
+    Case("advanced json array", {"resources.advanced": "{}[]"}, ("resources.advanced",), "Invalid JSON"),
+    Case("advanced not kv", {"resources.advanced": "createSvcForAllWorkers"}, ("resources.advanced",),
+         "key=value"),
+    Case("advanced duplicate", {"resources.advanced": "EnableNvidiaIBGDA=true,EnableNvidiaIBGDA=false"},
+         ("resources.advanced",), "given twice"),
+    Case("advanced unknown key", {"resources.advanced": "Foo=1"}, ("resources.advanced",), "Unknown advanced",
+         wire="Settings.AdvancedSettings"),
+    Case("advanced other framework", {"resources.advanced": "RayRedisAddress=x"}, ("resources.advanced",),
+         "only available for Ray"),
+    Case("advanced release policy", {"resources.advanced": "ReleaseResourcePolicy=all"}, ("resources.advanced",),
+         "'pod-exit'"),
+    Case("advanced bool", {"resources.advanced": "EnableNvidiaGDRCopy=yes"}, ("resources.advanced",),
+         "true or false"),
+    Case("ports exclusive", {"resources.advanced": "customPortList=10000,customPortNumPerWorker=2"},
+         ("resources.advanced",), "mutually exclusive"),
+    Case("port list ok", {"resources.advanced": "createSvcForAllWorkers=true,customPortList=10000;10001-10010"}),
+    Case("port list 23456", {"resources.advanced": "customPortList=10000;23450-23460"}, ("resources.advanced",),
+         "must not include port 23456"),
+    Case("port list range", {"resources.advanced": "customPortList=70000"}, ("resources.advanced",), "1 to 65535"),
+    Case("port list order", {"resources.advanced": "customPortList=10010-10000"}, ("resources.advanced",),
+         "ends before it starts"),
+    Case("port list syntax", {"resources.advanced": "customPortList=10000,10001"}, ("resources.advanced",),
+         "key=value"),
+    Case("port num max", {"resources.advanced": "customPortNumPerWorker=65537"}, ("resources.advanced",),
+         "1 to 65536"),
+    Case("port num 65536 ok", {"resources.advanced": '{"customPortNumPerWorker": 65536}'}),
+    Case("port num lingjun", {**LINGJUN_PUBLIC, "resources.advanced": "customPortNumPerWorker=10"},
+         ("resources.advanced",), "not supported on Lingjun"),
+    Case("jumbo frame 2.0 ok", {**QUOTA, "resources.quota_id": "quota-gc2", "resources.advanced":
+                                "EnableJumboFrame=true"}, context={"quotas": QUOTAS}),
+    Case("jumbo frame public", {"resources.advanced": "EnableJumboFrame=true"}, ("resources.advanced",),
+         "General Computing 2.0"),
+    Case("jumbo frame old quota", {**QUOTA, "resources.quota_id": "quota-gc1", "resources.advanced":
+                                   "EnableJumboFrame=true"}, ("resources.advanced",), "General Computing 2.0",
+         context={"quotas": QUOTAS}),
+    Case("jumbo frame false ok", {"resources.advanced": "EnableJumboFrame=false"}),
+    Case("ray advanced ok", {**RAY, "resources.advanced":
+                             "RayRuntimeEnv={pip: requirements.txt, env_vars: {key: value}},"
+                             "RayObjectStoreMemoryBytes=1073741824,RaySubmitterBackoffLimit=3"}),
+    Case("ray backoff positive", {**RAY, "resources.advanced": '{"RaySubmitterBackoffLimit": 0}'},
+         ("resources.advanced",), "positive integer"),
+    # ---- vpc --------------------------------------------------------------------------------------------
+    Case("vpc ok", {**VPC, "vpc.switch_id": "vsw-0jlc46eg4k3pivwpz8", "vpc.extended_cidrs": "10.0.0.0/8, 172.16.0.0/12",
+                    "vpc.gateway": "private"}),
+    Case("switch needs vpc", {"vpc.switch_id": "vsw-1"}, ("vpc.switch_id",), "Choose a VPC first"),
+    Case("sg needs vpc", {"vpc.security_group_id": "sg-1"}, ("vpc.security_group_id",), "Choose a VPC first"),
+    Case("vpc needs sg", {"vpc.vpc_id": "vpc-1"}, ("vpc.security_group_id",), "Choose a security group",
+         wire="UserVpc.SecurityGroupId"),
+    Case("vpc id format", {**VPC, "vpc.vpc_id": "vpc_1"}, ("vpc.vpc_id",), "vpc-xxxxxxxx"),
+    Case("cidr invalid", {**VPC, "vpc.extended_cidrs": ["10.0.0.1/8"]}, ("vpc.extended_cidrs",), "not a CIDR",
+         wire="UserVpc.ExtendedCIDRs"),
+    Case("cidr no prefix", {**VPC, "vpc.extended_cidrs": ["10.0.0.0"]}, ("vpc.extended_cidrs",), "not a CIDR"),
+    Case("cidr needs vpc", {"vpc.extended_cidrs": ["10.0.0.0/8"]}, ("vpc.extended_cidrs",), "Choose a VPC first"),
+    Case("private gateway needs vpc", {"vpc.gateway": "private"}, ("vpc.gateway",), "needs a VPC"),
+    Case("gateway unknown", {"vpc.gateway": "nat"}, ("vpc.gateway",), "Choose one of"),
+    # ---- fault tolerance --------------------------------------------------------------------------------
+    Case("aimaster ok", {"fault_tolerance.enabled": True, "fault_tolerance.args": "--enable-log-hang-detection true"}),
+    Case("aimaster args need toggle", {"fault_tolerance.args": "--x 1"}, ("fault_tolerance.args",), "turned on"),
+    Case("aimaster args quoting", {"fault_tolerance.enabled": True, "fault_tolerance.args": "--x 'a"},
+         ("fault_tolerance.args",), "Could not parse", wire="Settings.ErrorMonitoringArgs"),
+    Case("sanity ok", {**LJ_QUOTA, "resources.roles[0].gpu": 8, "fault_tolerance.sanity_check": True,
+                       "fault_tolerance.sanity_args": "--sanity-check-timing=AfterJobFaultTolerant"}),
+    Case("sanity general", {"fault_tolerance.sanity_check": True}, ("fault_tolerance.sanity_check",),
+         "PyTorch jobs on a Lingjun resource quota", wire="Settings.EnableSanityCheck"),
+    Case("sanity no gpu", {**LJ_QUOTA, "resources.roles[0].gpu": 0, "fault_tolerance.sanity_check": True},
+         ("fault_tolerance.sanity_check",), "at least one GPU"),
+    Case("sanity tensorflow", {**LJ_QUOTA, "resources.framework": "TensorFlow", "resources.roles[0].gpu": 1,
+                               "fault_tolerance.sanity_check": True}, ("fault_tolerance.sanity_check",), "PyTorch"),
+    Case("sanity args need toggle", {"fault_tolerance.sanity_args": "--x"}, ("fault_tolerance.sanity_args",),
+         "sanity check turned on"),
+    # ---- RAM role ---------------------------------------------------------------------------------------
+    Case("default role ok", {"ram_role.mode": "default"}),
+    Case("custom role ok", {"ram_role.mode": "custom", "ram_role.role_arn": "acs:ram::1234567890:role/my-role"}),
+    Case("custom role arn required", {"ram_role.mode": "custom"}, ("ram_role.role_arn",), "Enter the ARN"),
+    Case("custom role arn format", {"ram_role.mode": "custom", "ram_role.role_arn": "my-role"},
+         ("ram_role.role_arn",), "acs:ram::<account-id>:role/<role-name>",
+         wire="CredentialConfig.CredentialConfigItems[0].Roles[0].RoleArn"),
+    Case("arn needs custom", {"ram_role.mode": "default", "ram_role.role_arn": "acs:ram::1:role/x"},
+         ("ram_role.role_arn",), "custom role"),
+    Case("ram mode unknown", {"ram_role.mode": "admin"}, ("ram_role.mode",), "none, default, custom"),
+    # ---- guardrail policy -------------------------------------------------------------------------------
+    Case("policy source ok", {**QUOTA}, context={"policy": spec.Policy(allowed_sources=frozenset({"quota"}))}),
+    Case("policy source", {}, ("resources.source",), "only allows these sources: Resource Quota",
+         wire="JobSpecs[0].EcsSpec", context={"policy": spec.Policy(allowed_sources=frozenset({"quota"}))}),
+    Case("policy nodes ok", {"resources.roles[0].count": 2}, context={"policy": spec.Policy(max_nodes=2)}),
+    Case("policy nodes", {"resources.roles[0].count": 3}, ("resources.roles",), "at most 2 nodes",
+         context={"policy": spec.Policy(max_nodes=2)}),
+    Case("policy gpus", {**QUOTA, "resources.roles[0].gpu": 2, "resources.roles[0].count": 2},
+         ("resources.roles",), "at most 2 GPUs per job (this job asks for 4)",
+         context={"policy": spec.Policy(max_gpus=2)}),
+    Case("policy gpus unknown", {}, ("resources.roles",), "GPU count of an instance type is unknown",
+         context={"policy": spec.Policy(max_gpus=2)}),
+    Case("policy gpus public ok", {}, context={"policy": spec.Policy(max_gpus=0), "specs": SPECS}),
+    Case("policy duration ok", {"resources.max_duration": 1},
+         context={"policy": spec.Policy(max_duration_minutes=1440)}),
+    Case("policy duration cap", {}, ("resources.max_duration",), "at most 1 day.",
+         wire="JobMaxRunningTimeMinutes", context={"policy": spec.Policy(max_duration_minutes=1440)}),
+    Case("policy duration required", {"resources.max_duration": None}, ("resources.max_duration",),
+         "requires a maximum duration", context={"policy": spec.Policy(max_duration_minutes=1440)}),
+    Case("policy image ok", {}, context={"policy": spec.Policy(allowed_image_prefixes=("registry.cn-hangzhou",))}),
+    Case("policy image", {}, ("environment.image",), "only allows images starting with: docker.io/",
+         context={"policy": spec.Policy(allowed_image_prefixes=("docker.io/",))}),
+    Case("policy tags ok", {"basic.tags": [{"key": "cost-center", "value": "42"}]},
+         context={"policy": spec.Policy(required_tag_keys=("cost-center",))}),
+    Case("policy tags", {}, ("basic.tags",), "requires the tag 'cost-center'",
+         context={"policy": spec.Policy(required_tag_keys=("cost-center",))}),
+    # ---- whole job --------------------------------------------------------------------------------------
+    Case("body size", {"basic.description": "x" * 70000}, ("",), "at most 65536", wire=""),
+    Case("rows not a list", {"environment.datasets": "d-1"}, ("environment.datasets",), "list of rows"),
+    Case("section not an object", {"vpc": ["vpc-1"]}, ("vpc",), "section's fields"),
+]
+
+
+def _context(case: Case) -> spec.Context:
+    values = {"datasets": DATASETS, **case.context}
+    return spec.Context(**values)
+
+
+def _apply(case: Case) -> dict:
+    sections = base()
+    for path, value in case.edits.items():
+        _set(sections, path, copy.deepcopy(value))
+    return sections
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_rule(case: Case):
+    sections = _apply(case)
+    errors = spec.validate_sections(sections, _context(case))
+    if not case.paths:
+        assert errors == {}
+        return
+    assert set(errors) == set(case.paths), errors
+    assert any(case.words in message for message in errors[case.paths[0]]), errors
+
+
+WIRE_CASES = [c for c in CASES if c.wire is not None]
+
+
+@pytest.mark.parametrize("case", WIRE_CASES, ids=[c.id for c in WIRE_CASES])
+def test_rule_through_body(case: Case):
+    """The same rule, the same message, reported at the wire path of the body build() makes."""
+    sections = _apply(case)
+    context = _context(case)
+    body = spec.build(sections, include_secrets=True)
+    errors = spec.validate(body, spec.Context(**{**context.__dict__, "hints": spec.hints_from_sections(sections)}))
+    assert case.wire in errors, errors
+    expected = spec.validate_sections(sections, context)[case.paths[0]]
+    assert set(expected) <= set(errors[case.wire]), errors
+    assert spec.wire_path(case.paths[0], sections) == case.wire
+
+
+def test_case_count():
+    assert len(CASES) >= 80
+    assert len([c for c in CASES if c.paths]) >= 80
+
+
+def test_base_is_valid():
+    assert spec.validate_sections(base()) == {}
+    assert C.FRAMEWORKS[base()["resources"]["framework"]].job_type == "PyTorchJob"
+
+
+# ---- build: exact bodies ----------------------------------------------------------------------------------
+
+
+def test_build_matches_seed_quota_example():
+    """Seed [004] "subscription resource quota" example, built from the wizard."""
+    s = spec.defaults()
+    s["basic"]["name"] = "sample-dlc-job"
+    s["environment"].update(
+        image_type="official",
+        image="registry-vpc.cn-hangzhou.aliyuncs.com/pai-dlc/tensorflow-training:1.15-cpu-py36-ubuntu18.04",
+        command='echo "Hello World"')
+    s["resources"].update(source="quota", quota_id="rs-xxx", framework="TensorFlow", max_duration=None,
+                          roles=[{"role": "Worker", "count": 1, "cpu": "1", "memory_gib": 2}])
+    assert spec.validate_sections(s) == {}
+    assert spec.build(s, workspace_id="ws-1") == {
+        "ResourceId": "rs-xxx", "WorkspaceId": "ws-1", "DisplayName": "sample-dlc-job", "JobType": "TFJob",
+        "JobSpecs": [{"Type": "Worker", "Image": s["environment"]["image"], "PodCount": 1,
+                      "ResourceConfig": {"CPU": "1", "Memory": "2Gi"}}],
+        "UserCommand": 'echo "Hello World"',
+    }
+
+
+@pytest.mark.parametrize("method,limit", [("discount", {"SpotDiscountLimit": 0.4}),
+                                          ("price", {"SpotPriceLimit": 0.011})])
+def test_build_matches_seed_spot_examples(method, limit):
+    s = spec.defaults()
+    s["basic"]["name"] = "sample-spot-job"
+    s["environment"].update(image="dsw-registry-vpc.cn-hangzhou.cr.aliyuncs.com/pai/pytorch-training:1.12-cpu",
+                            command="echo 'Hello World' && ls -R /mnt/data/ && sleep 30 && echo 'DONE'")
+    s["resources"].update(source="spot", bid_method=method, spot_discount=40 if method == "discount" else None,
+                          spot_price="0.011" if method == "price" else None, max_duration=None,
+                          roles=[{"role": "Worker", "count": 1, "instance_type": "ecs.g7.xlarge"}])
+    s["vpc"].update(vpc_id="vpc-0jlq8l7qech3m2ta2", switch_id="vsw-0jlc46eg4k3pivwpz8",
+                    security_group_id="sg-0jl4bd9wwh5auei9", gateway="")
+    assert spec.validate_sections(s) == {}
+    assert spec.build(s, workspace_id="12345") == {
+        "WorkspaceId": "12345", "DisplayName": "sample-spot-job", "JobType": "PyTorchJob",
+        "JobSpecs": [{"Type": "Worker", "Image": s["environment"]["image"], "PodCount": 1,
+                      "EcsSpec": "ecs.g7.xlarge", "SpotSpec": {"SpotStrategy": "SpotWithPriceLimit", **limit}}],
+        "UserVpc": {"VpcId": "vpc-0jlq8l7qech3m2ta2", "SwitchId": "vsw-0jlc46eg4k3pivwpz8",
+                    "SecurityGroupId": "sg-0jl4bd9wwh5auei9"},
+        "UserCommand": s["environment"]["command"],
+    }
+
+
+def test_build_full_quota_job():
+    s = _apply(Case("", {**QUOTA, **VPC}))
+    s["basic"].update(tags=[{"key": "team", "value": "a,b"}], description=" nightly ")
+    s["environment"].update(
+        datasets=[{"kind": "public", "id": "d-pub", "read_only": True, "mount_path": "/mnt/pub"},
+                  {"kind": "custom", "id": "d-1", "version": "v3", "read_only": None}],
+        storages=[{"type": "nas", "uri": "nas://31a8e4.cn-hangzhou/x", "mount_path": "/mnt/nas",
+                   "options": '{"nconnect":"4"}'}],
+        envs=[{"key": "EPOCHS", "value": "10"}], libs_mode="requirements",
+        requirements_dir="/mnt/code/requirements.txt", code_mode="git", code_source_id="code-1",
+        code_mount_path="/mnt/code")
+    s["resources"].update(priority=5, node_scheduling=True, idle_resources=True, cpu_affinity=True, dsw=True,
+                          scheduling_policy="centralized", max_duration=2, max_duration_unit="hours", retention=1,
+                          retention_unit="days", advanced="createSvcForAllWorkers=true,customPortNumPerWorker=100")
+    s["resources"]["roles"][0].update(gpu=1, shared_memory_gib=8, node_names=["n1", "n2"])
+    s["vpc"].update(extended_cidrs=["10.0.0.0/8"], gateway="private")
+    s["fault_tolerance"].update(enabled=True, args="--enable-log-hang-detection true")
+    s["ram_role"].update(mode="custom", role_arn="acs:ram::123:role/train")
+    assert spec.validate_sections(s) == {}
+    body = spec.build(s)
+    assert body == {
+        "DisplayName": "mnist-train_1.0", "Description": "nightly", "JobType": "PyTorchJob",
+        "JobSpecs": [{"Type": "Worker", "Image": s["environment"]["image"], "PodCount": 1,
+                      "ResourceConfig": {"CPU": "4", "GPU": "1", "Memory": "16Gi", "SharedMemory": "8Gi"},
+                      "AssignNodeSpec": {"EnableAssignNode": True, "NodeNames": "n1,n2"}}],
+        "UserCommand": "python train.py",
+        "DataSources": [{"DataSourceId": "d-pub", "MountAccess": "RO", "MountPath": "/mnt/pub"},
+                        {"DataSourceId": "d-1", "DataSourceVersion": "v3"},
+                        {"Uri": "nas://31a8e4.cn-hangzhou/x", "MountPath": "/mnt/nas", "Options": '{"nconnect":"4"}'}],
+        "Envs": {"EPOCHS": "10"}, "ThirdpartyLibDir": "/mnt/code",
+        "CodeSource": {"CodeSourceId": "code-1", "MountPath": "/mnt/code"},
+        "ResourceId": "quota-gen", "Priority": 5, "SchedulingStrategy": C.SCHEDULING_POLICIES["centralized"],
+        "JobMaxRunningTimeMinutes": 120,
+        "Settings": {"Tags": {"team": "a,b"}, "OversoldType": "AcceptQuotaOverSold", "EnableCPUAffinity": True,
+                     "EnableDSWDev": True, "JobReservedMinutes": 1440, "JobReservedPolicy": "Always",
+                     "AdvancedSettings": {"createSvcForAllWorkers": "true", "customPortNumPerWorker": "100"},
+                     "EnableErrorMonitoringInAIMaster": True,
+                     "ErrorMonitoringArgs": "--enable-log-hang-detection true"},
+        "UserVpc": {"VpcId": "vpc-0jlq8l7qech3m2ta2", "SecurityGroupId": "sg-0jl4bd9wwh5auei9",
+                    "ExtendedCIDRs": ["10.0.0.0/8"], "DefaultRoute": "eth1"},
+        "CredentialConfig": {"EnableCredentialInject": True, "AliyunEnvRoleKey": "0", "CredentialConfigItems": [
+            {"Key": "0", "Type": "Role", "Roles": [{"RoleType": "service", "RoleArn": "acs:ram::123:role/train"}]}]},
+    }
+    hints = spec.hints_from_sections(s)
+    assert spec.build(spec.inverse(body, hints)) == body
+    assert spec.validate(body, spec.Context(hints=hints)) == {}
+
+
+def test_build_libs_split_on_whitespace_and_default_role():
+    s = _apply(Case("", {"environment.libs_mode": "list", "environment.libs": " griffon  numpy\tpandas ",
+                         "ram_role.mode": "default"}))
+    body = spec.build(s)
+    assert body["ThirdpartyLibs"] == ["griffon", "numpy", "pandas"]
+    assert body["CredentialConfig"] == {"EnableCredentialInject": True}
+
+
+# ---- secrets ----------------------------------------------------------------------------------------------
+
+
+def _secret_job() -> dict:
+    s = _apply(Case("", {**RAY, "environment.image_type": "address", "environment.registry_username": "bob",
+                         "environment.registry_password": " s3cret ",
+                         "resources.advanced": '{"RayRedisAddress": "r:6379", "RayRedisPassword": "pw"}'}))
+    assert spec.validate_sections(s) == {}
+    return s
+
+
+def test_build_leaves_secrets_out_by_default():
+    s = _secret_job()
+    stored = spec.build(s)
+    assert stored["JobSpecs"][0]["ImageConfig"] == {"Username": "bob"}
+    assert stored["Settings"]["AdvancedSettings"] == {"RayRedisAddress": "r:6379"}
+    full = spec.build(s, include_secrets=True)
+    assert full["JobSpecs"][0]["ImageConfig"] == {"Username": "bob", "Password": " s3cret "}
+    assert full["Settings"]["AdvancedSettings"]["RayRedisPassword"] == "pw"
+    assert spec.strip_secrets(full) == stored
+    assert spec.SECRET_PATHS == ("JobSpecs[*].ImageConfig.Password", "Settings.AdvancedSettings.RayRedisPassword")
+
+
+def test_stored_body_with_hints_is_valid_and_clones_with_placeholders():
+    s = _secret_job()
+    stored, hints = spec.build(s), spec.hints_from_sections(s)
+    assert hints["secrets"] == ["registry_password", "RayRedisPassword"]
+    assert spec.validate(stored, spec.Context(hints=hints)) == {}
+    clone = spec.inverse(stored, hints)
+    assert clone["environment"]["registry_password"] == spec.SECRET_PLACEHOLDER
+    assert spec.SECRET_PLACEHOLDER in clone["resources"]["advanced"]
+    assert spec.build(clone) == stored
+    with pytest.raises(ValueError, match="placeholder"):
+        spec.build(clone, include_secrets=True)
+    # Without the hints, the stored body lacks the password the username needs.
+    assert "JobSpecs[0].ImageConfig.Password" in spec.validate(stored)
+
+
+# ---- inverse ----------------------------------------------------------------------------------------------
+
+
+def test_inverse_derives_console_choices():
+    body = {
+        "DisplayName": "j", "JobType": "MPIJob", "UserCommand": "run",
+        "JobSpecs": [{"Type": "Worker", "Image": "img", "PodCount": 2, "EcsSpec": "ecs.g7.xlarge",
+                      "SpotSpec": {"SpotStrategy": "SpotWithPriceLimit", "SpotPriceLimit": 0.02}}],
+        "DataSources": [{"DataSourceId": "d-1", "MountAccess": "RO"},
+                        {"Uri": "oss://bkt/x", "MountPath": "/a"},
+                        {"Uri": "nas://extreme-1.cn-hangzhou/", "MountPath": "/b"},
+                        {"Uri": "nas://cpfs-1.cn-hangzhou/", "MountPath": "/c"},
+                        {"Uri": "nas://31a8.cn-hangzhou/", "MountPath": "/d"},
+                        {"Uri": "oss://bkt/code/", "MountPath": "/code"}],
+        "JobMaxRunningTimeMinutes": 2880,
+        "Settings": {"JobReservedMinutes": 90, "JobReservedPolicy": "Always"},
+        "CredentialConfig": {"EnableCredentialInject": True},
+        "UserVpc": {"VpcId": "vpc-1", "SecurityGroupId": "sg-1"},
+    }
+    hints = {"framework": "MPI", "dataset_kinds": ["public"], "code_upload": True, "image_type": "custom"}
+    s = spec.inverse(body, hints)
+    env, res = s["environment"], s["resources"]
+    assert res["framework"] == "MPI" and spec.inverse(body)["resources"]["framework"] == "MPIJob"
+    assert (res["source"], res["bid_method"], res["spot_price"]) == ("spot", "price", 0.02)
+    assert env["image_type"] == "custom" and spec.inverse(body)["environment"]["image_type"] == "address"
+    assert env["datasets"][0]["kind"] == "public" and env["datasets"][0]["read_only"] is True
+    assert [st["type"] for st in env["storages"]] == ["oss", "extreme_nas", "cpfs", "nas"]
+    assert (env["code_mode"], env["code_upload_uri"], env["code_mount_path"]) == ("upload", "oss://bkt/code/", "/code")
+    assert (res["max_duration"], res["max_duration_unit"]) == (2, "days")
+    assert (res["retention"], res["retention_unit"]) == (90, "minutes")
+    assert s["ram_role"] == {"mode": "default", "role_arn": ""}
+    assert spec.build(s) == body
+    assert spec.validate(body, spec.Context(hints=hints)) == {}
+
+
+def test_inverse_keeps_wizard_units_from_hints():
+    body = spec.build(_apply(Case("", {"resources.max_duration": 48, "resources.max_duration_unit": "hours"})))
+    assert spec.inverse(body)["resources"]["max_duration"] == 2
+    again = spec.inverse(body, {"max_duration_unit": "hours"})["resources"]
+    assert (again["max_duration"], again["max_duration_unit"]) == (48, "hours")
+
+
+# ---- validate(body): wire-level checks --------------------------------------------------------------------
+
+SEED_QUOTA_BODY = {
+    "ResourceId": "rs-1", "WorkspaceId": "ws-1", "DisplayName": "sample-dlc-job", "JobType": "TFJob",
+    "JobSpecs": [{"Type": "Worker", "Image": "registry-vpc.cn-hangzhou.aliyuncs.com/pai-dlc/tf:1.15", "PodCount": 1,
+                  "ResourceConfig": {"CPU": "1", "Memory": "2Gi"}}],
+    "UserCommand": 'echo "Hello World"',
+}
+
+
+def _with(body: dict, path: str, value: Any) -> dict:
+    body = copy.deepcopy(body)
+    _set(body, path, value)
+    return body
+
+
+@pytest.mark.parametrize("path,value,wire,words", [
+    ("Accessibility", "PUBLIC", "Accessibility", "Not supported by this console"),
+    ("JobSpecs[0].PodCount", "2", "JobSpecs[0].PodCount", "whole number"),
+    ("JobSpecs[0].ResourceConfig.CPU", 1, "JobSpecs[0].ResourceConfig.CPU", "Must be a string"),
+    ("JobSpecs[0].ResourceConfig.Memory", "2G", "JobSpecs[0].ResourceConfig.Memory", "number of GiB"),
+    ("JobSpecs[0].ResourceConfig.CPU", "1.0", "JobSpecs[0].ResourceConfig.CPU", 'sent as "1"'),
+    ("JobSpecs[1]", {"Type": "PS", "Image": "other", "PodCount": 1, "ResourceConfig": {"CPU": "1", "Memory": "2Gi"}},
+     "JobSpecs[1].Image", "same image"),
+    ("JobSpecs[0].EcsSpec", "ecs.g7.xlarge", "JobSpecs[0].EcsSpec", "not an instance type"),
+    ("Settings.EnableDSWDev", False, "Settings.EnableDSWDev", "Send true or leave"),
+    ("Settings.OversoldType", "ForceQuotaOverSold", "Settings.OversoldType", "on or off"),
+    ("Settings.JobReservedPolicy", "Never", "Settings.JobReservedPolicy", "must be 'Always'"),
+    ("DisplayName", None, "DisplayName", "Enter a job name"),
+    ("JobType", "SlurmJob", "JobType", "Unknown framework 'SlurmJob'"),
+    ("Priority", 0, "Priority", "1 (lowest) to 9"),
+    ("UserVpc", {"VpcId": "vpc-1"}, "UserVpc.SecurityGroupId", "Choose a security group"),
+    ("ThirdpartyLibDir", "mnt/x", "ThirdpartyLibDir", "absolute"),
+    ("ThirdpartyLibs", ["numpy"], "ThirdpartyLibs", None),
+    ("CredentialConfig", {"EnableCredentialInject": False}, "CredentialConfig.EnableCredentialInject", "default role"),
+    ("JobSpecs", "Worker", "JobSpecs", "Must be a list"),
+])
+def test_validate_body(path, value, wire, words):
+    body = _with(SEED_QUOTA_BODY, path, value)
+    if path == "ThirdpartyLibs":  # both library fields at once
+        body["ThirdpartyLibDir"] = "/mnt/x"
+        wire, words = "ThirdpartyLibDir", "choose one library mode"
+    errors = spec.validate(body)
+    assert wire in errors, errors
+    assert any(words in m for m in errors[wire]), errors
+
+
+def test_validate_body_spot_rules():
+    spot = {"DisplayName": "s", "JobType": "PyTorchJob", "UserCommand": "x",
+            "JobSpecs": [{"Type": "Worker", "Image": "i", "PodCount": 1, "EcsSpec": "ecs.g7.xlarge",
+                          "SpotSpec": {"SpotStrategy": "SpotWithPriceLimit", "SpotDiscountLimit": 0.4}}]}
+    assert spec.validate(spot) == {}
+    both = _with(spot, "JobSpecs[0].SpotSpec.SpotPriceLimit", 0.01)
+    assert spec.validate(both) == {"JobSpecs[0].SpotSpec.SpotPriceLimit": ["Set only one bid: by discount or by "
+                                                                           "price."]}
+    assert "JobSpecs[0].SpotSpec.SpotStrategy" in spec.validate(_with(spot, "JobSpecs[0].SpotSpec.SpotStrategy", None))
+    assert "JobSpecs[0].SpotSpec.SpotDiscountLimit" in spec.validate(
+        _with(spot, "JobSpecs[0].SpotSpec.SpotDiscountLimit", 0.45))
+    lingjun = spec.Context(hints={"resource_type": "lingjun"})
+    assert set(spec.validate(spot, lingjun)) == {"UserVpc.VpcId", "UserVpc.SwitchId"}
+    specs = spec.Context(specs={"ecs.g7.xlarge": {"cpu": 4, "gpu": 0, "resource_type": "Lingjun"}})
+    assert "UserVpc.VpcId" in spec.validate(spot, specs)  # resource type derived from the instance catalog
+
+
+def test_validate_body_accepts_empty_fields_and_rejects_non_objects():
+    body = dict(SEED_QUOTA_BODY, Description="", DataSources=[], Envs={}, Settings={}, CustomEnvs=[])
+    assert spec.validate(body) == {}
+    assert spec.validate(["not", "a", "job"]) == {"": ["The request body must be a JSON object."]}
+    assert spec.validate({"JobSpecs": "x"})["JobSpecs"] == ["Must be a list."]
+    assert "JobSpecs[0].Image" not in spec.validate({"JobSpecs": "x"})  # no noise under a broken field
+
+
+# ---- paths ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("section_path,wire", [
+    ("basic.name", "DisplayName"),
+    ("basic.tags[3].key", "Settings.Tags"),
+    ("environment.image", "JobSpecs[0].Image"),
+    ("environment.envs[0].key", "Envs"),
+    ("environment.datasets[1].read_only", "DataSources[1].MountAccess"),
+    ("environment.storages[0].options", "DataSources[2].Options"),
+    ("environment.code_upload_uri", "DataSources[3].Uri"),
+    ("environment.code_mount_path", "DataSources[3].MountPath"),
+    ("resources.roles[1].memory_gib", "JobSpecs[1].ResourceConfig.Memory"),
+    ("resources.roles[0].node_names", "JobSpecs[0].AssignNodeSpec.NodeNames"),
+    ("resources.spot_discount", "JobSpecs[0].SpotSpec.SpotDiscountLimit"),
+    ("resources.max_duration_unit", "JobMaxRunningTimeMinutes"),
+    ("resources.advanced", "Settings.AdvancedSettings"),
+    ("vpc.gateway", "UserVpc.DefaultRoute"),
+    ("fault_tolerance.sanity_args", "Settings.SanityCheckArgs"),
+    ("ram_role.role_arn", "CredentialConfig.CredentialConfigItems[0].Roles[0].RoleArn"),
+    ("", ""),
+])
+def test_paths_both_ways(section_path, wire):
+    s = base()
+    s["environment"].update(datasets=[{"id": "a"}, {"id": "b"}], storages=[{"type": "oss", "uri": "oss://bb/x"}],
+                            code_mode="upload")
+    s["resources"]["roles"].append({"role": "Master"})
+    assert spec.wire_path(section_path, s) == wire
+    back = spec.field_for_path(wire, s)
+    assert section_path.startswith(back) or back.startswith(section_path.split("[")[0]), back
+
+
+@pytest.mark.parametrize("wire,field", [
+    ("JobSpecs[2].Image", "environment.image"),
+    ("JobSpecs[1].ImageConfig.Password", "environment.registry_password"),
+    ("JobSpecs[1].ResourceConfig.GPUType", "resources.roles[1]"),
+    ("JobSpecs[0].SpotSpec.SpotStrategy", "resources.bid_method"),
+    ("JobSpecs[0].AssignNodeSpec.EnableAssignNode", "resources.node_scheduling"),
+    ("Settings.Tags.team", "basic.tags"),
+    ("Envs.FOO", "environment.envs"),
+    ("Settings.AdvancedSettings.customPortList", "resources.advanced"),
+    ("UserVpc.ExtendedCIDRs[1]", "vpc.extended_cidrs"),
+    ("Settings.JobReservedPolicy", "resources.retention"),
+    ("Accessibility", ""),
+    ("Settings.Unknown", ""),
+    ("ResourceId", "resources.quota_id"),
+])
+def test_field_for_path(wire, field):
+    assert spec.field_for_path(wire) == field
+
+
+# ---- notes ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("edits,path,words", [
+    ({**LJ_QUOTA, "environment.image_type": "custom"}, "environment.image_type", "RDMA drivers"),
+    ({**QUOTA, "fault_tolerance.enabled": True}, "fault_tolerance.enabled", "1 CPU core and 1 GiB"),
+    ({"fault_tolerance.enabled": True}, "fault_tolerance.enabled", "ecs.c6.large"),
+    ({"resources.retention": 2}, "resources.retention", "cannot be restored"),
+    ({}, "vpc.vpc_id", "public network"),
+    ({**VPC}, "vpc.vpc_id", "same region"),
+    ({**VPC, "vpc.switch_id": "vsw-1"}, "vpc.extended_cidrs", "CIDR"),
+    ({**RAY, "environment.envs": [{"key": "A", "value": "1"}], "resources.advanced": "RayRuntimeEnv={pip: x}"},
+     "environment.envs", "overrides"),
+    ({"environment.envs": [{"key": "RANK", "value": "1"}]}, "environment.envs[0].key", "set by DLC"),
+    ({"environment.code_mode": "upload"}, "environment.code_mode", "cannot upload local code"),
+    ({"environment.code_mode": "git", "environment.code_mount_path": "/mnt/data"}, "environment.command",
+     "python /mnt/data/train.py"),
+    ({"resources.advanced": "customPortList=10000"}, "resources.advanced", "createSvcForAllWorkers"),
+    ({**QUOTA, "resources.advanced": "EnableJumboFrame=true"}, "resources.advanced", "generation is unknown"),
+    ({"resources.framework": "MPI"}, "resources.framework", "not confirmed"),
+    ({}, "resources.roles", "not checked"),
+    ({**SPOT}, "resources.source", "no availability guarantee"),
+    ({**QUOTA, "resources.idle_resources": True}, "resources.idle_resources", "stopped automatically"),
+])
+def test_notes(edits, path, words):
+    notes = spec.notes(_apply(Case("", edits)))
+    assert path in notes, notes
+    assert any(words in n for n in notes[path]), notes
+
+
+# ---- helpers ----------------------------------------------------------------------------------------------
+
+
+def test_prune_inapplicable_clears_hidden_fields():
+    s = _apply(Case("", {"resources.priority": 4, "resources.dsw": True, "resources.roles[0].cpu": 2,
+                         "resources.spot_price": 1, "environment.libs": "numpy", "ram_role.role_arn": "x"}))
+    assert set(spec.validate_sections(s)) == {"resources.priority", "resources.dsw", "resources.roles[0].cpu",
+                                              "resources.spot_price", "environment.libs", "ram_role.role_arn"}
+    pruned = spec.prune_inapplicable(s)
+    assert spec.validate_sections(pruned) == {}
+    assert spec.build(pruned) == spec.build(base())
+    assert s["resources"]["priority"] == 4  # the input is not modified
+
+
+def test_defaults_take_policy_tags():
+    policy = spec.Policy(default_tags={"owner": "ml-team"})
+    s = spec.defaults(spec.Context(policy=policy))
+    assert s["basic"]["tags"] == [{"key": "owner", "value": "ml-team"}]
+    assert set(s) == set(spec.SECTIONS)
+    assert s["resources"]["max_duration"] * C.DURATION_UNITS[s["resources"]["max_duration_unit"]] == \
+        C.DEFAULT_MAX_DURATION_MINUTES
+
+
+@pytest.mark.parametrize("text,parsed", [
+    ("createSvcForAllWorkers=true,customPortNumPerWorker=100",
+     {"createSvcForAllWorkers": "true", "customPortNumPerWorker": "100"}),
+    ('{"RayRuntimeEnv": "{pip: requirements.txt, env_vars: {key: value}}"}',
+     {"RayRuntimeEnv": "{pip: requirements.txt, env_vars: {key: value}}"}),
+    ("RayRuntimeEnv={pip: r.txt, env_vars: {a: b}}, ReleaseResourcePolicy = pod-exit",
+     {"RayRuntimeEnv": "{pip: r.txt, env_vars: {a: b}}", "ReleaseResourcePolicy": "pod-exit"}),
+    ("", None),
+])
+def test_parse_advanced(text, parsed):
+    assert spec.parse_advanced(text) == (parsed, "")
+    if parsed:
+        assert spec.parse_advanced(spec.format_advanced(parsed))[0] == parsed
+
+
+def test_requirements_path_is_sent_as_its_folder():
+    for path, folder in (("/mnt/code/requirements.txt", "/mnt/code"), ("/mnt/code", "/mnt/code"),
+                         ("/requirements.txt", "/")):
+        s = _apply(Case("", {"environment.libs_mode": "requirements", "environment.requirements_dir": path}))
+        assert spec.build(s)["ThirdpartyLibDir"] == folder

@@ -1,0 +1,398 @@
+"""The job page through the Django test client: permissions, the configuration in the wizard's sections
+without secrets, submit errors, the truthful wait, timeline, pods, clone links, the self-refreshing part,
+events, and logs (panel, a tail that sends only new lines, search, download, archive) against a real
+localdlc through the real SDK."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from datetime import timedelta
+from html import unescape
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from jobs import dlc, jobpage, lifecycle, logarchive
+from jobs.models import Job, Membership, Workspace
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def local_creds(localdlc, tmp_path, settings):
+    path = tmp_path / "localdlc-credentials.ini"
+    path.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {localdlc.access_key_id}\n"
+                    f"access_key_secret = {localdlc.access_key_secret}\n")
+    settings.LOCALDLC_CREDENTIALS_FILE = str(path)
+    return path
+
+
+@pytest.fixture
+def ws(db, localdlc, local_creds):
+    return Workspace.objects.create(name="Local", backend=Workspace.BACKEND_LOCAL, endpoint=localdlc.endpoint)
+
+
+@pytest.fixture
+def people(ws):
+    make = get_user_model().objects.create_user
+    people = {name: make(name) for name in ("alice", "bob", "vic", "ada", "olga")}
+    for name, role in [("alice", "member"), ("bob", "member"), ("vic", "viewer"), ("ada", "admin")]:
+        Membership.objects.create(user=people[name], workspace=ws, role=role)
+    elsewhere = Workspace.objects.create(name="Elsewhere", backend=Workspace.BACKEND_LOCAL)
+    Membership.objects.create(user=people["olga"], workspace=elsewhere, role="member")
+    people["elsewhere"] = elsewhere
+    return people
+
+
+def make_job(ws, owner=None, *, name="job", status="Running", **fields) -> Job:
+    return Job.objects.create(workspace=ws, owner=owner, display_name=name, status=status, job_type="PyTorchJob",
+                              **fields)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def on_localdlc(ws, owner, command: str, *, until=("Succeeded",), name: str = "logs", min_lines: int = 0) -> Job:
+    """A job really run by localdlc, its row synced the way the beat does it."""
+    body = {"DisplayName": name, "JobType": "PyTorchJob", "UserCommand": command,
+            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "registry.example/pytorch:2.3",
+                          "EcsSpec": "ecs.g6.large"}]}
+    job = make_job(ws, owner, name=name, status="Creating", body=body)
+    job.dlc_job_id = dlc.create_job(ws, body)
+    job.save()
+    deadline = time.monotonic() + 30
+    while True:
+        item = dlc.get_job(ws, job.dlc_job_id)
+        pods = item.get("Pods") or []
+        printed = dlc.get_pod_logs(ws, job.dlc_job_id, pods[0]["PodId"]) if pods and min_lines else []
+        if item["Status"] in until and len(printed) >= min_lines:
+            break
+        assert time.monotonic() < deadline, item["Status"]
+        time.sleep(0.1)
+    lifecycle.apply_remote(job, item)
+    return job
+
+
+def lines_of(html: str) -> list[tuple[int, str]]:
+    return [(int(n), unescape(re.sub(r"<[^>]+>", "", text)))
+            for n, text in re.findall(r'<div class="ln" data-n="(\d+)"><span class="no">\d+</span>(.*?)</div>', html)]
+
+
+def tail_of(html: str) -> str:
+    return re.search(r'<div id="log-tail"[^>]*>', html).group(0)
+
+
+# --- permissions ---------------------------------------------------------------------------------------------
+
+
+def test_every_job_url_is_404_outside_the_users_workspaces(client, people, ws):
+    job = make_job(ws, people["alice"], pods=[{"PodId": "p-worker-0", "Type": "Worker"}], dlc_job_id="dlc-x")
+    client.force_login(people["olga"])
+    for url in [f"/jobs/{job.pk}", f"/jobs/{job.pk}/row", f"/jobs/{job.pk}/events", f"/jobs/{job.pk}/logs",
+                f"/jobs/{job.pk}/pods/p-worker-0/logs", f"/jobs/{job.pk}/pods/p-worker-0/logs/download"]:
+        assert client.get(url).status_code == 404, url
+    assert client.post(f"/jobs/{job.pk}/stop").status_code == 404
+    client.logout()
+    assert client.get(f"/jobs/{job.pk}").status_code == 302, "signed-out users go to the sign-in page"
+
+
+def test_only_the_owner_and_admins_see_and_use_stop(client, people, ws):
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-running")
+    for name, may_stop, may_clone in [("alice", True, True), ("ada", True, True), ("bob", False, True),
+                                      ("vic", False, False)]:
+        client.force_login(people[name])
+        html = client.get(f"/jobs/{job.pk}").content.decode()
+        assert ('id="stop-job"' in html) == may_stop, name
+        assert ('id="clone-job"' in html) == may_clone, name
+        if not may_stop:
+            assert client.post(f"/jobs/{job.pk}/stop", **HTMX).status_code == 403, name
+    assert Job.objects.get(pk=job.pk).status == "Running"
+
+    client.force_login(people["alice"])
+    html = client.post(f"/jobs/{job.pk}/stop", **HTMX).content.decode()
+    assert html.lstrip().startswith('{# ') is False and '<div id="job-live"' in html
+    assert "Stop: Stop requested" in html and 'id="job-status">Stopping<' in html
+    assert 'id="stop-job"' not in html, "a stopping job has no stop button"
+    assert Job.objects.get(pk=job.pk).status == "Stopping"
+
+
+def test_stop_without_htmx_redirects_back_with_a_message(client, people, ws):
+    job = make_job(ws, people["alice"], status="Succeeded")
+    client.force_login(people["alice"])
+    answer = client.post(f"/jobs/{job.pk}/stop", follow=True)
+    assert answer.redirect_chain[-1][0] == f"/jobs/{job.pk}"
+    assert "Stop: Already finished" in answer.content.decode()
+
+
+# --- configuration -------------------------------------------------------------------------------------------
+
+RICH_BODY = {
+    "DisplayName": "rich", "Description": "trains things", "JobType": "PyTorchJob",
+    "UserCommand": "python train.py --epochs 3",
+    "Envs": {"API_TOKEN": "tok-very-secret", "EPOCHS": "3"},
+    "JobSpecs": [{"Type": "Worker", "PodCount": 2, "Image": "registry.example/private/torch:2.3",
+                  "EcsSpec": "ecs.g6.xlarge",
+                  "ImageConfig": {"Username": "robot", "Password": "hunter2-registry"}}],
+    "DataSources": [{"Uri": "oss://my-bucket/data/", "MountPath": "/mnt/data"}],
+    "UserVpc": {"VpcId": "vpc-123", "SwitchId": "vsw-456", "SecurityGroupId": "sg-789",
+                "ExtendedCIDRs": ["10.0.0.0/8"], "DefaultRoute": "eth1"},
+    "Settings": {"Tags": {"team": "nlp"}, "EnableErrorMonitoringInAIMaster": True,
+                 "ErrorMonitoringArgs": "--enable-log-hang-detection true",
+                 "AdvancedSettings": {"RayRedisPassword": "redis-secret-pw"}},
+    "CredentialConfig": {"EnableCredentialInject": True, "CredentialConfigItems": [
+        {"Type": "Role", "Roles": [{"AssumeRoleFor": "iam", "RoleType": "custom",
+                                    "RoleArn": "acs:ram::123456789:role/trainer"}]}]},
+    "JobMaxRunningTimeMinutes": 2880,
+}
+
+
+def test_configuration_is_shown_in_the_wizards_sections_and_never_its_secrets(client, people, ws):
+    job = make_job(ws, people["alice"], name="rich", body=RICH_BODY,
+                   hints={"image_type": "address", "secrets": ["registry_password"]})
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}").content.decode()
+    titles = re.findall(r'<section class="spec-section" id="section-(\w+)">\s*<h3>([^<]+)</h3>', html)
+    assert [t for _, t in titles] == ["Basic information", "Environment", "Resources", "VPC",
+                                      "Fault tolerance &amp; diagnosis", "RAM role"]
+    for shown in ["trains things", "team=nlp", "registry.example/private/torch:2.3", "python train.py --epochs 3",
+                  "oss://my-bucket/data/", "/mnt/data", "ecs.g6.xlarge", "vpc-123", "sg-789", "Private Gateway",
+                  "--enable-log-hang-detection true", "acs:ram::123456789:role/trainer", "2 days", "EPOCHS"]:
+        assert shown in html, shown
+    for secret in ["hunter2-registry", "tok-very-secret", "redis-secret-pw"]:
+        assert secret not in html, secret
+    assert html.count(jobpage.HIDDEN) >= 2
+
+
+def test_sections_left_empty_say_not_configured(client, people, ws):
+    body = {"DisplayName": "plain", "JobType": "PyTorchJob", "UserCommand": "echo hi",
+            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
+    job = make_job(ws, people["alice"], body=body)
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}").content.decode()
+    vpc = re.search(r'id="section-vpc">(.*?)</section>', html, re.S).group(1)
+    assert "Not configured." in vpc
+    ft = re.search(r'id="section-fault_tolerance">(.*?)</section>', html, re.S).group(1)
+    assert re.search(r"Automatic fault tolerance</dt>\s*<dd>Off", ft)
+
+
+# --- states read from the database ------------------------------------------------------------------------
+
+
+def test_submit_failed_shows_dlc_code_message_request_id_and_edit_and_resubmit(client, people, ws):
+    job = make_job(ws, people["alice"], status="SubmitFailed", finished_at=timezone.now(),
+                   submit_error={"Code": "InvalidParameter", "Message": "PodCount must be >= 1",
+                                 "RequestId": "RID-42", "Status": 400})
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}").content.decode()
+    error = re.search(r'id="submit-error">(.*?)</div>', html, re.S).group(1)
+    assert "InvalidParameter" in error and "PodCount must be &gt;= 1" in error and "RID-42" in error
+    assert f'href="/jobs/new?edit={job.pk}"' in html and f'href="/jobs/new?clone={job.pk}"' in html
+    assert "Submit failed" in html and 'id="stop-job"' not in html
+    client.force_login(people["vic"])
+    assert "Edit and resubmit" not in client.get(f"/jobs/{job.pk}").content.decode()
+
+
+def test_waiting_to_submit_is_said_truthfully(client, people, ws):
+    fresh = make_job(ws, people["alice"], status="Submitting")
+    stuck = make_job(ws, people["alice"], status="Submitting", submit_attempts=3,
+                     created_at=timezone.now() - timedelta(minutes=5))
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{fresh.pk}").content.decode()
+    assert "Waiting to submit" in html and "A worker sends it to DLC in a moment" in html
+    assert 'id="stop-job"' not in html and "DLC does not know" not in html  # events are loaded lazily
+    html = client.get(f"/jobs/{stuck.pk}").content.decode()
+    assert re.search(r"Not yet accepted by DLC after 5m \d*s?\s*\(3 attempts so far\)", unescape(html))
+    assert "no need to resubmit" in html
+
+
+def test_timeline_pods_and_clone_links_come_from_the_database(client, people, ws):
+    source = make_job(ws, people["alice"], name="the-original", status="Succeeded")
+    job = make_job(
+        ws, people["alice"], name="the-clone", status="Running", cloned_from=source, dlc_job_id="dlc-t",
+        submitted_at=timezone.now() - timedelta(minutes=3),
+        status_history=[
+            {"Status": "Creating", "StartTime": "2026-03-01T12:00:00Z", "EndTime": "2026-03-01T12:00:05Z"},
+            {"Status": "EnvPreparing", "StartTime": "2026-03-01T12:00:05Z", "EndTime": "2026-03-01T12:01:05Z"},
+            {"Status": "Running", "StartTime": "2026-03-01T12:01:05Z"},
+        ],
+        pods=[{"PodId": "dlc-t-worker-1", "Type": "Worker", "Status": "Running", "Ip": "10.1.0.8",
+               "GmtStartTime": "2026-03-01T12:01:05Z"},
+              {"PodId": "dlc-t-master-0", "Type": "Master", "Status": "Succeeded", "Ip": "10.1.0.7",
+               "GmtStartTime": "2026-03-01T12:01:04Z", "GmtFinishTime": "2026-03-01T12:02:00Z"}],
+    )
+    make_job(ws, people["alice"], name="grandchild", cloned_from=job)
+    make_job(people["elsewhere"], people["olga"], name="foreign-clone", cloned_from=job)
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}").content.decode()
+    steps = re.findall(r'<li><span class="badge \w+">([^<]+)</span>', html)
+    assert steps == ["Waiting to submit", "Creating", "Preparing environment", "Running"]
+    assert "1m" in re.search(r"Preparing environment</span>(.*?)</li>", html, re.S).group(1)
+    pods = re.findall(r'<tr data-pod="([^"]+)"><td>(\w+)</td><td>(\d+)</td><td>(\w+)</td><td class="mono">([\d.]+)',
+                      html)
+    assert pods == [("dlc-t-master-0", "Master", "0", "Succeeded", "10.1.0.7"),
+                    ("dlc-t-worker-1", "Worker", "1", "Running", "10.1.0.8")]
+    assert "2026-03-01 12:02:00" in html
+    assert f'<a href="/jobs/{source.pk}" id="cloned-from">the-original</a>' in html
+    assert "grandchild" in html and "foreign-clone" not in html
+
+
+def test_the_page_reads_only_the_database_and_refreshes_while_active(client, people, ws, localdlc):
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-not-asked", pods=[{"PodId": "p-0", "Type": "Worker"}])
+    client.force_login(people["alice"])
+    before = localdlc.stats()["total"]
+    page = client.get(f"/jobs/{job.pk}").content.decode()
+    live = client.get(f"/jobs/{job.pk}", **HTMX).content.decode()
+    assert localdlc.stats()["total"] == before, "logs and events load lazily, after the page"
+    assert f'hx-get="/jobs/{job.pk}/events" hx-trigger="load"' in page
+    assert f'hx-get="/jobs/{job.pk}/logs?pod=' in page
+    assert live.lstrip().startswith("{#") is False and "<html" not in live
+    assert re.search(rf'<div id="job-live" data-active="yes" hx-get="/jobs/{job.pk}" hx-trigger="every 2s"', live)
+    job.status = "Succeeded"
+    job.save()
+    live = client.get(f"/jobs/{job.pk}", **HTMX).content.decode()
+    assert re.search(r'<div id="job-live" data-active="no">', live) and "hx-trigger" not in live.split(">")[0]
+
+
+def test_a_refused_stop_is_shown_with_dlcs_error(client, people, ws):
+    job = make_job(ws, people["alice"], status="Stopping", dlc_job_id="dlc-r")
+    lifecycle.stop_failed(job.pk, dlc.DLCError("Forbidden.Stop", "Cannot stop now.", "RID-7"))
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}").content.decode()
+    refused = re.search(r'id="stop-error">(.*?)</div>', html, re.S).group(1)
+    assert "Forbidden.Stop" in refused and "Cannot stop now." in refused and "RID-7" in refused
+
+
+def test_stop_results_in_words():
+    assert jobpage.stop_outcome("failed: Throttling: slow down", None, 7).text == "Failed: Throttling: slow down"
+    assert jobpage.stop_outcome("stopped", None, 7).text == "Stopped"
+    assert jobpage.stop_outcome("stopping", None, 7).name == "Job 7"
+
+
+# --- events ----------------------------------------------------------------------------------------------
+
+
+def test_events_come_from_dlc_and_a_failure_is_shown_inline(client, people, ws):
+    job = on_localdlc(ws, people["alice"], "echo done")
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}/events", **HTMX).content.decode()
+    assert re.findall(r"<li>", html), html
+    assert "hx-trigger" not in html, "a finished job's events are not polled"
+    ws.endpoint = f"127.0.0.1:{closed_port()}"
+    ws.save()
+    started = time.monotonic()
+    answer = client.get(f"/jobs/{job.pk}/events", **HTMX)
+    assert answer.status_code == 200 and "Could not read events from DLC" in answer.content.decode()
+    assert time.monotonic() - started < 10
+
+
+def test_events_of_a_job_dlc_does_not_know_yet(client, people, ws):
+    job = make_job(ws, people["alice"], status="Submitting")
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}/events", **HTMX).content.decode()
+    assert "DLC does not know this job yet" in html and 'hx-trigger="every 5s"' in html
+
+
+# --- logs --------------------------------------------------------------------------------------------------
+
+THIRTY = "for i in $(seq 1 30); do echo line-$i; done; echo '<script>alert(1)</script> & more'"
+
+
+def test_log_panel_shows_the_pods_lines_and_the_tail_sends_only_new_ones(client, people, ws):
+    job = on_localdlc(ws, people["alice"], THIRTY)
+    pod = job.pods[0]["PodId"]
+    client.force_login(people["alice"])
+    panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).content.decode()
+    got = lines_of(panel)
+    assert [n for n, _ in got] == list(range(1, 32))
+    assert got[0] == (1, "line-1") and got[30] == (31, "<script>alert(1)</script> & more")
+    assert "&lt;script&gt;" in panel and "<script>alert" not in panel
+    assert 'data-following="no"' in tail_of(panel) and "hx-get" not in tail_of(panel)
+
+    chunk = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?after=27", **HTMX).content.decode()
+    assert lines_of(chunk) == [(28, "line-28"), (29, "line-29"), (30, "line-30"),
+                               (31, "<script>alert(1)</script> & more")]
+    assert 'hx-swap-oob="true"' in tail_of(chunk) and 'data-after="31"' in tail_of(chunk)
+    nothing = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?after=31", **HTMX).content.decode()
+    assert lines_of(nothing) == []
+
+
+def test_a_running_pods_tail_keeps_following_and_appends(client, people, ws):
+    job = on_localdlc(ws, people["alice"], "echo one; echo two; sleep 60", until=("Running",), min_lines=2)
+    pod = job.pods[0]["PodId"]
+    try:
+        client.force_login(people["alice"])
+        panel = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", **HTMX).content.decode()
+        assert lines_of(panel) == [(1, "one"), (2, "two")]
+        tail = tail_of(panel)
+        assert f'hx-get="/jobs/{job.pk}/pods/{pod}/logs?after=2"' in tail
+        assert 'hx-trigger="every 1s"' in tail and 'hx-swap="beforeend' in tail and 'hx-target="#log-lines"' in tail
+        chunk = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?after=2", **HTMX).content.decode()
+        assert lines_of(chunk) == [] and 'data-following="yes"' in tail_of(chunk)
+        assert "after=2" in tail_of(chunk)
+    finally:
+        dlc.stop_job(ws, job.dlc_job_id)
+
+
+def test_log_search_filters_on_the_server_and_marks_matches(client, people, ws):
+    job = on_localdlc(ws, people["alice"], THIRTY)
+    pod = job.pods[0]["PodId"]
+    client.force_login(people["alice"])
+    panel = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?q=LINE-2", **HTMX).content.decode()
+    assert [n for n, _ in lines_of(panel)] == [2, *range(20, 30)]
+    assert '<mark>line-2</mark>0' in panel and 'value="LINE-2"' in panel
+    chunk = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?after=25&q=line-2", **HTMX).content.decode()
+    assert [n for n, _ in lines_of(chunk)] == [26, 27, 28, 29]
+    special = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?q=<script>", **HTMX).content.decode()
+    assert "<mark>&lt;script&gt;</mark>alert(1)" in special
+
+
+def test_download_streams_the_whole_log_as_text(client, people, ws):
+    job = on_localdlc(ws, people["alice"], "seq 1 1500", name="big")
+    pod = job.pods[0]["PodId"]
+    client.force_login(people["alice"])
+    panel = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", **HTMX).content.decode()
+    assert [n for n, _ in lines_of(panel)] == list(range(501, 1501))
+    assert "500 earlier lines not shown here" in panel and 'data-after="1500"' in panel
+    answer = client.get(f"/jobs/{job.pk}/pods/{pod}/logs/download")
+    assert answer.streaming and answer["Content-Type"] == "text/plain; charset=utf-8"
+    assert answer["Content-Disposition"] == f'attachment; filename="big-{pod}.log"'
+    assert b"".join(answer.streaming_content).decode() == "".join(f"{i}\n" for i in range(1, 1501))
+
+
+def test_archived_logs_are_read_once_the_job_ended_even_without_dlc(client, people, ws):
+    job = on_localdlc(ws, people["alice"], "echo kept-1; echo kept-2")
+    assert logarchive.archive(job.pk) == 1
+    ws.endpoint = f"127.0.0.1:{closed_port()}"
+    ws.save()
+    pod = job.pods[0]["PodId"]
+    client.force_login(people["alice"])
+    panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).content.decode()
+    assert lines_of(panel) == [(1, "kept-1"), (2, "kept-2")]
+    download = client.get(f"/jobs/{job.pk}/pods/{pod}/logs/download")
+    assert b"".join(download.streaming_content) == b"kept-1\nkept-2\n"
+
+
+def test_unreadable_logs_are_an_inline_error_and_a_502_download(client, people, ws):
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-gone", pods=[{"PodId": "dlc-gone-worker-0", "Type": "Worker"}])
+    ws.endpoint = f"127.0.0.1:{closed_port()}"
+    ws.save()
+    client.force_login(people["alice"])
+    panel = client.get(f"/jobs/{job.pk}/logs", **HTMX)
+    assert panel.status_code == 200 and "Could not read the log" in panel.content.decode()
+    assert 'data-following="yes"' in tail_of(panel.content.decode()), "a running pod's tail keeps trying"
+    download = client.get(f"/jobs/{job.pk}/pods/dlc-gone-worker-0/logs/download")
+    assert download.status_code == 502 and b"Could not read the log" in download.content
+    assert client.get(f"/jobs/{job.pk}/pods/no-such-pod/logs").status_code == 404
+
+
+def test_a_job_without_pods_waits_for_them(client, people, ws):
+    job = make_job(ws, people["alice"], status="Queuing", dlc_job_id="dlc-q")
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}/logs", **HTMX).content.decode()
+    assert "Logs appear once a pod starts" in html and 'hx-trigger="every 2s"' in html

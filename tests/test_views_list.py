@@ -1,0 +1,257 @@
+"""The job list through the Django test client: full page vs HTMX partial, filters in the URL, errors at the
+field, pages at a fixed query cost, the poll of active rows, bulk stop, and no DLC call on the list."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from html import unescape
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from jobs import dlc, lifecycle
+from jobs.models import Job, Membership, Workspace
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def local_creds(localdlc, tmp_path, settings):
+    """The console's credentials for the test's localdlc, in the INI profile the console reads."""
+    path = tmp_path / "localdlc-credentials.ini"
+    path.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {localdlc.access_key_id}\n"
+                    f"access_key_secret = {localdlc.access_key_secret}\n")
+    settings.LOCALDLC_CREDENTIALS_FILE = str(path)
+    return path
+
+
+@pytest.fixture
+def ws(db, localdlc, local_creds):
+    return Workspace.objects.create(name="Local", backend=Workspace.BACKEND_LOCAL, endpoint=localdlc.endpoint)
+
+
+@pytest.fixture
+def people(ws):
+    make = get_user_model().objects.create_user
+    people = {name: make(name) for name in ("alice", "bob", "vic", "ada", "olga")}
+    for name, role in [("alice", "member"), ("bob", "member"), ("vic", "viewer"), ("ada", "admin")]:
+        Membership.objects.create(user=people[name], workspace=ws, role=role)
+    elsewhere = Workspace.objects.create(name="Elsewhere", backend=Workspace.BACKEND_LOCAL)
+    Membership.objects.create(user=people["olga"], workspace=elsewhere, role="member")
+    people["elsewhere"] = elsewhere
+    return people
+
+
+def make_job(ws, owner=None, *, name="job", status="Succeeded", created=T0, **fields) -> Job:
+    return Job.objects.create(workspace=ws, owner=owner, display_name=name, status=status, job_type="PyTorchJob",
+                              created_at=created, **fields)
+
+
+def row_ids(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r'<tr id="job-(\d+)"', html)]
+
+
+def link(html: str, rel: str) -> str | None:
+    found = re.search(rf'<a href="([^"]+)"[^>]*rel="{rel}"', html)
+    return unescape(found.group(1)) if found else None
+
+
+def test_full_page_has_form_rows_and_counts_htmx_gets_the_results_only(client, people, ws):
+    mine = make_job(ws, people["alice"], name="bert-1", status="Running")
+    make_job(people["elsewhere"], people["olga"], name="hidden-job")
+    client.force_login(people["alice"])
+
+    page = client.get("/").content.decode()
+    assert '<form id="filters"' in page and "<html" in page
+    assert row_ids(page) == [mine.pk] and "hidden-job" not in page
+    assert re.search(r'Running <span class="n">1</span>', page)
+
+    partial = client.get("/?q=bert", **HTMX).content.decode()
+    assert "<html" not in partial and '<form id="filters"' not in partial
+    assert partial.lstrip().startswith("<div id=\"results\">") and row_ids(partial) == [mine.pk]
+    assert 'id="err-q" hx-swap-oob="true"' in partial
+
+
+def test_history_restore_gets_the_whole_page(client, people, ws):
+    client.force_login(people["alice"])
+    answer = client.get("/?q=x", HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
+    assert '<form id="filters"' in answer.content.decode()
+
+
+def test_filters_come_from_the_url_and_stay_in_the_form(client, people, ws):
+    alice, bob = people["alice"], people["bob"]
+    a = make_job(ws, alice, name="bert-a", status="Failed")
+    make_job(ws, bob, name="bert-b", status="Failed")
+    make_job(ws, alice, name="gpt-a", status="Failed")
+    make_job(ws, alice, name="bert-c", status="Succeeded")
+    client.force_login(alice)
+    html = client.get("/?q=bert&status=Failed&owner=me&framework=PyTorchJob").content.decode()
+    assert row_ids(html) == [a.pk]
+    assert 'value="bert"' in html and '<option value="Failed" selected>' in html
+    assert '<option value="me" selected>' in html
+    # Counts ignore the status filter so each chip says what choosing it would give.
+    assert re.search(r'Failed <span class="n">1</span>', html)
+    assert re.search(r'Succeeded <span class="n">1</span>', html)
+
+
+def test_bad_filter_values_are_shown_at_their_field_never_a_500(client, people, ws):
+    make_job(ws, people["alice"], name="kept")
+    client.force_login(people["alice"])
+    answer = client.get("/?created_from=31/02/2026&size=13&after=@@@")
+    html = answer.content.decode()
+    assert answer.status_code == 200
+    assert re.search(r'id="err-created_from">Enter a date as YYYY-MM-DD', html)
+    assert re.search(r'id="err-size">Select a valid choice', html)
+    assert "out of date" in html and "kept" in html
+    partial = client.get("/?created_from=nope", **HTMX).content.decode()
+    assert re.search(r'id="err-created_from" hx-swap-oob="true">Enter a date', partial)
+
+
+def test_next_links_walk_every_row_once_and_pages_cost_the_same_queries(client, people, ws):
+    for i in range(57):
+        make_job(ws, people["alice" if i % 2 else "bob"], name=f"j{i}", created=T0 + timedelta(seconds=i // 4))
+    expected = list(Job.objects.filter(workspace=ws).order_by("-created_at", "-id").values_list("pk", flat=True))
+    client.force_login(people["alice"])
+    seen, url, queries = [], "/?size=10", []
+    while url:
+        with CaptureQueriesContext(connection) as ctx:
+            html = client.get(url).content.decode()
+        queries.append(len(ctx.captured_queries))
+        seen += row_ids(html)
+        url = link(html, "next")
+    assert seen == expected
+    assert len(set(queries)) == 1, queries
+    with CaptureQueriesContext(connection) as big:
+        client.get("/?size=100")
+    assert len(big.captured_queries) == queries[0]
+    assert not any("OFFSET" in q["sql"].upper() for q in big.captured_queries)
+
+
+def test_previous_link_returns_to_the_page_before(client, people, ws):
+    for i in range(25):
+        make_job(ws, people["alice"], name=f"j{i}", created=T0 + timedelta(seconds=i))
+    client.force_login(people["alice"])
+    first = client.get("/?size=10").content.decode()
+    second = client.get(link(first, "next")).content.decode()
+    back = client.get(link(second, "prev")).content.decode()
+    assert row_ids(back) == row_ids(first) and link(back, "prev") is None
+
+
+def test_only_active_rows_are_polled_and_polling_stops_when_none_is_active(client, people, ws):
+    running = make_job(ws, people["alice"], status="Running")
+    make_job(ws, people["alice"], status="Succeeded")
+    client.force_login(people["alice"])
+    html = client.get("/").content.decode()
+    poller = re.search(r'<div id="row-poller"[^>]*>', html).group(0)
+    assert f"watch={running.pk}%3ARunning" in poller and 'hx-trigger="every 2s"' in poller
+    assert html.count("hx-trigger=\"every") == 1, "one poll for the page, none per row"
+
+    html = client.get("/?status=finished").content.decode()
+    poller = re.search(r'<div id="row-poller"[^>]*>', html).group(0)
+    assert "hx-trigger" not in poller and 'data-polling="no"' in poller
+
+
+def test_poll_re_renders_only_moved_rows_keeps_their_checkbox_and_goes_quiet(client, people, ws):
+    moved = make_job(ws, people["alice"], status="Succeeded")
+    still = make_job(ws, people["alice"], status="Queuing")
+    client.force_login(people["alice"])
+    answer = client.get(f"/jobs/rows?watch={moved.pk}:Running,{still.pk}:Queuing&job={moved.pk}", **HTMX)
+    html = answer.content.decode()
+    assert row_ids(html) == [moved.pk]
+    assert re.search(rf'<tr id="job-{moved.pk}" data-status="Succeeded" hx-swap-oob="true">', html)
+    assert re.search(rf'name="job" value="{moved.pk}"[^>]*checked', html)
+    assert 'id="status-counts" class="counts" hx-swap-oob="true"' in html
+    poller = re.search(r'<div id="row-poller"[^>]*>', html).group(0)
+    assert f"watch={still.pk}%3AQueuing" in poller and str(moved.pk) + "%3A" not in poller
+
+    quiet = client.get(f"/jobs/rows?watch={still.pk}:Queuing", **HTMX).content.decode()
+    assert row_ids(quiet) == [] and "status-counts" not in quiet, "nothing moved: nothing re-rendered"
+    still.status = "Failed"
+    still.save()
+    done = client.get(f"/jobs/rows?watch={still.pk}:Queuing", **HTMX).content.decode()
+    assert row_ids(done) == [still.pk]
+    assert "hx-trigger" not in re.search(r'<div id="row-poller"[^>]*>', done).group(0)
+
+
+def test_poll_never_shows_jobs_outside_the_users_workspaces(client, people, ws):
+    other = make_job(people["elsewhere"], people["olga"], name="secret-name", status="Failed")
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/rows?watch={other.pk}:Running", **HTMX).content.decode()
+    assert "secret-name" not in html and row_ids(html) == []
+
+
+def test_the_list_never_calls_dlc(client, people, ws, localdlc):
+    for i in range(5):
+        make_job(ws, people["alice"], name=f"r{i}", status="Running", dlc_job_id=f"dlc-fake-{i}")
+    client.force_login(people["alice"])
+    before = localdlc.stats()["total"]
+    client.get("/")
+    client.get("/?status=active", **HTMX)
+    client.get("/jobs/rows?watch=" + ",".join(f"{j.pk}:Queuing" for j in Job.objects.all()), **HTMX)
+    assert localdlc.stats()["total"] == before
+
+
+# --- bulk stop ----------------------------------------------------------------------------------------------
+# The StopJob call itself is a Celery task (jobs.lifecycle); here the request's part: who may stop what, and
+# one result per job. The browser tests watch a real stop reach localdlc.
+
+
+def test_bulk_stop_reports_one_result_per_job_and_acts_only_where_it_applies(client, people, ws):
+    alice = people["alice"]
+    mine = make_job(ws, alice, name="mine-running", status="Running", dlc_job_id="dlc-mine")
+    finished = make_job(ws, alice, name="mine-finished", status="Succeeded", dlc_job_id="dlc-done")
+    theirs = make_job(ws, people["bob"], name="bobs-running", status="Running", dlc_job_id="dlc-bob")
+    hidden = make_job(people["elsewhere"], people["olga"], name="hidden", status="Running", dlc_job_id="dlc-h")
+    client.force_login(alice)
+
+    answer = client.post("/jobs/stop", {"job": [mine.pk, finished.pk, theirs.pk, hidden.pk]}, **HTMX)
+    html = answer.content.decode()
+    results = dict(re.findall(r'data-job="(\d+)" data-result="([^"]+)"', html))
+    assert results == {str(mine.pk): "stopping", str(finished.pk): "already-finished",
+                       str(theirs.pk): "not-permitted", str(hidden.pk): "not-found"}
+    assert "Stop requested" in html and "Not permitted" in html and "Already finished" in html
+    assert "hidden" not in html, "a job outside the user's workspaces is not even named"
+    # The acted-on rows come back out of band, already saying Stopping.
+    assert re.search(rf'<tr id="job-{mine.pk}" data-status="Stopping" hx-swap-oob="true">', html)
+    statuses = dict(Job.objects.values_list("pk", "status"))
+    assert statuses[mine.pk] == "Stopping"
+    assert (statuses[theirs.pk], statuses[hidden.pk], statuses[finished.pk]) == ("Running", "Running", "Succeeded")
+    assert Job.objects.get(pk=theirs.pk).stop_requested_at is None
+
+
+def test_admin_may_stop_anyones_job_viewer_no_ones(client, people, ws):
+    job = make_job(ws, people["bob"], name="bobs", status="Running", dlc_job_id="dlc-b")
+    client.force_login(people["vic"])
+    html = client.post("/jobs/stop", {"job": [job.pk]}, **HTMX).content.decode()
+    assert f'data-job="{job.pk}" data-result="not-permitted"' in html
+    client.force_login(people["ada"])
+    html = client.post("/jobs/stop", {"job": [job.pk]}, **HTMX).content.decode()
+    assert f'data-job="{job.pk}" data-result="stopping"' in html
+
+
+def test_bulk_stop_without_htmx_redirects_with_one_message_per_job(client, people, ws):
+    job = make_job(ws, people["alice"], name="plain-form", status="Succeeded")
+    client.force_login(people["alice"])
+    answer = client.post("/jobs/stop", {"job": [job.pk]}, follow=True)
+    assert answer.redirect_chain[-1][0] == "/"
+    assert "plain-form: Already finished" in answer.content.decode()
+
+
+def test_bulk_stop_with_nothing_selected_says_so(client, people, ws):
+    client.force_login(people["alice"])
+    html = client.post("/jobs/stop", {}, **HTMX).content.decode()
+    assert "Select the jobs to stop first" in html
+
+
+def test_a_stop_dlc_refused_shows_on_the_row_and_wakes_the_poll(client, people, ws):
+    job = make_job(ws, people["alice"], name="refused", status="Stopping", dlc_job_id="dlc-r")
+    client.force_login(people["alice"])
+    watch = re.search(r'watch=([^"&]+)', client.get("/").content.decode()).group(1)
+    lifecycle.stop_failed(job.pk, dlc.DLCError("Forbidden.Stop", "The job cannot be stopped now.", "RID-9"))
+    html = client.get(f"/jobs/rows?watch={unescape(watch).replace('%3A', ':')}", **HTMX).content.decode()
+    assert row_ids(html) == [job.pk]
+    assert "Stop failed: Forbidden.Stop" in html
