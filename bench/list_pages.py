@@ -62,17 +62,41 @@ def pages(workspace_id: int, size: int) -> dict[str, tuple[dict[str, str], list[
 
 
 class QueryLog:
-    """Times every query the view makes (connection.execute_wrapper), to split a page into its parts."""
+    """Times every query a view makes, execution and fetching both: SQLite computes rows lazily, as they
+    are fetched, so timing execute() alone would hide most of a GROUP BY or a sort in "template time"."""
+
+    active: QueryLog | None = None
 
     def __init__(self) -> None:
-        self.queries: list[tuple[str, float]] = []
+        self.queries: list[list] = []  # [sql, ms]
+        self._by_cursor: dict[int, list] = {}
 
     def __call__(self, execute, sql, params, many, context):
+        entry = [sql, 0.0]
+        self.queries.append(entry)
+        self._by_cursor[id(context["cursor"])] = entry
         start = time.perf_counter()
         try:
             return execute(sql, params, many, context)
         finally:
-            self.queries.append((sql, (time.perf_counter() - start) * 1000))
+            entry[1] += (time.perf_counter() - start) * 1000
+
+    def __enter__(self) -> QueryLog:
+        from django.db import connection
+
+        QueryLog.active = self
+        self._wrapper = connection.execute_wrapper(self)
+        self._wrapper.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._wrapper.__exit__(*exc)
+        QueryLog.active = None
+
+    def add_fetch(self, cursor, ms: float) -> None:
+        entry = self._by_cursor.get(id(cursor))
+        if entry is not None:
+            entry[1] += ms
 
     def db_ms(self) -> float:
         return sum(ms for _, ms in self.queries)
@@ -86,11 +110,30 @@ class QueryLog:
         return sum(ms for sql, ms in self.queries if 'FROM "jobs_job"' in sql and "COUNT(" in sql)
 
 
-def count_queries(client, params: dict[str, str]) -> tuple[int, int]:
-    from django.db import connection
+def _time_fetches() -> None:
+    """Instrument Django's cursor wrapper so rows fetched after execute() count as query time."""
+    from django.db.backends import utils
 
-    log = QueryLog()
-    with connection.execute_wrapper(log):
+    for name in ("fetchone", "fetchmany", "fetchall"):
+        original = getattr(utils.CursorWrapper, name, None)
+        if original is None:
+            # CursorWrapper forwards these to the DB-API cursor through __getattr__.
+            def original(self, *args, _name=name):
+                return getattr(self.cursor, _name)(*args)
+
+        def timed_fetch(self, *args, _original=original):
+            start = time.perf_counter()
+            try:
+                return _original(self, *args)
+            finally:
+                if QueryLog.active is not None:
+                    QueryLog.active.add_fetch(self, (time.perf_counter() - start) * 1000)
+
+        setattr(utils.CursorWrapper, name, timed_fetch)
+
+
+def count_queries(client, params: dict[str, str]) -> tuple[int, int]:
+    with QueryLog() as log:
         answer = client.get("/", params)
     assert answer.status_code == 200, answer.status_code
     return len(log.queries), answer.content.count(b'<tr id="job-')
@@ -105,6 +148,7 @@ def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
 
     db = vendor()
     pg = db == "postgresql"
+    _time_fetches()
     workspace, _ = Workspace.objects.get_or_create(name="bench-list", defaults={"dlc_workspace_id": "ws-bench"})
     owners = seed.make_users(workspace)
     viewer, _ = get_user_model().objects.get_or_create(username="bench-viewer")
@@ -125,9 +169,8 @@ def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
             view_ms, db_ms, rows_ms, counts_ms, floor_ms = [], [], [], [], []
 
             def view(params=params, view_ms=view_ms, db_ms=db_ms, rows_ms=rows_ms, counts_ms=counts_ms) -> None:
-                log = QueryLog()
                 start = time.perf_counter()
-                with connection.execute_wrapper(log):
+                with QueryLog() as log:
                     answer = client.get("/", params)
                 view_ms.append((time.perf_counter() - start) * 1000)
                 assert answer.status_code == 200, answer.status_code

@@ -172,7 +172,11 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600}
+# Sending fails fast when Redis is down (one quick retry): callers keep what is owed in the database and the
+# beat sweep enqueues it later, so no web request hangs on the broker. The worker's own consumer reconnects
+# under broker_connection_* settings, not these.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600, "max_retries": 1, "interval_start": 0,
+                                   "interval_step": 0.2, "interval_max": 0.5}
 CELERY_TIMEZONE = "UTC"
 DLC_SYNC_INTERVAL = float(os.environ.get("DLC_SYNC_INTERVAL", "3"))
 DLC_SWEEP_INTERVAL = float(os.environ.get("DLC_SWEEP_INTERVAL", "30"))
@@ -182,6 +186,8 @@ DLC_SWEEP_AGE = float(os.environ.get("DLC_SWEEP_AGE", "120"))
 DLC_SUBMIT_RETRIES = int(os.environ.get("DLC_SUBMIT_RETRIES", "8"))
 DLC_RETRY_BASE_SECONDS = float(os.environ.get("DLC_RETRY_BASE_SECONDS", "1"))
 DLC_RETRY_CAP_SECONDS = float(os.environ.get("DLC_RETRY_CAP_SECONDS", "60"))
+# Seconds between a job ending and its pods' logs being archived (log shipping can lag the status).
+DLC_ARCHIVE_DELAY = float(os.environ.get("DLC_ARCHIVE_DELAY", "5"))
 CELERY_BEAT_SCHEDULE = {
     # Periodic tasks expire after one interval: a backlog (worker down) must not replay every missed cycle.
     "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL,

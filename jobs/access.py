@@ -32,6 +32,17 @@ def jobs_for(user) -> QuerySet[Job]:
     return Job.objects.filter(workspace__memberships__user=user)
 
 
+def jobs_in(user, workspace: Workspace | None) -> QuerySet[Job]:
+    """One workspace's jobs if the user may view it, else none.
+
+    The membership is checked once, here, rather than joined into the rows query as jobs_for() does: with
+    that join SQLite sorts the whole workspace for every list page instead of walking its index.
+    """
+    if workspace is None or not can(user, "view", workspace=workspace):
+        return Job.objects.none()
+    return Job.objects.filter(workspace=workspace)
+
+
 def can(user, action: str, *, workspace: Workspace, job: Job | None = None) -> bool:
     """Actions: view, create, clone, stop, manage. Members stop their own jobs; admins any job."""
     role = role_in(user, workspace)

@@ -227,8 +227,11 @@ def stop(request: HttpRequest, pk: int) -> JsonResponse:
 @api_view
 @require_POST
 def clone(request: HttpRequest, pk: int) -> JsonResponse:
-    """A new job from this one's configuration: `changes` overrides top-level CreateJob fields; secrets are
-    never copied, so a source that used a registry password needs `registry_password` again."""
+    """A new job from this one's configuration, by the clone policy table (jobs.clone) the wizard uses.
+
+    `changes` overrides top-level CreateJob fields; secrets are never copied, so each secret the policy
+    re-prompts must be sent again (`registry_password`, `ray_redis_password`).
+    """
     source = access.get_job(request.api_user, pk, "clone")
     payload, bad = _json_body(request)
     if bad:
@@ -238,15 +241,14 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
     changes = payload.get("changes") or {}
     if not isinstance(changes, dict):
         return _bad({"changes": ["Must be an object of CreateJob fields."]})
-    body = clone_body(source)
+    body, reprompts = clone_body(source)
     body.update(changes)
     errors: dict[str, list[str]] = {}
-    for secret, put in (("registry_password", _put_registry_password), ("ray_redis_password", _put_ray_password)):
-        needed = {"registry_password": "registry_password", "ray_redis_password": "RayRedisPassword"}[secret]
-        if payload.get(secret):
-            put(body, str(payload[secret]))
-        elif needed in (source.hints or {}).get("secrets", []):
-            errors[secret] = ["The source job used this secret; secrets are never copied, send it again."]
+    for key in reprompts:
+        if not isinstance(payload.get(key), str) or not payload[key]:
+            errors[key] = ["The source job used this secret; secrets are never copied, send it again."]
+        else:
+            _PUT_SECRET[key](body, payload[key])
     job, problems = submit_body(request.api_user, source.workspace, body, cloned_from=source, extra_errors=errors)
     if problems:
         return _bad(problems)
@@ -255,21 +257,18 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
     return response
 
 
-def clone_body(source: Job) -> dict[str, Any]:
-    """The source's body under a fresh name; the idempotency tag is the new row's own."""
-    body = spec.strip_secrets(source.body)
-    body.pop("WorkspaceId", None)
-    tags = (body.get("Settings") or {}).get("Tags")
-    if isinstance(tags, dict):
-        tags.pop("dlc-console-submission", None)
-    name = f"{source.display_name}-copy"
-    taken = set(Job.objects.filter(workspace=source.workspace, display_name__startswith=name)
-                .values_list("display_name", flat=True))
-    n = 1
-    while (candidate := name if n == 1 else f"{name}-{n}") in taken:
-        n += 1
-    body["DisplayName"] = candidate[:256]
-    return body
+def clone_body(source: Job) -> tuple[dict[str, Any], list[str]]:
+    """(the clone's CreateJob body, the secrets to ask for again): jobs.clone's policy applied to source."""
+    from jobs import clone as policy
+    from jobs.forms.wizard import PASSWORD
+
+    taken = Job.objects.filter(workspace=source.workspace).values_list("display_name", flat=True)
+    prefill = policy.prefill(source, taken_names=taken)
+    body = spec.build(prefill.sections)
+    asked = {field for field, _what in prefill.reprompts}
+    reprompts = [key for key, field in (("registry_password", PASSWORD), ("ray_redis_password", "resources-advanced"))
+                 if field in asked]
+    return body, reprompts
 
 
 def _put_registry_password(body: dict[str, Any], password: str) -> None:
@@ -280,6 +279,9 @@ def _put_registry_password(body: dict[str, Any], password: str) -> None:
 
 def _put_ray_password(body: dict[str, Any], password: str) -> None:
     body.setdefault("Settings", {}).setdefault("AdvancedSettings", {})["RayRedisPassword"] = password
+
+
+_PUT_SECRET = {"registry_password": _put_registry_password, "ray_redis_password": _put_ray_password}
 
 
 @api_view

@@ -14,6 +14,7 @@ the failed job never ran, so nothing it holds can clash.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -145,10 +146,20 @@ class Prefill:
     not_copied: list[str] = field(default_factory=list)  # wire paths of the source the wizard cannot express
 
 
-def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edit: bool = False) -> Prefill:
+def source_hints(body: Mapping, hints: Mapping | None, context: spec.Context | None = None) -> dict:
+    """A job's console-only choices. A job created elsewhere (imported: no hints) gets what spec infers from the
+    body and the workspace's instance types, exactly as spec.validate() does, so a Lingjun job stays Lingjun."""
+    context = context or spec.Context()
+    # spec has no public name for its inference yet (see the report); it is the one used by validate().
+    return spec._hints_for(body or {}, dataclasses.replace(context, hints=dict(hints or {})))  # noqa: SLF001
+
+
+def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edit: bool = False,
+            context: spec.Context | None = None) -> Prefill:
     """Sections for a clone (or an edit) of job, with POLICY applied."""
-    source = spec.inverse(job.body or {}, job.hints or {})
-    sections = spec.inverse(job.body or {}, job.hints or {})
+    hints = source_hints(job.body or {}, job.hints, context)
+    source = spec.inverse(job.body or {}, hints)
+    sections = spec.inverse(job.body or {}, hints)
     result = Prefill(sections, source)
     basic, env, res = sections["basic"], sections["environment"], sections["resources"]
     hints_secrets = set((job.hints or {}).get("secrets") or ())
@@ -176,18 +187,18 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
             result.resets.append(("customPortList", str(advanced.pop("customPortList")),
                                   POLICY["resources.advanced.customPortList"][1]))
         res["advanced"] = spec.format_advanced(advanced) if advanced else ""
-    result.not_copied = _not_copied(job)
+    result.not_copied = _not_copied(job, hints)
     return result
 
 
-def _not_copied(job) -> list[str]:
+def _not_copied(job, hints: Mapping) -> list[str]:
     """Wire paths of the source body that the wizard cannot carry over (say so rather than drop silently)."""
     body = spec.strip_secrets(job.body or {})
     tags = (body.get("Settings") or {}).get("Tags")
     if isinstance(tags, dict) and dlc.IDEMPOTENCY_TAG_KEY in tags:
         body["Settings"] = {**body["Settings"], "Tags": {k: v for k, v in tags.items()
                                                          if k != dlc.IDEMPOTENCY_TAG_KEY}}
-    rebuilt = spec.build(spec.inverse(body, job.hints or {}), workspace_id=body.get("WorkspaceId") or None)
+    rebuilt = spec.build(spec.inverse(body, hints), workspace_id=body.get("WorkspaceId") or None)
     lost: list[str] = []
     _compare(body, rebuilt, "", lost)
     return lost

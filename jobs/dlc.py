@@ -93,11 +93,15 @@ def classify(exc: Exception) -> DLCError:
         retry_after_ms = getattr(exc, "retry_after", None)
         retry_after = retry_after_ms / 1000 if isinstance(retry_after_ms, int | float) and retry_after_ms > 0 else None
         return DLCError(code, message, request_id, status, transient=transient, retry_after=retry_after)
-    # No answer: refused before sending is harmless; a reset or timeout after sending may have taken effect.
-    name = type(exc).__name__
+    causes = _causes(exc)
     inner = getattr(exc, "inner_exception", None)
     detail = str(inner if inner is not None else exc)[:500]
-    return DLCError(f"Connection.{name}", detail, transient=True, ambiguous=not _never_sent(exc))
+    if not any(isinstance(e, OSError) for e in causes):
+        # Failed on our side before any network I/O (credentials, a bad endpoint, a bad request object):
+        # nothing was sent, and trying again will not help.
+        return DLCError(f"Console.{type(causes[-1]).__name__}", detail)
+    # No answer: refused before sending is harmless; a reset or timeout after sending may have taken effect.
+    return DLCError(f"Connection.{type(exc).__name__}", detail, transient=True, ambiguous=not _never_sent(exc))
 
 
 def in_flight_window() -> float:

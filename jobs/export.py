@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import pprint
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +29,19 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, str | int | bool)
 
 
+def _literal(value: Any, level: int = 0) -> str:
+    """A readable Python literal: one item per line (4-space indents) unless it fits on the line."""
+    flat = repr(value)
+    if not isinstance(value, dict | list) or not value or len(flat) + 4 * level <= 100:
+        return flat
+    pad, end = "    " * (level + 1), "    " * level
+    if isinstance(value, dict):
+        items = [f"{pad}{k!r}: {_literal(v, level + 1)}," for k, v in value.items()]
+        return "{\n" + "\n".join(items) + f"\n{end}}}"
+    items = [f"{pad}{_literal(v, level + 1)}," for v in value]
+    return "[\n" + "\n".join(items) + f"\n{end}]"
+
+
 def to_python_sdk(body: Mapping, *, region: str = "cn-hangzhou") -> str:
     """A runnable script that submits the body with alibabacloud_pai_dlc20201203.
 
@@ -42,10 +54,8 @@ def to_python_sdk(body: Mapping, *, region: str = "cn-hangzhou") -> str:
     settings = body.get("Settings") if isinstance(body, Mapping) else None
     advanced = settings.get("AdvancedSettings") if isinstance(settings, Mapping) else None
     needs_redis = isinstance(advanced, Mapping) and "RayRedisPassword" in advanced
-    if _plain(clean):
-        literal = pprint.pformat(clean, indent=4, width=110, sort_dicts=False)
-    else:
-        literal = f"json.loads({json.dumps(clean, default=str)!r})"
+    plain = _plain(clean)
+    literal = _literal(clean) if plain else f"json.loads({json.dumps(clean, default=str)!r})"
     secret_lines = []
     if needs_registry:
         secret_lines += [
@@ -73,7 +83,7 @@ def to_python_sdk(body: Mapping, *, region: str = "cn-hangzhou") -> str:
         f"# Job: {name!r}",
         "",
         "import copy",
-        "import json  # noqa: F401 (used when the body is not a plain literal)",
+        *([] if plain else ["import json"]),
         "import os",
         "",
         "from alibabacloud_credentials.client import Client as CredClient",

@@ -46,7 +46,8 @@ def wire_body(job: Job, secrets: dict[str, Any] | None = None) -> dict[str, Any]
     settings_["Tags"] = {**(settings_.get("Tags") or {}), dlc.IDEMPOTENCY_TAG_KEY: job.tag}
     redis_password = (secrets or {}).get("RayRedisPassword")
     if redis_password:  # sealed by the wizard and the API like the registry password; never in job.body
-        settings_["AdvancedSettings"] = {**(settings_.get("AdvancedSettings") or {}), "RayRedisPassword": redis_password}
+        advanced = settings_.get("AdvancedSettings") or {}
+        settings_["AdvancedSettings"] = {**advanced, "RayRedisPassword": redis_password}
     body["Settings"] = settings_
     if job.workspace.dlc_workspace_id and not body.get("WorkspaceId"):
         body["WorkspaceId"] = job.workspace.dlc_workspace_id
@@ -192,11 +193,12 @@ def _dt(value: Any) -> datetime | None:
     return parsed
 
 
-def apply_remote(job: Job, item: dict[str, Any]) -> bool:
+def apply_remote(job: Job, item: dict[str, Any], *, touch_unchanged: bool = True) -> bool:
     """Copy what DLC says about a job onto its row. Returns True when the job just became terminal.
 
     Writes only when something changed. A stop the user asked for keeps the row "Stopping" until DLC
     reports the job stopping or ended, so the row does not flick back to "Running" meanwhile.
+    With touch_unchanged=False an unchanged row is not saved at all (the caller stamps synced_at in bulk).
     """
     was_active = job.is_active
     remote = item.get("Status") or job.status
@@ -221,7 +223,8 @@ def apply_remote(job: Job, item: dict[str, Any]) -> bool:
     for name in changed:
         setattr(job, name, values[name])
     job.synced_at = timezone.now()
-    job.save(update_fields=[*changed, "synced_at"])
+    if changed or touch_unchanged:
+        job.save(update_fields=[*changed, "synced_at"])
     return was_active and not job.is_active
 
 
@@ -268,6 +271,7 @@ def sync_active(workspace: Workspace) -> list[int]:
         Job.objects.filter(workspace=workspace)
         .exclude(dlc_job_id="")
         .exclude(status__in=st.TERMINAL)
+        .defer("body", "hints", "sealed_secrets")  # never read here; 10k bodies cost more than the rest
         .order_by("pk")
     )
     ended: list[int] = []
@@ -285,13 +289,17 @@ def sync_active(workspace: Workspace) -> list[int]:
             PageNumber=1,
         )
         seen = set()
-        for item in items:
-            job = by_remote.get(item.get("JobId"))
-            if job is None:
-                continue
-            seen.add(job.dlc_job_id)
-            if apply_remote(job, item):
-                ended.append(job.pk)
+        # One commit per page, and unchanged rows only get the page's one synced_at stamp: a steady
+        # 10k-job cycle was 10k single-row commits before.
+        with transaction.atomic():
+            for item in items:
+                job = by_remote.get(item.get("JobId"))
+                if job is None:
+                    continue
+                seen.add(job.dlc_job_id)
+                if apply_remote(job, item, touch_unchanged=False):
+                    ended.append(job.pk)
+            Job.objects.filter(pk__in=[by_remote[r].pk for r in seen]).update(synced_at=timezone.now())
         missing += [j for j in page if j.dlc_job_id not in seen]
     for job in missing[:MISSING_CHECKS_PER_CYCLE]:
         if _check_missing(job):
@@ -542,9 +550,13 @@ def stop_failed(job_id: int, err: dlc.DLCError) -> None:
 def stuck_jobs(older_than: timedelta) -> list[int]:
     """Jobs accepted but not submitted, with no attempt for a while: their task was lost (Redis was down,
     a worker died). Re-enqueuing one that is merely slow is harmless: submit() is idempotent."""
-    cutoff = timezone.now() - older_than
+    now = timezone.now()
+    cutoff = now - older_than
+    settled = now - timedelta(seconds=dlc.in_flight_window())
     quiet = Job.objects.filter(status=st.SUBMITTING, dlc_job_id="", created_at__lt=cutoff)
     quiet = quiet.filter(Q(submit_last_attempt_at__isnull=True) | Q(submit_last_attempt_at__lt=cutoff))
+    # An unanswered attempt that may still land is not stuck yet: re-enqueuing it would only wait.
+    quiet = quiet.filter(Q(submit_unanswered_since__isnull=True) | Q(submit_unanswered_since__lt=settled))
     return list(quiet.values_list("pk", flat=True))
 
 
@@ -577,12 +589,12 @@ def unarchived_jobs(older_than: timedelta) -> list[int]:
 # -- enqueueing ------------------------------------------------------------------------------------------
 
 
-def _enqueue(task_name: str, job_id: int) -> None:
+def _enqueue(task_name: str, job_id: int, countdown: float = 0) -> None:
     # The broker may be down: the row already says what is owed, and the beat sweep enqueues it later.
     from jobs import tasks
 
     try:
-        getattr(tasks, task_name).apply_async(args=[job_id], retry=False)
+        getattr(tasks, task_name).apply_async(args=[job_id], retry=False, countdown=countdown or None)
     except Exception as exc:  # noqa: BLE001
         log.warning("could not enqueue %s(%s), the sweep will: %s", task_name, job_id, exc)
 
@@ -592,7 +604,8 @@ def _enqueue_stop(job_id: int) -> None:
 
 
 def _enqueue_archive(job_id: int) -> None:
-    transaction.on_commit(lambda: _enqueue("archive_logs", job_id))
+    # A pod's last lines can reach the log store a moment after DLC reports the job ended: wait a little.
+    transaction.on_commit(lambda: _enqueue("archive_logs", job_id, settings.DLC_ARCHIVE_DELAY))
 
 
 def pages(count: int) -> int:

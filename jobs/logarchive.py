@@ -50,7 +50,11 @@ def pod_range(job: Job, pod: dict[str, Any]) -> tuple[datetime, datetime]:
     now = timezone.now()
     start = _when(pod.get("GmtCreateTime")) or _when(pod.get("GmtStartTime")) or job.created_at
     end = _when(pod.get("GmtFinishTime")) or job.finished_at or now
-    return (start - MARGIN).replace(microsecond=0), min(now, end + MARGIN).replace(microsecond=0)
+    end = min(now, end + MARGIN)
+    # Whole seconds, rounded outwards: the API's times are usually second-granular, lines are not.
+    if end.microsecond:
+        end = end.replace(microsecond=0) + timedelta(seconds=1)
+    return (start - MARGIN).replace(microsecond=0), end
 
 
 def fetch_lines(workspace, job_id: str, pod_id: str, start: datetime, end: datetime, *,
@@ -63,6 +67,13 @@ def fetch_lines(workspace, job_id: str, pod_id: str, start: datetime, end: datet
     if len(lines) < page_lines:
         return lines
     if end - start <= SHORTEST_RANGE:
+        # Too many lines in one instant to split by time: ask for the whole range as a download.
+        whole = dlc.get_pod_logs(
+            workspace, job_id, pod_id, max_lines=page_lines, read_timeout_ms=30000, download_to_file=True,
+            start_time=dlc.api_time(start), end_time=dlc.api_time(end),
+        )
+        if len(whole) > len(lines):
+            return whole
         log.warning("pod %s of %s logged more than %s lines within %s; keeping the last ones",
                     pod_id, job_id, page_lines, SHORTEST_RANGE)
         return [f"[console] earlier lines of this instant were not archived (more than {page_lines})", *lines]

@@ -111,6 +111,13 @@ class Job(models.Model):
         indexes = [
             models.Index(fields=["workspace", "-created_at", "-id"], name="job_ws_created"),
             models.Index(fields=["workspace", "status"], name="job_ws_status"),
+            # The job list's filters and sorts (jobs.listing), each ending in the page order so a filtered
+            # page is an index walk, not a sort of every match. Name search on PostgreSQL also has a
+            # trigram index (migration list_indexes); on SQLite it scans the (workspace, created) index.
+            models.Index(fields=["workspace", "status", "-created_at", "-id"], name="job_ws_status_created"),
+            models.Index(fields=["workspace", "owner", "-created_at", "-id"], name="job_ws_owner_created"),
+            models.Index(fields=["workspace", "job_type", "-created_at", "-id"], name="job_ws_type_created"),
+            models.Index(fields=["workspace", "display_name", "id"], name="job_ws_name"),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -35,8 +36,10 @@ def read(job: Job, pod_id: str) -> list[str]:
     pod = next((p for p in job.pods or [] if isinstance(p, dict) and p.get("PodId") == pod_id), None)
     if not job.dlc_job_id or pod is None:
         return []
-    start, end = logarchive.pod_range(job, pod)
-    return logarchive.fetch_lines(job.workspace, job.dlc_job_id, pod_id, start, end)
+    # Up to this instant, not pod_range's end: that is cut to the whole second and would drop the
+    # newest lines of a pod that is still printing.
+    start, _ = logarchive.pod_range(job, pod)
+    return logarchive.fetch_lines(job.workspace, job.dlc_job_id, pod_id, start, timezone.now())
 
 
 @dataclass

@@ -369,6 +369,52 @@ def template_save(request: HttpRequest) -> HttpResponse:
     return render(request, "portal/template_save.html", {"form": form, "job": job})
 
 
+def _posted_workspace(request: HttpRequest) -> Workspace:
+    """The workspace a posted wizard belongs to, from the hidden fields the wizard page carries."""
+    posted = request.POST
+    if posted.get("_template"):
+        return access.get_template(request.user, _int(posted["_template"])).workspace
+    if posted.get("_clone") or posted.get("_edit"):
+        return access.get_job(request.user, _int(posted.get("_clone") or posted.get("_edit"))).workspace
+    if posted.get("_workspace"):
+        return access.get_workspace(request.user, _int(posted["_workspace"]))
+    workspace = _current_workspace(request)
+    if workspace is None:
+        raise PermissionDenied("You are not a member of any workspace.")
+    return workspace
+
+
+@login_required
+@require_POST
+def template_from_wizard(request: HttpRequest) -> HttpResponse:
+    """"Save as template" on the wizard page: the posted wizard's content becomes a template version."""
+    from jobs.forms import wizard as glue
+
+    workspace = _posted_workspace(request)
+    access.require(request.user, "create", workspace=workspace)
+    catalog = glue.Catalog()  # saving needs no instance types: skip the backend call
+    wizard = glue.Wizard(request.POST, catalog=catalog, context=glue.context_for(workspace, catalog), show=set())
+    form = TemplateSaveForm({"name": request.POST.get("_template_name", ""),
+                             "description": request.POST.get("_template_description", "")})
+    if form.is_valid():
+        try:
+            version = templates_lib.save(workspace, request.user, form.cleaned_data["name"], wizard.sections,
+                                         description=form.cleaned_data["description"])
+        except ValidationError as exc:
+            form.add_error("name", " ".join(m for ms in exc.message_dict.values() for m in ms))
+        except PermissionDenied as exc:
+            form.add_error("name", str(exc))
+        else:
+            messages.success(request, f"Saved as template {version}.")
+            return redirect("template_detail", pk=version.template_id)
+    # Keep the wizard's data (never its secrets) so fixing the name is one more click.
+    carried = [(k, templates_lib.strip_advanced(v) if k == "resources-advanced" else v)
+               for k, values in request.POST.lists() for v in values
+               if k not in ("csrfmiddlewaretoken", "_template_name", "_template_description", glue.PASSWORD)]
+    return render(request, "portal/template_from_wizard.html",
+                  {"form": form, "carried": carried, "workspace": workspace}, status=400)
+
+
 def _int(value: Any) -> int:
     try:
         return int(value)

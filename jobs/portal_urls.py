@@ -18,6 +18,7 @@ urlpatterns = [
     path("account/api/tokens/<int:pk>/revoke", portal.api_token_revoke, name="api_token_revoke"),
     path("templates", portal.template_list, name="template_list"),
     path("templates/save", portal.template_save, name="template_save"),
+    path("templates/from-wizard", portal.template_from_wizard, name="template_from_wizard"),
     path("templates/<int:pk>", portal.template_detail, name="template_detail"),
     path("templates/<int:pk>/locks", portal.template_locks, name="template_locks"),
     path("templates/<int:pk>/default", portal.template_default, name="template_default"),

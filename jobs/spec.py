@@ -70,7 +70,8 @@ A field the current choices hide (e.g. priority without a quota) must be empty: 
 reports it, and prune_inapplicable() clears such fields for forms that keep hidden values.
 
 Public API: build, validate_sections, validate, notes, inverse, hints_from_sections, defaults,
-prune_inapplicable, strip_secrets, wire_path, field_for_path, Context, Policy, SECRET_PATHS, WIRE_SCHEMA.
+prune_inapplicable, strip_secrets, extract_secrets, fill_secrets, wire_path, field_for_path, parse_advanced,
+format_advanced, Context, Policy, SECRET_PATHS, SECRET_PLACEHOLDER, WIRE_SCHEMA, APPLICABLE.
 Error and note dicts map a path to messages; "" is the whole job. Decisions: docs/spec-notes.md.
 """
 
@@ -155,7 +156,7 @@ class Context:
     # {dataset_id: {"type": "CPFS"|..., "uri": ...}} from ListDatasets, for the CPFS-needs-VPC rule.
     datasets: Mapping[str, Mapping[str, Any]] | None = None
     hints: Mapping[str, Any] | None = None  # used by validate(body): see hints_from_sections()
-    policy: Policy = field(default_factory=Policy)
+    policy: Policy | None = None  # None = no guardrails
     reserved_tags: int = 0  # tag slots the console uses itself (e.g. the idempotency tag)
 
 
@@ -1187,7 +1188,7 @@ def _fmt_minutes(minutes: int) -> str:
 
 
 def _rule_policy(n: dict, ctx: Context, e: _Errors) -> None:
-    policy, res = ctx.policy, _res(n)
+    policy, res = ctx.policy or Policy(), _res(n)
     if policy.allowed_sources is not None and res["source"] not in policy.allowed_sources:
         allowed = ", ".join(C.SOURCES[s] for s in C.SOURCES if s in policy.allowed_sources) or "none"
         e.add("resources.source", f"The workspace policy only allows these sources: {allowed}.")
@@ -1599,7 +1600,7 @@ def _sanitize(value: Any, schema: Any, path: str, e: _Errors) -> Any:
                 e.add(key_path, "Not supported by this console (unknown field or not sent by the wizard).")
                 continue
             clean = _sanitize(sub, sub_schema, key_path, e)
-            if clean is not _DROP:
+            if clean is not _DROP and ("*" in schema or not _is_empty(clean)):
                 out[key] = clean
         return out
     if isinstance(schema, list):
@@ -1984,7 +1985,7 @@ def _to_section(path: str, layout: _Layout) -> str:
 
 def wire_path(section_path: str, sections: Mapping | None = None) -> str:
     """Section path -> wire path of the body build(sections) makes ("resources.roles[0].count" ->
-    "JobSpecs[0].PodCount"). Without sections, DataSources indices assume no datasets before storages."""
+    "JobSpecs[0].PodCount"). Without sections, dataset and storage rows map to "DataSources"."""
     return _to_wire(section_path, _layout_of_sections(sections))
 
 
@@ -2046,8 +2047,8 @@ def _hints_for(body: Mapping, ctx: Context) -> dict:
     if "resource_type" not in hints:
         quota = (ctx.quotas or {}).get(body.get("ResourceId"))
         kind = _resource_kind(quota.get("resource_type")) if isinstance(quota, Mapping) else None
-        for spec in body.get("JobSpecs") or []:
-            info = _spec_info(ctx, spec.get("EcsSpec", ""))
+        for role in body.get("JobSpecs") or []:
+            info = _spec_info(ctx, role.get("EcsSpec", ""))
             kind = kind or (_resource_kind(_info_value(info, "resource_type")) if info else None)
         if kind:
             hints["resource_type"] = kind
@@ -2095,7 +2096,8 @@ def defaults(context: Context | None = None) -> dict:
     """A fresh wizard: console defaults, one Worker role, the policy's default tags."""
     ctx = context or Context()
     sections = copy.deepcopy(FIELDS)
-    sections["basic"]["tags"] = [{"key": k, "value": v} for k, v in ctx.policy.default_tags.items()]
+    policy = ctx.policy or Policy()
+    sections["basic"]["tags"] = [{"key": k, "value": v} for k, v in policy.default_tags.items()]
     sections["resources"]["roles"] = [dict(ROW_FIELDS["roles"])]
     return sections
 
@@ -2114,4 +2116,27 @@ def prune_inapplicable(sections: Mapping) -> dict:
             for key, pred in ROLE_APPLICABLE.items():
                 if isinstance(role, dict) and key in role and pred(n):
                     role[key] = ROW_FIELDS["roles"][key]
+    return out
+
+
+def extract_secrets(sections: Mapping) -> dict[str, str]:
+    """The secret values of the wizard data by name ("registry_password", "RayRedisPassword"), for storing
+    them encrypted next to the job; placeholders are not secrets."""
+    n, _ = _norm(sections)
+    found = {"registry_password": n["environment"]["registry_password"],
+             "RayRedisPassword": _secret((n["resources"]["advanced"] or {}).get("RayRedisPassword"))}
+    return {k: v for k, v in found.items() if v and v != SECRET_PLACEHOLDER}
+
+
+def fill_secrets(sections: Mapping, secrets: Mapping[str, str]) -> dict:
+    """A copy of the wizard data with SECRET_PLACEHOLDER replaced by the stored secrets (edit and resubmit)."""
+    out = copy.deepcopy(dict(sections)) if isinstance(sections, Mapping) else {}
+    env, res = out.get("environment"), out.get("resources")
+    if isinstance(env, dict) and env.get("registry_password") == SECRET_PLACEHOLDER and "registry_password" in secrets:
+        env["registry_password"] = secrets["registry_password"]
+    if isinstance(res, dict) and "RayRedisPassword" in secrets:
+        advanced, _message = parse_advanced(res.get("advanced"))
+        if advanced and advanced.get("RayRedisPassword") == SECRET_PLACEHOLDER:
+            advanced["RayRedisPassword"] = secrets["RayRedisPassword"]
+            res["advanced"] = format_advanced(advanced)
     return out

@@ -67,13 +67,19 @@ def strip_secrets(sections: Mapping) -> dict:
         env["registry_password"] = ""
     res = out.get("resources")
     if isinstance(res, dict) and res.get("advanced"):
-        parsed, problem = spec.parse_advanced(res["advanced"])
-        if problem:
-            res["advanced"] = ""  # unparseable text might hide a password; a template does without it
-        elif parsed and "RayRedisPassword" in parsed:
-            parsed.pop("RayRedisPassword")
-            res["advanced"] = spec.format_advanced(parsed) if parsed else ""
+        res["advanced"] = strip_advanced(res["advanced"])
     return out
+
+
+def strip_advanced(value: Any) -> str:
+    """Advanced framework configuration without RayRedisPassword (text as the wizard shows it)."""
+    parsed, problem = spec.parse_advanced(value)
+    if problem:
+        return ""  # unparseable text might hide a password; better lose it than keep it
+    if not parsed:
+        return ""
+    parsed.pop("RayRedisPassword", None)
+    return spec.format_advanced(parsed) if parsed else ""
 
 
 def sections_of_job(job: Job) -> dict:

@@ -1,10 +1,13 @@
 from django.urls import include, path
 
-from jobs import views
+from jobs import api, views, wizard
 
 urlpatterns = [
     path("", views.job_list, name="job_list"),
-    path("jobs/new", views.job_create, name="job_create"),
+    path("jobs/new", wizard.job_new, name="job_create"),
+    path("jobs/new/section/<str:name>", wizard.wizard_section, name="wizard_section"),
+    path("jobs/new/preview", wizard.wizard_preview, name="wizard_preview"),
+    path("api/v1/jobs/validate", api.validate_job, name="api_validate"),
     path("jobs/<int:pk>", views.job_detail, name="job_detail"),
     path("jobs/<int:pk>/row", views.job_row, name="job_row"),
     path("jobs/<int:pk>/stop", views.job_stop, name="job_stop"),

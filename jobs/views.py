@@ -13,7 +13,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs import access, audit, dlc, jobpage, lifecycle, listing, podlogs, tasks
-from jobs.forms.quick import QuickJobForm
 from jobs.models import Job, Workspace
 
 
@@ -21,21 +20,6 @@ def current_workspace(request: HttpRequest) -> Workspace | None:
     workspaces = access.workspaces_for(request.user)
     chosen = request.session.get("workspace_id")
     return workspaces.filter(pk=chosen).first() or workspaces.first()
-
-
-@login_required
-def job_create(request: HttpRequest) -> HttpResponse:
-    workspace = current_workspace(request)
-    if workspace is None:
-        return render(request, "jobs/no_workspace.html", status=403)
-    access.require(request.user, "create", workspace=workspace)
-    form = QuickJobForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        job = save_and_enqueue(
-            workspace=workspace, owner=request.user, body=form.body(workspace.dlc_workspace_id)
-        )
-        return redirect(job)
-    return render(request, "jobs/create.html", {"form": form, "workspace": workspace})
 
 
 def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | None = None,
@@ -83,8 +67,7 @@ def _url(name: str, params: dict[str, str]) -> str:
 
 
 def _workspace_jobs(request: HttpRequest, workspace: Workspace | None):
-    jobs = access.jobs_for(request.user)
-    return jobs.filter(workspace=workspace) if workspace else jobs.none()
+    return access.jobs_in(request.user, workspace)
 
 
 def _status_links(filters: listing.Filters, counts: listing.Counts) -> list[dict]:

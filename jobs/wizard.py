@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from jobs import access, clone, export, secretbox, spec
+from jobs import access, clone, export, portal_wizard, secretbox, spec
 from jobs import status as st
 from jobs.forms import wizard as glue
 from jobs.models import Job, Workspace
@@ -40,6 +40,7 @@ class Start:
     source: Job | None = None
     mode: str = "new"  # new | clone | edit
     prefill: clone.Prefill | None = None
+    portal: portal_wizard.PortalStart | None = None  # started from a template or an import
     hidden: dict[str, str] = field(default_factory=dict)
 
 
@@ -64,11 +65,14 @@ def _start(request: HttpRequest, params) -> Start | None:
         hidden = {f"_{mode}": str(source.pk)}
         taken = Job.objects.filter(workspace=workspace).values_list("display_name", flat=True)
         prefill = clone.prefill(source, taken_names=taken, workspace_id=workspace.dlc_workspace_id,
-                                edit=mode == "edit")
+                                edit=mode == "edit", context=glue.context_for(workspace))
         if params.get("_baseline_name"):
             prefill.sections["basic"]["name"] = params["_baseline_name"]
         hidden["_baseline_name"] = prefill.sections["basic"]["name"]
-        return Start(workspace, source, mode, prefill, hidden)
+        return Start(workspace, source=source, mode=mode, prefill=prefill, hidden=hidden)
+    begun = portal_wizard.wizard_start(request, params)
+    if begun is not None:
+        return Start(begun.workspace, hidden=begun.hidden, portal=begun)
     chosen = _pk(params.get("_workspace"))
     workspace = access.workspaces_for(user).filter(pk=chosen).first() if chosen else None
     workspace = workspace or current_workspace(request)
@@ -80,7 +84,9 @@ def _start(request: HttpRequest, params) -> Start | None:
 
 def _wizard(start: Start, data, show=None) -> glue.Wizard:
     catalog = glue.instance_catalog(start.workspace)
-    return glue.Wizard(data, catalog=catalog, context=glue.context_for(start.workspace, catalog), show=show)
+    wizard = glue.Wizard(data, catalog=catalog, context=glue.context_for(start.workspace, catalog), show=show)
+    portal_wizard.apply(start.portal, wizard)  # template locks: read-only fields, a change is an error
+    return wizard
 
 
 def _preview(wizard: glue.Wizard, start: Start) -> dict:
@@ -124,6 +130,7 @@ def _context(wizard: glue.Wizard, start: Start) -> dict:
         "preview": _preview(wizard, start),
         "diff": _diff(wizard, start),
         "reprompts": _reprompts(wizard, start),
+        **portal_wizard.page_context(start.portal, start.workspace),
     }
 
 
@@ -137,7 +144,8 @@ def job_new(request: HttpRequest) -> HttpResponse:
         messages.info(request, "Only a job whose submission failed can be edited and resubmitted; this is a clone.")
         return redirect(f"{reverse('job_create')}?clone={start.source.pk}")
     if request.method != "POST":
-        data = glue.sections_to_data(start.prefill.sections if start.prefill else _fresh(start))
+        initial = start.portal.sections if start.portal and start.portal.sections else None
+        data = glue.sections_to_data(start.prefill.sections if start.prefill else initial or _fresh(start))
         return render(request, "jobs/wizard/page.html", _context(_wizard(start, data, show=set()), start))
     wizard = _wizard(start, request.POST)
     if wizard.action == "submit" and wizard.is_valid:

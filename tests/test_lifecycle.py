@@ -118,8 +118,8 @@ def use_broker(url: str) -> Iterator[None]:
         reset()
 
 
-@pytest.fixture
-def quiet_stack(stack):
+@pytest.fixture(name="quiet_stack", scope="module")
+def fixture_quiet_stack(stack):
     """The session stack with its beat paused: the test database is shared, and its sync and sweep would
     otherwise act on this test's workspaces (which point at other localdlc instances) behind its back."""
     stack.stop_service("beat")
@@ -130,13 +130,13 @@ def quiet_stack(stack):
         stack.start_beat()
 
 
-@pytest.fixture
-def backend(localdlc_factory):
+@pytest.fixture(name="backend")
+def fixture_backend(localdlc_factory):
     return localdlc_factory(creating_seconds=0.05, env_preparing_seconds=0.05)
 
 
-@pytest.fixture
-def ws(transactional_db, quiet_stack, backend, settings, tmp_path):
+@pytest.fixture(name="ws")
+def fixture_ws(transactional_db, quiet_stack, backend, settings, tmp_path):
     """A console workspace bound to a private localdlc, with in-process settings that reach it."""
     settings.LOCALDLC_CREDENTIALS_FILE = str(
         write_credentials(tmp_path / "creds.ini", backend.access_key_id, backend.access_key_secret)
@@ -307,15 +307,18 @@ def test_tag_lookup_trusts_only_items_that_show_the_tag(ws, backend):
     client.create_job(request)
     assert dlc.find_by_tag(ws, mine, display_name=name) is None
 
-    request = sdk.CreateJobRequest().from_map(job_body("true", name, Settings={"Tags": {dlc.IDEMPOTENCY_TAG_KEY: mine}}))
+    request = sdk.CreateJobRequest().from_map(
+        job_body("true", name, Settings={"Tags": {dlc.IDEMPOTENCY_TAG_KEY: mine}})
+    )
     created = client.create_job(request).body.job_id
     assert dlc.find_by_tag(ws, mine, display_name=name) == created
 
     # Pure: among several matches the oldest wins; items without the tag (a backend ignoring the filter)
     # are never taken for ours.
+    ours = {"Tags": {dlc.IDEMPOTENCY_TAG_KEY: mine}}
     items = [
-        {"JobId": "dlcnew", "GmtCreateTime": "2026-01-02T00:00:00Z", "Settings": {"Tags": {dlc.IDEMPOTENCY_TAG_KEY: mine}}},
-        {"JobId": "dlcold", "GmtCreateTime": "2026-01-01T00:00:00Z", "Settings": {"Tags": {dlc.IDEMPOTENCY_TAG_KEY: mine}}},
+        {"JobId": "dlcnew", "GmtCreateTime": "2026-01-02T00:00:00Z", "Settings": ours},
+        {"JobId": "dlcold", "GmtCreateTime": "2026-01-01T00:00:00Z", "Settings": ours},
         {"JobId": "dlcx", "GmtCreateTime": "2025-01-01T00:00:00Z", "Settings": {"Tags": {"other": mine}}},
     ]
     assert dlc.pick_tagged(items, mine) == "dlcold"

@@ -902,3 +902,14 @@ def test_requirements_path_is_sent_as_its_folder():
                          ("/requirements.txt", "/")):
         s = _apply(Case("", {"environment.libs_mode": "requirements", "environment.requirements_dir": path}))
         assert spec.build(s)["ThirdpartyLibDir"] == folder
+
+
+def test_secrets_round_trip_through_storage():
+    s = _secret_job()
+    secrets = spec.extract_secrets(s)
+    assert secrets == {"registry_password": " s3cret ", "RayRedisPassword": "pw"}
+    stored, hints = spec.build(s), spec.hints_from_sections(s)
+    clone = spec.inverse(stored, hints)
+    assert spec.extract_secrets(clone) == {}
+    filled = spec.fill_secrets(clone, secrets)
+    assert spec.build(filled, include_secrets=True) == spec.build(s, include_secrets=True)

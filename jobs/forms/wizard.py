@@ -10,7 +10,6 @@ No rule lives here: forms parse types, jobs.spec decides what is valid.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import re

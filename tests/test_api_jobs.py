@@ -1,0 +1,209 @@
+"""The JSON API: list (filters, keyset pagination), get, create (same validation, 400 with field paths,
+sealed secrets), stop, clone, and its OpenAPI description."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jobs import apitokens, secretbox
+from jobs.models import AuditEvent, Job, Membership
+from tests import portal_fixtures as pf
+
+
+@pytest.fixture
+def team(db):
+    return pf.make_team()
+
+
+class Api:
+    """A token-authenticated client for one user."""
+
+    def __init__(self, user):
+        _, self.token = apitokens.create_token(user, "test")
+        self.client = pf.client_for(enforce_csrf_checks=True)
+
+    def get(self, url, **query):
+        return self.client.get(url, query, HTTP_AUTHORIZATION=f"Bearer {self.token}")
+
+    def post(self, url, payload=None):
+        data = payload if isinstance(payload, str | bytes) else json.dumps(payload) if payload is not None else ""
+        return self.client.post(url, data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {self.token}")
+
+
+@pytest.fixture
+def api(team):
+    return {name: Api(user) for name, user in team.users.items()}
+
+
+# --- list and get ----------------------------------------------------------------------------------------
+
+
+def test_list_shows_only_the_callers_workspaces(team, api):
+    names = {j["name"] for j in api["member"].get("/api/v1/jobs").json()["jobs"]}
+    assert names == {"train-a", "admin-job"}
+    assert {j["name"] for j in api["other"].get("/api/v1/jobs").json()["jobs"]} == {"beta-job"}
+    assert api["member"].get("/api/v1/jobs", workspace=team.beta.pk).status_code == 404
+
+
+def test_list_filters_and_pages_by_keyset_like_the_list_page(team, api):
+    for i in range(23):
+        pf.make_job(team.alpha, team.users["member"], f"batch-{i:02d}", status="Succeeded")
+    seen, url, pages = [], "/api/v1/jobs", 0
+    query = {"workspace": team.alpha.pk, "q": "batch", "size": 10}
+    while url:
+        answer = api["viewer"].get(url, **query) if pages == 0 else api["viewer"].get(url)
+        assert answer.status_code == 200
+        data = answer.json()
+        seen += [j["name"] for j in data["jobs"]]
+        url = data["next"] and data["next"].replace("http://testserver", "")
+        pages += 1
+    assert pages == 3 and len(seen) == 23 and len(set(seen)) == 23
+    assert seen == [f"batch-{i:02d}" for i in range(22, -1, -1)], "newest first"
+    running = api["viewer"].get("/api/v1/jobs", status="Running").json()["jobs"]
+    assert {j["name"] for j in running} == {"train-a", "admin-job"}
+    bad = api["viewer"].get("/api/v1/jobs", created_from="not-a-date")
+    assert bad.status_code == 400 and "created_from" in bad.json()["errors"]
+
+
+def test_get_a_job(team, api):
+    data = api["viewer"].get(f"/api/v1/jobs/{team.job.pk}").json()
+    assert data["name"] == "train-a" and data["status"] == "Running" and data["owner"] == "member"
+    assert data["pods"][0]["PodId"] == "train-a-worker-0" and data["body"]["UserCommand"] == "echo hello"
+    assert api["other"].get(f"/api/v1/jobs/{team.job.pk}").status_code == 404
+    assert pf.client_for().get(f"/api/v1/jobs/{team.job.pk}").status_code == 401
+
+
+# --- create ----------------------------------------------------------------------------------------------
+
+
+def test_create_a_job_from_a_createjob_body(team, api):
+    answer = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", {**pf.BODY, "DisplayName": "via-api"})
+    assert answer.status_code == 201, answer.json()
+    data = answer.json()
+    job = Job.objects.get(pk=data["id"])
+    assert answer["Location"].endswith(f"/api/v1/jobs/{job.pk}")
+    assert (job.owner, job.workspace, job.status) == (team.users["member"], team.alpha, "Submitting")
+    assert job.body["DisplayName"] == "via-api" and data["status_label"] == "Waiting to submit"
+    assert AuditEvent.objects.get(job=job).action == "created"
+
+
+def test_a_single_workspace_needs_no_parameter_but_two_do(team, api):
+    assert api["member"].post("/api/v1/jobs", {**pf.BODY, "DisplayName": "only-one"}).status_code == 201
+    Membership.objects.create(user=team.users["member"], workspace=team.beta, role="member")
+    answer = api["member"].post("/api/v1/jobs", pf.BODY)
+    assert answer.status_code == 400 and "workspace" in answer.json()["errors"]
+
+
+@pytest.mark.parametrize(("payload", "path", "fragment"), [
+    ({**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "PodCount": 0}]}, "JobSpecs[0].PodCount", ""),
+    ({**pf.BODY, "DisplayName": "bad name!"}, "DisplayName", ""),
+    ({**pf.BODY, "JobSpecs": "lots"}, "JobSpecs", ""),
+    ({**pf.BODY, "WorkspaceId": "someone-elses"}, "WorkspaceId", "leave WorkspaceId out"),
+    ([1, 2], "", "JSON object"),
+    ("{not json", "", "not valid JSON"),
+])
+def test_invalid_bodies_get_400_with_field_paths(team, api, payload, path, fragment):
+    answer = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", payload)
+    assert answer.status_code == 400
+    errors = answer.json()["errors"]
+    assert path in errors, errors
+    assert fragment in " ".join(errors[path])
+    assert Job.objects.count() == 3
+
+
+def test_roles_decide_who_creates(team, api):
+    body = {**pf.BODY, "DisplayName": "x"}
+    assert api["viewer"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", body).status_code == 403
+    assert api["other"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", body).status_code == 404
+    assert api["admin"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", body).status_code == 201
+
+
+def test_registry_password_is_sealed_never_stored_or_echoed(team, api):
+    body = {**pf.BODY, "DisplayName": "private-image", "JobSpecs": [{
+        **pf.BODY["JobSpecs"][0], "ImageConfig": {"Username": "bob", "Password": "hunter2-registry"}}]}
+    answer = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", body)
+    assert answer.status_code == 201, answer.json()
+    assert "hunter2" not in answer.text
+    job = Job.objects.get(pk=answer.json()["id"])
+    assert job.body["JobSpecs"][0]["ImageConfig"] == {"Username": "bob"}
+    assert "hunter2" not in job.sealed_secrets
+    assert secretbox.unseal(job.sealed_secrets) == {"registry_password": "hunter2-registry"}
+    assert job.hints["secrets"] == ["registry_password"]
+    assert "hunter2" not in api["member"].get(f"/api/v1/jobs/{job.pk}").text
+
+
+def test_template_locks_apply_to_the_api_too(team, api):
+    from jobs import templates_lib
+
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.command"])
+    url = f"/api/v1/jobs?workspace={team.alpha.pk}&template={team.template.pk}&version=1"
+    refused = api["member"].post(url, {**pf.BODY, "UserCommand": "echo other"})
+    assert refused.status_code == 400
+    assert "locked by the template" in refused.json()["errors"]["UserCommand"][0]
+    assert api["member"].post(url, pf.BODY).status_code == 201
+
+
+# --- stop and clone ---------------------------------------------------------------------------------------
+
+
+def test_stop_follows_roles(team, api):
+    assert api["viewer"].post(f"/api/v1/jobs/{team.job.pk}/stop").status_code == 403
+    assert api["member"].post(f"/api/v1/jobs/{team.admin_job.pk}/stop").status_code == 403
+    assert api["other"].post(f"/api/v1/jobs/{team.job.pk}/stop").status_code == 404
+    answer = api["member"].post(f"/api/v1/jobs/{team.job.pk}/stop")
+    assert answer.status_code == 202 and answer.json()["result"] == "stopping"
+    assert answer.json()["job"]["status"] == "Stopping"
+    assert api["admin"].post(f"/api/v1/jobs/{team.admin_job.pk}/stop").json()["result"] == "stopping"
+    assert AuditEvent.objects.filter(action="stopped").count() == 2
+
+
+def test_clone_makes_a_new_job_with_a_fresh_name_and_a_link_to_the_source(team, api):
+    answer = api["member"].post(f"/api/v1/jobs/{team.job.pk}/clone")
+    assert answer.status_code == 201, answer.json()
+    clone = Job.objects.get(pk=answer.json()["id"])
+    assert clone.display_name == "train-a-copy" and clone.cloned_from == team.job
+    assert clone.idempotency_tag != team.job.idempotency_tag
+    again = api["member"].post(f"/api/v1/jobs/{team.job.pk}/clone", {"changes": {"UserCommand": "echo 2"}})
+    assert again.json()["name"] == "train-a-copy-2" and again.json()["body"]["UserCommand"] == "echo 2"
+    event = AuditEvent.objects.get(job=clone)
+    assert event.action == "cloned" and event.source == team.job
+    assert api["viewer"].post(f"/api/v1/jobs/{team.job.pk}/clone").status_code == 403
+    assert api["other"].post(f"/api/v1/jobs/{team.job.pk}/clone").status_code == 404
+
+
+def test_clone_never_copies_a_secret_and_asks_for_it(team, api):
+    body = {**pf.BODY, "DisplayName": "private", "JobSpecs": [{
+        **pf.BODY["JobSpecs"][0], "ImageConfig": {"Username": "bob", "Password": "hunter2-registry"}}]}
+    source = Job.objects.get(pk=api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", body).json()["id"])
+    refused = api["member"].post(f"/api/v1/jobs/{source.pk}/clone")
+    assert refused.status_code == 400 and "registry_password" in refused.json()["errors"]
+    answer = api["member"].post(f"/api/v1/jobs/{source.pk}/clone", {"registry_password": "new-secret"})
+    assert answer.status_code == 201
+    clone = Job.objects.get(pk=answer.json()["id"])
+    assert secretbox.unseal(clone.sealed_secrets) == {"registry_password": "new-secret"}
+    assert "new-secret" not in json.dumps(clone.body) and "new-secret" not in answer.text
+
+
+# --- OpenAPI ---------------------------------------------------------------------------------------------
+
+
+def test_openapi_describes_every_api_endpoint(team):
+    from django.urls import get_resolver
+
+    doc = pf.client_for().get("/api/v1/openapi.json").json()
+    assert doc["openapi"].startswith("3.") and doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+
+    def routes(patterns, prefix=""):
+        for p in patterns:
+            if hasattr(p, "url_patterns"):
+                yield from routes(p.url_patterns, prefix + str(p.pattern))
+            else:
+                yield prefix + str(p.pattern)
+
+    api_routes = {"/" + r.replace("<int:pk>", "{id}") for r in routes(get_resolver().url_patterns)
+                  if r.startswith("api/v1/") and not r.endswith("openapi.json")}
+    assert api_routes and api_routes <= set(doc["paths"]), api_routes - set(doc["paths"])
+    page = pf.client_for(team.users["viewer"]).get("/account/api")
+    assert 'href="/api/v1/openapi.json"' in page.text

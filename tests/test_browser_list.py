@@ -1,0 +1,127 @@
+"""The job list in Chromium against the real stack: filters and pages change the URL and the back button
+brings the earlier list back; a row turns from Running to Succeeded in place while the others stay put."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from jobs import lifecycle
+from jobs.models import Job
+from tests.conftest import PASSWORD
+from tests.support.browser import sign_in
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+
+@pytest.fixture
+def submit(stack, workspace, settings):
+    """Submit a job the way the worker does (jobs.lifecycle.submit) to the stack's localdlc; the stack's
+    beat then syncs it like any other."""
+    settings.LOCALDLC_CREDENTIALS_FILE = str(stack.credentials_file)
+
+    def run(owner, name: str, command: str) -> Job:
+        body = {"DisplayName": name, "JobType": "PyTorchJob", "UserCommand": command,
+                "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "registry.example/pytorch:2.3",
+                              "EcsSpec": "ecs.g6.large"}]}
+        job = Job.objects.create(workspace=workspace, owner=owner, display_name=name, job_type="PyTorchJob",
+                                 body=body)
+        assert lifecycle.submit(job.pk) == "created"
+        return job
+
+    return run
+
+
+def rows(page):
+    return page.locator("#job-rows tr[id^=job-]")
+
+
+def test_filters_and_pages_change_the_url_and_back_brings_the_list_back(stack, member, workspace, page):
+    now = timezone.now()
+    for i in range(12):
+        for family, status in [("bert", "Failed"), ("gpt", "Succeeded")]:
+            Job.objects.create(workspace=workspace, owner=member, display_name=f"{family}-{i:02d}", status=status,
+                               job_type="PyTorchJob", created_at=now - timedelta(minutes=i))
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/?size=10")
+    expect(rows(page)).to_have_count(10)
+    expect(page.locator("#status-counts")).to_contain_text("Failed 12")
+
+    page.fill("#f-q", "bert")
+    page.wait_for_url(re.compile(r"[?&]q=bert"))
+    expect(rows(page).filter(has_text="gpt")).to_have_count(0)
+    expect(rows(page)).to_have_count(10)
+    expect(rows(page).first).to_contain_text("bert-00")
+
+    page.click("a[rel=next]")
+    page.wait_for_url(re.compile(r"q=bert.*after="))
+    expect(rows(page)).to_have_count(2)
+    expect(rows(page).first).to_contain_text("bert-10")
+    expect(rows(page).last).to_contain_text("bert-11")
+
+    page.go_back()
+    page.wait_for_url(re.compile(r"q=bert(?!.*after=)"))
+    expect(rows(page)).to_have_count(10)
+    expect(rows(page).first).to_contain_text("bert-00")
+    expect(page.locator("#f-q")).to_have_value("bert")
+
+    page.go_back()
+    page.wait_for_url(f"{stack.url}/?size=10")
+    expect(page.locator("#f-q")).to_have_value("")
+    expect(rows(page).filter(has_text="gpt")).not_to_have_count(0)
+
+    page.select_option("#f-status", "Succeeded")
+    page.wait_for_url(re.compile(r"status=Succeeded"))
+    expect(rows(page).filter(has_text="bert")).to_have_count(0)
+
+    # A shared link opens the same list in a fresh page.
+    shared = page.url
+    other = page.context.new_page()
+    other.goto(shared)
+    expect(other.locator("#job-rows tr[id^=job-]")).to_have_count(10)
+    expect(other.locator("#f-status")).to_have_value("Succeeded")
+    other.close()
+
+
+def test_a_row_turns_from_running_to_succeeded_in_place(stack, member, workspace, page, submit):
+    finished = Job.objects.create(workspace=workspace, owner=member, display_name="already-done",
+                                  status="Succeeded", job_type="PyTorchJob")
+    job = submit(member, "row-flip", "sleep 5")
+    sign_in(page, stack.url, member.username, PASSWORD)
+    navigations = []
+    page.on("framenavigated", lambda frame: navigations.append(frame.url))
+    row = page.locator(f"#job-{job.pk}")
+    expect(row.locator(".badge")).to_have_text("Running", timeout=60_000)
+    # Mark both rows' DOM nodes: a re-rendered row is a new node without the mark.
+    page.evaluate(f"""() => {{ document.getElementById('job-{job.pk}').dataset.mark = 'old';
+                               document.getElementById('job-{finished.pk}').dataset.mark = 'old'; }}""")
+    expect(page.locator("#row-poller")).to_have_attribute("data-polling", "yes")
+    expect(row.locator(".badge")).to_have_text("Succeeded", timeout=60_000)
+    assert navigations == [], "the list must update in place, without reloading"
+    assert page.get_attribute(f"#job-{job.pk}", "data-mark") is None, "the moved row was re-rendered"
+    assert page.get_attribute(f"#job-{finished.pk}", "data-mark") == "old", "a finished row is left alone"
+    expect(page.locator("#row-poller")).to_have_attribute("data-polling", "no")
+    expect(page.locator("#status-counts")).to_contain_text("Succeeded 2")
+
+
+def test_stop_selected_asks_then_reports_per_job_and_stops_the_running_one(stack, member, workspace, page, submit):
+    done = Job.objects.create(workspace=workspace, owner=member, display_name="done-before", status="Succeeded",
+                              job_type="PyTorchJob")
+    running = submit(member, "bulk-sleeper", "sleep 300")
+    sign_in(page, stack.url, member.username, PASSWORD)
+    expect(page.locator(f"#job-{running.pk} .badge")).to_have_text("Running", timeout=60_000)
+    page.check(f"#job-{running.pk} input[name=job]")
+    page.check(f"#job-{done.pk} input[name=job]")
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
+    page.click("#stop-selected")
+    result = page.locator("#bulk-result")
+    expect(result.locator(f"[data-job='{running.pk}']")).to_contain_text("Stop requested")
+    expect(result.locator(f"[data-job='{done.pk}']")).to_contain_text("Already finished")
+    assert asked and "Stop the selected jobs?" in asked[0]
+    expect(page.locator(f"#job-{running.pk} .badge")).to_have_text("Stopped", timeout=60_000)
+    expect(page.locator(f"#job-{done.pk} .badge")).to_have_text("Succeeded")

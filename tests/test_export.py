@@ -1,0 +1,161 @@
+"""Tests of jobs.export: the generated SDK script, the `dlc submit` params file and JSON import. No Django."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from alibabacloud_pai_dlc20201203.models import CreateJobRequest
+
+from jobs import export, spec
+
+SEED_PARAMS = """name=test_cli_tfjob_001
+workers=1
+worker_cpu=4
+worker_gpu=0
+worker_memory=4Gi
+worker_shared_memory=4Gi
+worker_image=registry-vpc.cn-beijing.aliyuncs.com/pai-dlc/tensorflow-training:1.12.2PAI-cpu-py27-ubuntu16.04
+command=echo good && sleep 120
+resource_id=rs-abc123
+workspace_id=ws-123456
+"""
+
+
+def _secret_body() -> dict:
+    s = spec.defaults()
+    s["basic"]["name"] = "ray-job"
+    s["environment"].update(image_type="address", image="registry.example.com/ray:2", command="python run.py",
+                            registry_username="bob", registry_password="hunter2")
+    s["resources"].update(framework="Ray", roles=[{"role": "Head", "count": 1, "instance_type": "ecs.c6.large"}],
+                          advanced='{"RayRedisAddress": "r:6379", "RayRedisPassword": "redis-pw"}')
+    assert spec.validate_sections(s) == {}
+    return spec.build(s, workspace_id="ws-1", include_secrets=True)
+
+
+def _run_script(code: str, monkeypatch, env: dict[str, str]) -> dict:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    namespace: dict = {"__name__": "generated"}
+    exec(compile(code, "generated.py", "exec"), namespace)  # noqa: S102 - our own generated code
+    request = namespace["build_request"]()
+    assert isinstance(request, CreateJobRequest)
+    return _prune_empty(request.to_map())
+
+
+def _prune_empty(value):
+    """The SDK's to_map() adds empty lists for list fields it was not given."""
+    if isinstance(value, dict):
+        return {k: _prune_empty(v) for k, v in value.items() if v not in ([], None)}
+    if isinstance(value, list):
+        return [_prune_empty(v) for v in value]
+    return value
+
+
+def test_python_sdk_script_submits_the_body_without_embedding_secrets(monkeypatch):
+    body = _secret_body()
+    code = export.to_python_sdk(body, region="cn-beijing")
+    assert "hunter2" not in code and "redis-pw" not in code
+    assert "ALIBABA_CLOUD_ACCESS_KEY_ID" in code and "CredClient()" in code
+    assert "'cn-beijing'" in code and "pai-dlc.{REGION}.aliyuncs.com" in code
+    got = _run_script(code, monkeypatch, {export.REGISTRY_PASSWORD_ENV: "hunter2",
+                                          export.RAY_REDIS_PASSWORD_ENV: "redis-pw"})
+    assert got == body
+
+
+def test_python_sdk_script_without_secrets(monkeypatch):
+    s = spec.defaults()
+    s["basic"]["name"] = "plain"
+    s["environment"].update(image="img", command="echo 'quotes' \"too\"\n\tand a newline")
+    s["resources"]["roles"][0]["instance_type"] = "ecs.g7.xlarge"
+    body = spec.build(s)
+    code = export.to_python_sdk(body)
+    assert "DLC_REGISTRY_PASSWORD" not in code and "uses no secrets" in code
+    assert _run_script(code, monkeypatch, {}) == body
+
+
+def test_python_sdk_script_with_a_non_literal_body(monkeypatch):
+    body = {"DisplayName": "x", "JobType": "TFJob", "Settings": {"AdvancedSettings": {"a": float("nan")}}}
+    code = export.to_python_sdk(body)
+    assert "json.loads(" in code
+    compile(code, "generated.py", "exec")
+
+
+def test_params_file_from_seed_round_trips():
+    body, errors = export.from_params_file(SEED_PARAMS, job_type="TFJob")
+    assert errors == {}
+    assert body == {
+        "WorkspaceId": "ws-123456", "DisplayName": "test_cli_tfjob_001", "JobType": "TFJob",
+        "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "registry-vpc.cn-beijing.aliyuncs.com/pai-dlc/"
+                      "tensorflow-training:1.12.2PAI-cpu-py27-ubuntu16.04",
+                      "ResourceConfig": {"CPU": "4", "GPU": "0", "Memory": "4Gi", "SharedMemory": "4Gi"}}],
+        "UserCommand": "echo good && sleep 120", "ResourceId": "rs-abc123",
+    }
+    assert spec.validate(body) == {}
+    assert export.to_params_file(body) == SEED_PARAMS
+    assert export.params_submit_command(body, "./tfjob.params") == "./dlc submit tfjob --job_file ./tfjob.params"
+
+
+def test_params_file_from_the_wizard():
+    s = spec.defaults()
+    s["basic"]["name"] = "q"
+    s["environment"].update(image="img:1", command="python a.py --x=1")
+    s["resources"].update(source="quota", quota_id="rs-1", framework="PyTorch", max_duration=None,
+                          roles=[{"role": "Worker", "count": 2, "cpu": 8, "memory_gib": 32, "gpu": 1}])
+    body = spec.build(s, workspace_id="ws-1")
+    text = export.to_params_file(body)
+    assert text is not None and "command=python a.py --x=1\n" in text
+    again, errors = export.from_params_file(text, job_type="PyTorchJob")
+    assert errors == {} and again == body
+
+
+@pytest.mark.parametrize("change", [
+    {"JobMaxRunningTimeMinutes": 60},
+    {"Envs": {"A": "1"}},
+    {"UserCommand": "echo a\necho b"},
+    {"UserCommand": " leading space"},
+    {"JobType": "DataJuicerJob"},
+    {"JobSpecs": [{"Type": "Worker", "Image": "i", "PodCount": 1, "EcsSpec": "ecs.g7.xlarge"}]},
+    {"JobSpecs": [{"Type": "Worker", "Image": "i", "PodCount": 1}, {"Type": "PS", "Image": "i", "PodCount": 1}]},
+    {"JobSpecs": [{"Type": "Master", "Image": "i", "PodCount": 1}]},
+])
+def test_params_file_refuses_what_it_cannot_express(change):
+    body, _ = export.from_params_file(SEED_PARAMS)
+    body.update(change)
+    assert export.to_params_file(body) is None
+
+
+def test_params_file_errors():
+    text = "name=x\nworkers=zero\nfoo=1\nname=y\nresource_id=<your_resource_quota_id>\njust text\n# comment\n"
+    body, errors = export.from_params_file(text, job_type="NopeJob")
+    assert set(errors) == {"workers", "foo", "name", "resource_id", "line 6", "job_type"}
+    assert "placeholder" in errors["resource_id"][0]
+    assert body["DisplayName"] == "x" and "ResourceId" not in body
+
+
+def test_from_json_accepts_a_create_job_body():
+    body = _secret_body()
+    parsed, errors = export.from_json(json.dumps(body))
+    assert errors == {} and parsed == body
+
+
+def test_from_json_imports_a_get_job_echo():
+    echo = {"JobId": "dlc-1", "Status": "Running", "GmtCreateTime": "2024-01-01T00:00:00Z", "DisplayName": "j",
+            "JobType": "PyTorchJob", "UserCommand": "x", "Pods": [],
+            "JobSpecs": [{"Type": "Worker", "Image": "i", "PodCount": 1, "EcsSpec": "ecs.g7.xlarge"}],
+            "UserVpc": {"VpcId": "vpc-1", "SecurityGroupId": "sg-1", "ExtendedCidrs": ["10.0.0.0/8"]}}
+    parsed, errors = export.from_json(json.dumps({"headers": {}, "statusCode": 200, "body": echo}))
+    assert errors == {}
+    assert "JobId" not in parsed and "Status" not in parsed
+    assert parsed["UserVpc"]["ExtendedCIDRs"] == ["10.0.0.0/8"]
+    assert spec.validate(parsed) == {}
+
+
+@pytest.mark.parametrize("text,words", [
+    ('{"DisplayName": "x",}', "line 1, column"),
+    ("[1, 2]", "Expected a JSON object"),
+    ("", "Invalid JSON"),
+])
+def test_from_json_errors(text, words):
+    body, errors = export.from_json(text)
+    assert body == {} and words in errors[""][0]

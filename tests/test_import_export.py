@@ -1,0 +1,163 @@
+"""Import (paste or upload a CreateJob JSON, a GetJob job or a `dlc submit` params file -> a prefilled wizard)
+and export (JSON, Python SDK code, params file) of any job, never with a secret."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from jobs.models import AuditEvent, Job
+from tests import portal_fixtures as pf
+
+PARAMS = """name=test_cli_tfjob_001
+workers=2
+worker_cpu=4
+worker_gpu=0
+worker_memory=4Gi
+worker_shared_memory=4Gi
+worker_image=registry-vpc.cn-beijing.aliyuncs.com/pai-dlc/tensorflow-training:1.12.2PAI-cpu-py27-ubuntu16.04
+command=echo good && sleep 120
+resource_id=quota-123
+"""
+
+
+@pytest.fixture
+def team(db):
+    return pf.make_team()
+
+
+def import_into_wizard(client, **data):
+    answer = client.post("/jobs/import", {"format": "auto", "job_type": "TFJob", **data})
+    assert answer.status_code == 302, answer.context["form"].errors if answer.context else answer
+    assert answer["Location"] == "/jobs/new?prefill=import"
+    page = client.get(answer["Location"])
+    assert page.status_code == 200
+    return page
+
+
+def field_value(page, name):
+    return page.context["wizard"].data.get(name)
+
+
+def test_pasted_createjob_json_opens_a_prefilled_wizard(team):
+    client = pf.client_for(team.users["member"])
+    body = {**pf.BODY, "DisplayName": "imported-json", "Description": "from the SDK",
+            "Settings": {"Tags": {"team": "alpha"}}}
+    page = import_into_wizard(client, text=json.dumps(body))
+    assert field_value(page, "basic-name") == "imported-json"
+    assert field_value(page, "environment-command") == "echo hello"
+    assert field_value(page, "resources-roles-0-instance_type") == "ecs.g6.large"
+    assert "Prefilled from an import (json)" in page.text
+    event = AuditEvent.objects.get(action="imported")
+    assert event.details == {"format": "json", "name": "imported-json"} and event.actor_name == "member"
+    assert client.get("/jobs/new?prefill=import").context["wizard"].data.get("basic-name") == "", \
+        "the import is used once"
+
+
+def test_a_job_from_getjob_imports_without_its_read_only_fields(team):
+    listed = {**pf.BODY, "DisplayName": "from-getjob", "JobId": "dlc123", "Status": "Running", "Pods": [],
+              "GmtCreateTime": "2024-01-01T00:00:00Z", "UserVpc": {"VpcId": "vpc-1", "SwitchId": "vsw-1",
+                                                                   "SecurityGroupId": "sg-1",
+                                                                   "ExtendedCidrs": ["10.0.0.0/8"]}}
+    page = import_into_wizard(pf.client_for(team.users["member"]), text=json.dumps(listed))
+    assert field_value(page, "basic-name") == "from-getjob"
+    assert field_value(page, "vpc-vpc_id") == "vpc-1"
+
+
+def test_a_params_file_pasted_or_uploaded_opens_the_wizard(team):
+    client = pf.client_for(team.users["member"])
+    page = import_into_wizard(client, text=PARAMS)
+    assert field_value(page, "basic-name") == "test_cli_tfjob_001"
+    assert field_value(page, "resources-framework") == "TensorFlow"
+    assert field_value(page, "resources-roles-0-count") == "2"
+    assert field_value(page, "resources-quota_id") == "quota-123"
+    upload = SimpleUploadedFile("tfjob.params", PARAMS.replace("001", "002").encode(), "text/plain")
+    page = import_into_wizard(client, file=upload)
+    assert field_value(page, "basic-name") == "test_cli_tfjob_002"
+
+
+@pytest.mark.parametrize(("data", "field", "message"), [
+    ({"text": "{\"DisplayName\": "}, "text", "Invalid JSON"),
+    ({"text": "[1, 2]"}, "text", "Expected a JSON object"),
+    ({"text": "name=x\ncolour=blue"}, "text", "colour: Unknown key"),
+    ({"text": "name=x\nresource_id=<your_resource_quota_id>"}, "text", "Replace the placeholder"),
+    ({"text": ""}, "text", "Paste a CreateJob JSON"),
+    ({"file": SimpleUploadedFile("x.json", b"\xff\xfe\x00bad", "application/json")}, "file", "not UTF-8"),
+])
+def test_unreadable_imports_are_refused_at_the_field(team, data, field, message):
+    answer = pf.client_for(team.users["member"]).post("/jobs/import", {"format": "auto", "job_type": "TFJob",
+                                                                       **data})
+    assert answer.status_code == 200
+    assert message in " ".join(answer.context["form"].errors[field])
+    assert not AuditEvent.objects.filter(action="imported").exists()
+
+
+def test_an_imported_password_is_dropped_and_the_wizard_asks_for_it(team):
+    client = pf.client_for(team.users["member"])
+    body = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "ImageConfig": {"Username": "bob",
+                                                                               "Password": "hunter2-import"}}]}
+    page = import_into_wizard(client, text=json.dumps(body))
+    assert "hunter2" not in page.text
+    assert "hunter2" not in str(dict(client.session))
+    assert field_value(page, "environment-registry_username") == "bob"
+
+
+def test_viewers_cannot_import(team):
+    assert pf.client_for(team.users["viewer"]).post("/jobs/import", {"text": PARAMS}).status_code == 403
+
+
+# --- export -----------------------------------------------------------------------------------------------
+
+
+def test_export_as_json_python_and_params(team):
+    client = pf.client_for(team.users["viewer"])
+    as_json = client.get(f"/jobs/{team.job.pk}/export/json")
+    assert as_json.status_code == 200 and as_json["Content-Disposition"] == 'attachment; filename="train-a.json"'
+    assert json.loads(as_json.content) == pf.BODY
+    python = client.get(f"/jobs/{team.job.pk}/export/python")
+    assert "CreateJobRequest().from_map" in python.text and "'UserCommand': 'echo hello'" in python.text
+    compile(python.content, "job.py", "exec")
+    assert client.get(f"/jobs/{team.job.pk}/export/params").status_code == 409, "EcsSpec has no params key"
+    from jobs import export
+
+    quota_job = pf.make_job(team.alpha, team.users["member"], "test_cli_tfjob_001")
+    quota_job.body = export.from_params_file(PARAMS)[0]
+    quota_job.save()
+    params = client.get(f"/jobs/{quota_job.pk}/export/params")
+    assert params.status_code == 200 and params.text == PARAMS
+
+
+def test_params_export_of_a_job_it_cannot_express_says_so(team):
+    team.job.body = {**pf.BODY, "JobSpecs": [pf.BODY["JobSpecs"][0], {**pf.BODY["JobSpecs"][0], "Type": "Master"}]}
+    team.job.save()
+    answer = pf.client_for(team.users["viewer"]).get(f"/jobs/{team.job.pk}/export/params")
+    assert answer.status_code == 409 and "export it as JSON or Python" in answer.text
+
+
+def test_exports_never_contain_a_secret_and_stay_in_the_workspace(team):
+    # Defence in depth: even a body that somehow holds a password is exported without it.
+    team.job.body = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0],
+                                              "ImageConfig": {"Username": "bob", "Password": "hunter2-x"}}],
+                     "Settings": {"AdvancedSettings": {"RayRedisPassword": "hunter2-y"}}}
+    team.job.save()
+    client = pf.client_for(team.users["viewer"])
+    for fmt in ("json", "python", "params"):
+        answer = client.get(f"/jobs/{team.job.pk}/export/{fmt}")
+        assert b"hunter2" not in answer.content, fmt
+    python = client.get(f"/jobs/{team.job.pk}/export/python").text
+    assert "os.environ['DLC_REGISTRY_PASSWORD']" in python
+    assert pf.client_for(team.users["viewer"]).get(f"/jobs/{team.other_job.pk}/export/json").status_code == 404
+    assert client.get(f"/jobs/{team.job.pk}/export/yaml").status_code == 404
+
+
+def test_export_then_import_round_trips(team):
+    client = pf.client_for(team.users["member"])
+    exported = client.get(f"/jobs/{team.job.pk}/export/json").content.decode()
+    page = import_into_wizard(client, text=exported)
+    answer = client.post("/jobs/new", {**page.context["wizard"].data, "_workspace": team.alpha.pk,
+                                       "basic-name": "round-trip"})
+    assert answer.status_code == 302
+    assert Job.objects.get(display_name="round-trip").body == {**pf.BODY, "DisplayName": "round-trip",
+                                                                "WorkspaceId": "alpha"}

@@ -1,0 +1,180 @@
+"""Job templates: versions, locks enforced by the server, no secrets, and starting the wizard from one."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from jobs import spec, templates_lib
+from tests import portal_fixtures as pf
+
+
+@pytest.fixture
+def team(db):
+    return pf.make_team()
+
+
+def sections(**changes):
+    s = spec.inverse(pf.BODY)
+    for path, value in changes.items():
+        section, name = path.split(".")
+        s[section][name] = value
+    return s
+
+
+def test_secrets_never_reach_a_template(team):
+    s = sections(**{"environment.image_type": "address", "environment.registry_username": "bob",
+                    "environment.registry_password": "hunter2-registry",
+                    "resources.advanced": "RayRedisPassword=hunter2-redis,foo=bar"})
+    version = templates_lib.save(team.alpha, team.users["member"], "with-secrets", s)
+    stored = str(version.sections)
+    assert "hunter2" not in stored
+    assert version.sections["environment"]["registry_username"] == "bob"
+    assert version.sections["resources"]["advanced"] == "foo=bar"
+
+
+def test_saving_under_the_same_name_adds_a_version_and_is_audited(team):
+    from jobs.models import AuditEvent
+
+    v1 = templates_lib.save(team.alpha, team.users["member"], "nightly", sections(), note="first")
+    v2 = templates_lib.save(team.alpha, team.users["member"], "nightly",
+                            sections(**{"environment.command": "echo two"}), note="second")
+    assert (v1.number, v2.number, v1.template_id) == (1, 2, v2.template_id)
+    assert templates_lib.version_of(v1.template).number == 2, "latest when no default is set"
+    templates_lib.set_default(v1.template, team.users["admin"], 1)
+    assert templates_lib.version_of(v1.template).number == 1
+    assert templates_lib.version_of(v1.template, 2).sections["environment"]["command"] == "echo two"
+    events = list(AuditEvent.objects.filter(action="template").order_by("id").values_list("details", flat=True))
+    assert [e["event"] for e in events] == ["saved", "saved", "default-version"]
+    assert events[1]["version"] == 2
+
+
+def test_viewers_cannot_save_and_members_cannot_lock(team):
+    with pytest.raises(PermissionDenied):
+        templates_lib.save(team.alpha, team.users["viewer"], "x", sections())
+    with pytest.raises(PermissionDenied):
+        templates_lib.set_locks(team.template, team.users["member"], ["environment.image"])
+    with pytest.raises(ValidationError):
+        templates_lib.set_locks(team.template, team.users["admin"], ["environment.nonsense"])
+    with pytest.raises(ValidationError):
+        templates_lib.save(team.alpha, team.users["member"], "   ", sections())
+
+
+def test_only_admins_add_versions_to_a_template_with_locks(team):
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.image"])
+    with pytest.raises(PermissionDenied):
+        templates_lib.save(team.alpha, team.users["member"], "base", sections(**{"environment.image": "evil/img"}))
+    assert templates_lib.save(team.alpha, team.users["admin"], "base", sections()).number == 2
+
+
+def test_locked_errors_report_each_changed_locked_field(team):
+    templates_lib.set_locks(team.template, team.users["admin"],
+                            ["environment.image", "environment.command", "resources.roles", "resources.max_duration"])
+    template = team.template
+    base = sections(**{"resources.max_duration": 2, "resources.max_duration_unit": "days"})
+    version = templates_lib.save(team.alpha, team.users["admin"], "base", base)
+    assert templates_lib.locked_errors(template, version, copy.deepcopy(base)) == {}
+    # 48 hours is 2 days: the same value spelled differently is not a change.
+    same = sections(**{"resources.max_duration": 48, "resources.max_duration_unit": "hours"})
+    assert templates_lib.locked_errors(template, version, same) == {}
+    changed = copy.deepcopy(base)
+    changed["environment"]["command"] = "rm -rf /"
+    changed["resources"]["roles"][0]["count"] = 8
+    changed["basic"]["description"] = "free to change"
+    errors = templates_lib.locked_errors(template, version, changed)
+    assert set(errors) == {"environment.command", "resources.roles"}
+    assert "locked by the template 'base'" in errors["environment.command"][0]
+
+
+# --- through the wizard ------------------------------------------------------------------------------------
+
+
+def wizard_post(client, s, **hidden):
+    from jobs.forms import wizard as glue
+
+    return client.post("/jobs/new", {**glue.sections_to_data(s), **hidden})
+
+
+def test_wizard_starts_from_a_template_version_with_locked_fields_read_only(team):
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.command"])
+    templates_lib.save(team.alpha, team.users["admin"], "base", sections(**{"environment.command": "echo v2"}))
+    client = pf.client_for(team.users["member"])
+    page = client.get(f"/jobs/new?template={team.template.pk}&version=1")
+    assert page.status_code == 200
+    assert "echo hello" in page.text and "echo v2" not in page.text
+    assert 'data-locked="true"' in page.text and "Startup command" in page.text
+    assert 'name="_template_version" value="1"' in page.text
+    latest = client.get(f"/jobs/new?template={team.template.pk}")
+    assert "echo v2" in latest.text
+
+
+def test_the_server_refuses_a_change_to_a_locked_field(team):
+    from jobs.models import Job
+
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.command"])
+    client = pf.client_for(team.users["member"])
+    hidden = {"_template": team.template.pk, "_template_version": 1, "_workspace": team.alpha.pk}
+    changed = sections(**{"environment.command": "echo changed"})
+    changed["basic"]["name"] = "from-template"
+    before = Job.objects.count()
+    answer = wizard_post(client, changed, **hidden)
+    assert answer.status_code == 200
+    assert "locked by the template" in answer.text
+    assert Job.objects.count() == before
+    unchanged = sections()
+    unchanged["basic"]["name"] = "from-template"
+    answer = wizard_post(client, unchanged, **hidden)
+    assert answer.status_code == 302, answer.text[:3000]
+    assert Job.objects.get(display_name="from-template").body["UserCommand"] == "echo hello"
+
+
+def test_templates_of_other_workspaces_cannot_be_started(team):
+    client = pf.client_for(team.users["member"])
+    assert client.get(f"/jobs/new?template={team.other_template.pk}").status_code == 404
+    assert client.get(f"/jobs/new?template={team.template.pk}&version=9").status_code == 404
+    assert pf.client_for(team.users["viewer"]).get(f"/jobs/new?template={team.template.pk}").status_code == 403
+
+
+def test_save_a_job_as_a_template_from_its_page(team):
+    client = pf.client_for(team.users["member"])
+    assert client.get(f"/templates/save?job={team.job.pk}").status_code == 200
+    answer = client.post(f"/templates/save?job={team.job.pk}", {"name": "from-job", "note": "v1"})
+    assert answer.status_code == 302
+    from jobs.models import JobTemplate
+
+    template = JobTemplate.objects.get(name="from-job", workspace=team.alpha)
+    assert templates_lib.version_of(template).sections["environment"]["command"] == "echo hello"
+    assert client.post(f"/templates/save?job={team.other_job.pk}", {"name": "steal"}).status_code == 404
+
+
+def test_save_the_wizard_content_as_a_template(team):
+    from jobs.forms import wizard as glue
+    from jobs.models import JobTemplate
+
+    s = sections(**{"environment.command": "echo from wizard", "environment.image_type": "address",
+                    "environment.registry_password": "hunter2-registry"})
+    data = {**glue.sections_to_data(s), "environment-registry_password": "hunter2-registry",
+            "_workspace": team.alpha.pk}
+    client = pf.client_for(team.users["member"])
+    missing = client.post("/templates/from-wizard", data)
+    assert missing.status_code == 400 and "hunter2" not in missing.text
+    answer = client.post("/templates/from-wizard", {**data, "_template_name": "wizard-made"})
+    assert answer.status_code == 302
+    version = templates_lib.version_of(JobTemplate.objects.get(name="wizard-made"))
+    assert version.sections["environment"]["command"] == "echo from wizard"
+    assert "hunter2" not in str(version.sections)
+
+
+def test_template_pages_lock_and_default_by_admins_only(team):
+    admin, member = pf.client_for(team.users["admin"]), pf.client_for(team.users["member"])
+    assert member.post(f"/templates/{team.template.pk}/locks", {"locked": ["environment.image"]}).status_code == 403
+    assert admin.post(f"/templates/{team.template.pk}/locks", {"locked": ["environment.image"]}).status_code == 302
+    team.template.refresh_from_db()
+    assert team.template.locked == ["environment.image"]
+    page = member.get(f"/templates/{team.template.pk}")
+    assert "Locked: <strong>Image</strong>" in page.text
+    assert "Save locks" not in page.text
+    assert member.get("/templates").status_code == 200
+    assert admin.post(f"/templates/{team.template.pk}/delete").status_code == 302

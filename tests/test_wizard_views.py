@@ -1,0 +1,191 @@
+"""The wizard pages through Django's test client: a real localdlc process answers ListEcsSpecs through the
+SDK; the database is the test database. No browser: these check what the server renders and saves."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from jobs import secretbox
+from jobs.models import Job, Membership, Workspace
+from tests.support.wizard import form_data, local_workspace
+
+pytestmark = pytest.mark.integration
+
+URL = "/jobs/new"
+
+
+@pytest.fixture
+def ws(db, localdlc, tmp_path, settings):
+    return local_workspace(localdlc, tmp_path, settings)
+
+
+@pytest.fixture
+def user(ws):
+    user = get_user_model().objects.create_user("wiz", password="pw-not-used-here")
+    Membership.objects.create(user=user, workspace=ws, role=Membership.MEMBER)
+    return user
+
+
+@pytest.fixture
+def web(client, user):
+    client.force_login(user)
+    return client
+
+
+def ids_in_order(html: str, prefix: str = "sec-") -> list[str]:
+    return re.findall(rf'<section id="{prefix}([a-z_]+)"', html)
+
+
+def test_page_shows_the_six_sections_in_console_order_with_index_and_api_panel(web):
+    html = web.get(URL).content.decode()
+    assert ids_in_order(html) == ["basic", "environment", "resources", "vpc", "fault_tolerance", "ram_role"]
+    index = re.findall(r'<a href="#sec-([a-z_]+)" data-section', html)
+    assert index == ids_in_order(html)
+    assert 'id="api-panel"' in html and 'id="api-json"' in html and 'id="api-sdk"' in html
+    # ListEcsSpecs fed the instance type chooser, with CPU, memory and GPU in each label.
+    assert re.search(r'<option value="ecs.g6.large">ecs.g6.large · 2 vCPU · 8 GiB · no GPU</option>', html)
+    assert "Tesla-T4" in html
+    # Defaults of the console: General Computing, Intelligent scheduling, 30 days, no RAM role.
+    assert re.search(r'value="general"[^>]*checked', html)
+    assert re.search(r'value="intelligent"[^>]*checked', html)
+    assert 'name="resources-max_duration" value="30"' in html
+    assert re.search(r'name="ram_role-mode" value="none"[^>]*checked', html)
+
+
+def test_a_valid_post_saves_the_body_hints_and_sealed_password_and_redirects(web, ws):
+    data = form_data(environment__registry_username="robot", environment__registry_password="s3cret pw ",
+                     basic__tags__0__key="team", basic__tags__0__value="vision")
+    answer = web.post(URL, data)
+    job = Job.objects.get()
+    assert answer.status_code == 302 and answer["Location"] == job.get_absolute_url()
+    assert job.workspace == ws and job.display_name == "train-1"
+    assert job.body["WorkspaceId"] == "ws-wizard"
+    assert job.body["JobSpecs"][0]["ImageConfig"] == {"Username": "robot"}
+    assert "s3cret" not in str(job.body) and "s3cret" not in str(job.hints)
+    assert "s3cret" not in job.sealed_secrets
+    assert secretbox.unseal(job.sealed_secrets) == {"registry_password": "s3cret pw "}
+    assert job.hints["image_type"] == "address" and job.hints["secrets"] == ["registry_password"]
+    assert job.body["Settings"]["Tags"] == {"team": "vision"}
+
+
+def test_an_invalid_post_keeps_every_value_and_shows_errors_at_fields_and_in_a_summary(web):
+    data = form_data(basic__name="bad name!", basic__tags__0__key="aliyun:x", basic__tags__0__value="v",
+                     basic__tags__1__key="ok", basic__tags__1__value="two",
+                     environment__registry_username="robot", environment__registry_password="hunter22",
+                     resources__roles__0__count="0", environment__envs__0__key="1BAD", environment__envs__0__value="x")
+    answer = web.post(URL, data)
+    html = answer.content.decode()
+    assert answer.status_code == 200 and Job.objects.count() == 0
+    # Errors at their fields, each field marked invalid and described by its error.
+    for name, message in [
+        ("basic-name", "may contain only letters, digits"),
+        ("basic-tags-0-key", "must not start with &#x27;aliyun&#x27;"),
+        ("resources-roles-0-count", "at least 1"),
+        ("environment-envs-0-key", "must not start with a digit"),
+    ]:
+        block = re.search(rf'<div class="field[^"]*invalid" id="f-{name}">(.*?)</div>\s*</div>', html, re.S)
+        assert block and message in block.group(1), name
+        assert re.search(rf'name="{name}"[^>]*aria-invalid="true"', html)
+    # The summary links to each field by id.
+    summary = re.search(r'id="error-summary">(.*?)</div>', html, re.S).group(1)
+    for anchor in ("id_basic-name", "id_basic-tags-0-key", "id_resources-roles-0-count", "id_environment-envs-0-key"):
+        assert f'href="#{anchor}"' in summary
+    # Every value kept, dynamic rows included; the password is not, and the page says so.
+    for name, value in [("basic-name", "bad name!"), ("basic-tags-1-key", "ok"), ("basic-tags-1-value", "two"),
+                        ("environment-envs-0-value", "x"), ("environment-registry_username", "robot")]:
+        assert f'name="{name}" value="{value}"' in html, name
+    assert "hunter22" not in html
+    assert "Type the registry password again" in html
+
+
+def test_rows_are_added_and_removed_without_javascript(web):
+    data = form_data(basic__tags__0__key="a", basic__tags__0__value="1", basic__tags__1__key="b",
+                     basic__tags__1__value="2", basic__tags__2__key="c", basic__tags__2__value="3")
+    html = web.post(URL, {**data, "_remove": "tags-1"}).content.decode()
+    assert re.findall(r'name="basic-tags-\d-key" value="(\w)"', html) == ["a", "c"]
+    assert Job.objects.count() == 0
+    assert "error-summary" not in html, "editing rows is not submitting: no errors yet"
+    html = web.post(URL, {**data, "_add": "envs"}).content.decode()
+    assert 'name="environment-envs-0-key"' in html
+    html = web.post(URL, {**form_data(), "_add": "roles"}).content.decode()
+    assert re.findall(r'<option value="(\w+)" selected>', html).count("Master") == 1
+
+
+def test_changing_the_framework_brings_its_roles_and_keeps_the_instance_type(web):
+    data = form_data(resources__framework="TensorFlow")  # the page was showing PyTorch
+    html = web.post(reverse("wizard_section", args=["resources"]), data, HTTP_HX_REQUEST="true",
+                    HTTP_HX_TRIGGER_NAME="resources-framework").content.decode()
+    assert html.lstrip().startswith('<section id="sec-resources"')
+    options = re.search(r'<select name="resources-roles-0-role"[^>]*>(.*?)</select>', html, re.S).group(1)
+    assert re.findall(r'value="(\w+)"', options) == ["Worker", "PS", "Chief", "Evaluator", "GraphLearn"]
+    assert '<option value="ecs.g6.large" selected>' in html
+    # Cross-section effects arrive out of band: none for a framework switch to TensorFlow in environment? The
+    # environment section is re-rendered too, since Ray's RayRuntimeEnv notes live there.
+    assert 'id="sec-environment" class="wizard-section card" aria-labelledby="h-environment" hx-swap-oob="true"' in html
+    ray = web.post(reverse("wizard_section", args=["resources"]), form_data(resources__framework="Ray"),
+                   HTTP_HX_REQUEST="true").content.decode()
+    assert re.findall(r'name="resources-roles-\d-role"[^>]*value="(\w+)"', ray) == ["Head", "Worker"]
+
+
+def test_dependent_fields_follow_the_source_and_hidden_values_never_reach_the_body(web):
+    url = reverse("wizard_section", args=["resources"])
+    public = web.post(url, form_data(), HTTP_HX_REQUEST="true").content.decode()
+    assert 'name="resources-priority" id=' not in public and 'type="hidden" name="resources-priority"' in public
+    quota = web.post(url, form_data("quota"), HTTP_HX_REQUEST="true").content.decode()
+    for name in ("resources-quota_id", "resources-priority", "resources-node_scheduling", "resources-idle_resources",
+                 "resources-cpu_affinity", "resources-roles-0-cpu", "resources-roles-0-memory_gib"):
+        assert f'id="f-{name}"' in quota, name
+    assert 'id="f-resources-roles-0-instance_type"' not in quota
+    spot = web.post(url, form_data("spot"), HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="f-resources-spot_discount"' in spot and 'id="f-resources-spot_price"' not in spot
+    # A priority typed under a quota, then the source switched to public: kept on the page, not in the body.
+    web.post(URL, form_data(resources__priority="7", resources__dsw="on"))
+    job = Job.objects.get()
+    assert "Priority" not in job.body and "EnableDSWDev" not in str(job.body)
+
+
+def test_leaving_a_section_validates_it_and_only_it(web):
+    url = reverse("wizard_section", args=["basic"])
+    data = form_data(basic__name="", environment__command="")
+    html = web.post(url, {**data, "_validate": "basic"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Enter a job name." in html
+    assert '<input type="hidden" name="_checked-basic" value="1">' in html
+    assert "Enter a startup command" not in html, "other sections wait until the user leaves them"
+    untouched = web.post(reverse("wizard_section", args=["environment"]), data, HTTP_HX_REQUEST="true")
+    assert "Enter a startup command" not in untouched.content.decode()
+
+
+def test_the_api_panel_shows_json_sdk_and_params_file_with_secrets_masked(web):
+    data = form_data(environment__registry_username="robot", environment__registry_password="pw-XYZ")
+    html = web.post(reverse("wizard_preview"), data, HTTP_HX_REQUEST="true").content.decode()
+    json_text = re.search(r'<pre class="code" id="api-json">(.*?)</pre>', html, re.S).group(1)
+    assert "&quot;Password&quot;: &quot;********&quot;" in json_text and "pw-XYZ" not in html
+    assert "CreateJobRequest" in html and "DLC_REGISTRY_PASSWORD" in html
+    assert 'id="api-params-none"' in html, "a public job has no params-file form"
+    # The params file has no key for the maximum duration, so only a job without one can be written as one.
+    quota = web.post(reverse("wizard_preview"), form_data("quota", resources__max_duration=""),
+                     HTTP_HX_REQUEST="true").content.decode()
+    params = re.search(r'<pre class="code" id="api-params">(.*?)</pre>', quota, re.S).group(1)
+    assert "name=train-quota" in params and "worker_cpu=4" in params and "resource_id=quota-abc" in params
+
+
+def test_instance_type_chooser_falls_back_to_free_text_when_dlc_is_unreachable(web, ws):
+    Workspace.objects.filter(pk=ws.pk).update(endpoint="127.0.0.1:9")  # nothing listens on port 9
+    html = web.get(URL).content.decode()
+    assert 'id="catalog-error"' in html and "Could not load instance types" in html
+    assert re.search(r'<input type="text" name="resources-roles-0-instance_type"', html)
+    answer = web.post(URL, form_data(resources__roles__0__instance_type="ecs.g6.large"))
+    assert answer.status_code == 302, "the public-resource limit becomes a note, not a blocker"
+
+
+def test_viewers_may_not_create_and_strangers_see_nothing(client, ws):
+    viewer = get_user_model().objects.create_user("viewer")
+    Membership.objects.create(user=viewer, workspace=ws, role=Membership.VIEWER)
+    client.force_login(viewer)
+    assert client.get(URL).status_code == 403
+    assert client.post(URL, form_data()).status_code == 403
+    assert Job.objects.count() == 0
