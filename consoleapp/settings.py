@@ -186,6 +186,9 @@ DLC_SWEEP_AGE = float(os.environ.get("DLC_SWEEP_AGE", "120"))
 DLC_SUBMIT_RETRIES = int(os.environ.get("DLC_SUBMIT_RETRIES", "8"))
 DLC_RETRY_BASE_SECONDS = float(os.environ.get("DLC_RETRY_BASE_SECONDS", "1"))
 DLC_RETRY_CAP_SECONDS = float(os.environ.get("DLC_RETRY_CAP_SECONDS", "60"))
+# A workspace added to the console imports the DLC jobs created up to this many hours before (7 days is
+# all ListJobs serves); jobs created later are imported as they appear.
+DLC_IMPORT_LOOKBACK_HOURS = float(os.environ.get("DLC_IMPORT_LOOKBACK_HOURS", "168"))
 # Seconds between a job ending and its pods' logs being archived (log shipping can lag the status).
 DLC_ARCHIVE_DELAY = float(os.environ.get("DLC_ARCHIVE_DELAY", "5"))
 CELERY_BEAT_SCHEDULE = {

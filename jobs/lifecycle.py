@@ -230,7 +230,10 @@ def apply_remote(job: Job, item: dict[str, Any], *, touch_unchanged: bool = True
 
 def _take_lease(workspace: Workspace) -> WorkspaceSync | None:
     """The right to run this workspace's cycle; None while another cycle (another worker) holds it."""
-    state, _ = WorkspaceSync.objects.get_or_create(workspace=workspace)
+    try:
+        state, _ = WorkspaceSync.objects.get_or_create(workspace=workspace)
+    except IntegrityError:  # another worker created it a moment ago
+        state = WorkspaceSync.objects.get(workspace=workspace)
     now = timezone.now()
     free = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
     if not WorkspaceSync.objects.filter(free, pk=state.pk).update(lease_until=now + SYNC_LEASE):
@@ -327,7 +330,8 @@ def import_new(workspace: Workspace, state: WorkspaceSync) -> list[int]:
     Advances state.import_from / import_page (saved by the caller). Returns ids of jobs that ended here.
     """
     now = timezone.now()
-    start = state.import_from or (now - LIST_WINDOW + timedelta(hours=1))
+    # A new workspace starts with the jobs of the last DLC_IMPORT_LOOKBACK_HOURS before it was added.
+    start = state.import_from or (workspace.created_at - timedelta(hours=settings.DLC_IMPORT_LOOKBACK_HOURS))
     # Never look back past the window ListJobs can serve (the cursor may be old after a long pause).
     start = max(start, now - LIST_WINDOW + timedelta(minutes=5)).replace(microsecond=0)
     items, _ = dlc.list_jobs(

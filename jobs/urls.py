@@ -13,6 +13,7 @@ urlpatterns = [
     path("jobs/<int:pk>/stop", views.job_stop, name="job_stop"),
     path("jobs/<int:pk>/pods/<str:pod_id>/logs", views.pod_logs, name="pod_logs"),
     path("jobs/rows", views.job_rows, name="job_rows"),
+    path("jobs/counts", views.job_counts, name="job_counts"),
     path("jobs/stop", views.jobs_stop, name="jobs_stop"),
     path("jobs/<int:pk>/events", views.job_events, name="job_events"),
     path("jobs/<int:pk>/logs", views.job_logs, name="job_logs"),

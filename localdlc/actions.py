@@ -325,10 +325,12 @@ def list_jobs(ctx: Context, query: dict[str, str]) -> dict[str, Any]:
     if query.get("ResourceId"):
         resource_ids = {query["ResourceId"]}
 
+    # Ids are generated lower-case (new_job_id), so the lower-cased ids can narrow the query in SQL.
+    narrow = {"job_ids": ids, "workspace_id": query.get("WorkspaceId") or None}
     if time_field == "GmtCreateTime":
-        docs = ctx.store.list_jobs(start, end)
+        docs = ctx.store.list_jobs(start, end, **narrow)
     else:
-        docs = ctx.store.list_jobs()
+        docs = ctx.store.list_jobs(**narrow)
         key = _TIME_FIELDS[time_field]
         docs = [d for d in docs if d.get(key) is not None and (start is None or d[key] >= start)
                 and (end is None or d[key] <= end)]

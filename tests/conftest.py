@@ -37,7 +37,8 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Stack:
         localdlc_port=free_port(),
         quiet=True,
         sync_interval=1.0,
-        extra_env={"DATABASE_URL": database_url, "DLC_SWEEP_INTERVAL": "5"},
+        # The session localdlc keeps every earlier test's jobs: a new test's workspace must not import them.
+        extra_env={"DATABASE_URL": database_url, "DLC_SWEEP_INTERVAL": "5", "DLC_IMPORT_LOOKBACK_HOURS": "0"},
     )
     running.start()
     yield running

@@ -68,7 +68,8 @@ def test_full_page_has_form_rows_and_counts_htmx_gets_the_results_only(client, p
     page = client.get("/").content.decode()
     assert '<form id="filters"' in page and "<html" in page
     assert row_ids(page) == [mine.pk] and "hidden-job" not in page
-    assert re.search(r'Running <span class="n">1</span>', page)
+    assert 'hx-get="/jobs/counts" hx-trigger="load"' in page
+    assert re.search(r'Running <span class="n">1</span>', client.get("/jobs/counts", **HTMX).content.decode())
 
     partial = client.get("/?q=bert", **HTMX).content.decode()
     assert "<html" not in partial and '<form id="filters"' not in partial
@@ -94,8 +95,12 @@ def test_filters_come_from_the_url_and_stay_in_the_form(client, people, ws):
     assert 'value="bert"' in html and '<option value="Failed" selected>' in html
     assert '<option value="me" selected>' in html
     # Counts ignore the status filter so each chip says what choosing it would give.
-    assert re.search(r'Failed <span class="n">1</span>', html)
-    assert re.search(r'Succeeded <span class="n">1</span>', html)
+    counts_url = unescape(re.search(r'hx-get="(/jobs/counts[^"]*)"', html).group(1))
+    counts = client.get(counts_url, **HTMX).content.decode()
+    assert re.search(r'Failed <span class="n">1</span>', counts)
+    assert re.search(r'Succeeded <span class="n">1</span>', counts)
+    assert re.search(r'All <span class="n">2</span>', counts)
+    assert 'href="/?q=bert&amp;status=Succeeded&amp;framework=PyTorchJob&amp;owner=me"' in counts
 
 
 def test_bad_filter_values_are_shown_at_their_field_never_a_500(client, people, ws):
@@ -139,6 +144,20 @@ def test_previous_link_returns_to_the_page_before(client, people, ws):
     second = client.get(link(first, "next")).content.decode()
     back = client.get(link(second, "prev")).content.decode()
     assert row_ids(back) == row_ids(first) and link(back, "prev") is None
+
+
+def test_counts_are_one_group_by_loaded_after_the_rows(client, people, ws):
+    for status in ["Running", "Running", "Failed"]:
+        make_job(ws, people["alice"], status=status)
+    client.force_login(people["alice"])
+    with CaptureQueriesContext(connection) as page:
+        client.get("/")
+    assert not any("GROUP BY" in q["sql"].upper() for q in page.captured_queries)
+    with CaptureQueriesContext(connection) as counting:
+        html = client.get("/jobs/counts", **HTMX).content.decode()
+    on_jobs = [q["sql"] for q in counting.captured_queries if 'FROM "jobs_job"' in q["sql"]]
+    assert len(on_jobs) == 1 and "GROUP BY" in on_jobs[0].upper()
+    assert re.search(r'All <span class="n">3</span>.*Active <span class="n">2</span>', html, re.S)
 
 
 def test_only_active_rows_are_polled_and_polling_stops_when_none_is_active(client, people, ws):
