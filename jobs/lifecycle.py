@@ -103,12 +103,14 @@ def submit(job_id: int) -> str:
         sent_at = timezone.now()
         if not Job.objects.filter(pk=job.pk, submit_unanswered_since=claim).update(submit_unanswered_since=sent_at):
             raise _in_flight(dlc.in_flight_window())
-        sent = True
+        claim, sent = sent_at, True
         remote_id = dlc.create_job(job.workspace, wire_body(job, secretbox.unseal(job.sealed_secrets)))
     except dlc.DLCError as err:
         if err.code != IN_FLIGHT and (not sent or not err.ambiguous):
             # An answer came back (or nothing was sent): no attempt of ours is in flight any more.
-            Job.objects.filter(pk=job.pk, dlc_job_id="").update(submit_unanswered_since=None)
+            Job.objects.filter(pk=job.pk, dlc_job_id="", submit_unanswered_since=claim).update(
+                submit_unanswered_since=None
+            )
         if err.transient:
             raise
         _fail_submit(job.pk, err)
@@ -135,7 +137,8 @@ def adopt(job: Job, remote_id: str) -> bool:
         Job.objects.filter(workspace_id=job.workspace_id, dlc_job_id=remote_id, imported=True).exclude(
             pk=job.pk
         ).delete()
-        stopping = Job.objects.filter(pk=job.pk, stop_requested_at__isnull=False).exists()
+        current = Job.objects.select_for_update().filter(pk=job.pk).values("stop_requested_at").first()
+        stopping = bool(current and current["stop_requested_at"])
         bound = Job.objects.filter(pk=job.pk, dlc_job_id="").update(
             dlc_job_id=remote_id,
             status="Stopping" if stopping else "Creating",
@@ -169,7 +172,7 @@ def give_up_submit(job_id: int, err: dlc.DLCError) -> None:
 def retry_delay(err: dlc.DLCError, retries: int) -> float:
     """How long a task waits before its next try: what the backend asked for, else jittered backoff."""
     if err.retry_after:
-        return err.retry_after + backoff(0, cap=1.0) * 0.1
+        return err.retry_after + random.uniform(0, 0.1)
     return backoff(retries)
 
 

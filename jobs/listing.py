@@ -104,7 +104,7 @@ def keyset_q(columns: list[tuple[str, bool]], values: list[Any], *, forward: boo
     alternatives = Q()
     for i, (name, desc) in enumerate(columns):
         smaller = desc == forward  # forward over a descending column means smaller values
-        term = Q(**{f"{name}__{'lt' if smaller else 'gt'}": values[i]})
+        term = Q(**{f"{name}__{'lte' if smaller else 'gte'}": values[i]})
         for j in range(i):
             term &= Q(**{columns[j][0]: values[j]})
         alternatives |= term

@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
 from django.utils.text import slugify
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -48,15 +49,28 @@ def _current_workspace(request: HttpRequest) -> Workspace | None:
 
 
 def nav(request: HttpRequest) -> dict[str, Any]:
-    """Context processor: the workspace switcher and the admin links of the top bar."""
+    """Context processor: the workspace switcher and the admin links of the top bar.
+
+    Lazy, because every render runs it, HTMX fragments that never show the top bar included.
+    """
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    current = _current_workspace(request)
+    found: dict[str, Workspace | None] = {}
+
+    def current() -> Workspace | None:
+        if "workspace" not in found:
+            found["workspace"] = _current_workspace(request)
+        return found["workspace"]
+
+    def is_admin() -> bool:
+        workspace = current()
+        return bool(workspace and access.can(user, "manage", workspace=workspace))
+
     return {
-        "nav_workspaces": list(access.workspaces_for(user)),
-        "nav_workspace": current,
-        "nav_is_admin": bool(current and access.can(user, "manage", workspace=current)),
+        "nav_workspaces": SimpleLazyObject(lambda: list(access.workspaces_for(user))),
+        "nav_workspace": SimpleLazyObject(current),
+        "nav_is_admin": SimpleLazyObject(is_admin),
     }
 
 
@@ -260,8 +274,8 @@ def audit_log(request: HttpRequest, ws: int) -> HttpResponse:
         events = events.filter(action=data["action"])
     if data.get("job"):
         term = data["job"].strip()
-        events = events.filter(Q(job_id=int(term)) | Q(source_id=int(term)) if term.isdigit()
-                               else Q(job_name__icontains=term))
+        by_id = term.isdigit() and len(term) <= 18  # longer digit strings are names, not row ids
+        events = events.filter(Q(job_id=int(term)) | Q(source_id=int(term)) if by_id else Q(job_name__icontains=term))
     if data.get("since"):
         events = events.filter(created_at__gte=data["since"])
     if data.get("until"):

@@ -17,9 +17,13 @@ from jobs.models import Job, Workspace
 
 
 def current_workspace(request: HttpRequest) -> Workspace | None:
-    workspaces = access.workspaces_for(request.user)
-    chosen = request.session.get("workspace_id")
-    return workspaces.filter(pk=chosen).first() or workspaces.first()
+    """The workspace the user chose (else their first), looked up once per request: the top bar asks too."""
+    if not hasattr(request, "_current_workspace"):
+        workspaces = access.workspaces_for(request.user)
+        chosen = request.session.get("workspace_id")
+        found = workspaces.filter(pk=chosen).first() if chosen is not None else None
+        request._current_workspace = found or workspaces.first()
+    return request._current_workspace
 
 
 def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | None = None,
@@ -55,7 +59,7 @@ def _partial(request: HttpRequest) -> bool:
 
 
 def _ids(values: list[str], limit: int = 500) -> list[int]:
-    return [int(v) for v in values[:limit] if v.isdigit()]
+    return [int(v) for v in values[:limit] if v.isdigit() and len(v) <= 18]  # longer: no row has it
 
 
 def _url(name: str, params: dict[str, str]) -> str:
@@ -270,6 +274,7 @@ def pod_log_download(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse
 @login_required
 @require_POST
 def switch_workspace(request: HttpRequest) -> HttpResponse:
-    workspace = get_object_or_404(access.workspaces_for(request.user), pk=request.POST.get("workspace"))
+    chosen = _ids([request.POST.get("workspace", "")])  # garbage is "no such workspace", not a crash
+    workspace = get_object_or_404(access.workspaces_for(request.user), pk=chosen[0] if chosen else 0)
     request.session["workspace_id"] = workspace.pk
     return redirect("job_list")

@@ -15,7 +15,7 @@ from jobs.apitokens import create_token
 from jobs.forms import wizard as glue
 from jobs.models import Membership
 from tests.support.wizard import form_data, local_workspace
-from tests.test_forms_rules import CASES, DROPPED, OK, run
+from tests.test_forms_rules import CASES, run
 
 pytestmark = pytest.mark.integration
 

@@ -95,6 +95,7 @@ MATRIX: dict[str, list[Case]] = {
                                 check=stop_effect)],
     "jobs/<int:pk>/pods/<str:pod_id>/logs": [Case("GET", lambda t: f"/jobs/{job(t)}/pods/train-a-worker-0/logs",
                                                   READ)],
+    "jobs/counts": [Case("GET", lambda t: "/jobs/counts", everyone(200, LOGIN))],
     "jobs/rows": [Case("GET", lambda t: f"/jobs/rows?watch={t.job.pk}.Creating", everyone(200, LOGIN))],
     "jobs/stop": [Case("POST", lambda t: "/jobs/stop", everyone(302, LOGIN), data=lambda t: {"job": [t.job.pk]},
                        check=stop_effect)],
@@ -129,7 +130,7 @@ MATRIX: dict[str, list[Case]] = {
                                         data=lambda t: {"default_version": "1"})],
     "templates/<int:pk>/delete": [Case("POST", lambda t: f"/templates/{t.template.pk}/delete", ADMIN_POST)],
     "jobs/import": [Case("GET", lambda t: "/jobs/import", roles(403, 200, 200, 200))],
-    "jobs/<int:pk>/export/<str:fmt>": [Case("GET", lambda t: f"/jobs/{job(t)}/export/{fmt}", READ)
+    "jobs/<int:pk>/export/<str:fmt>": [Case("GET", lambda t, fmt=fmt: f"/jobs/{job(t)}/export/{fmt}", READ)
                                        for fmt in ("json", "python")],
     "api/v1/openapi.json": [Case("GET", lambda t: "/api/v1/openapi.json", everyone(200), leak_check=False)],
     "api/v1/workspaces": [Case("GET", lambda t: "/api/v1/workspaces", everyone(200, 401))],

@@ -12,9 +12,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 def test_create_job_watch_it_succeed_and_read_its_log(stack, member, page):
     sign_in(page, stack.url, member.username, PASSWORD)
     page.click("text=Create job >> nth=0")
-    page.fill("#id_name", "hello-from-browser")
-    page.fill("#id_command", "echo hello; sleep 2")
-    page.click("button[type=submit]")
+    page.fill("#id_basic-name", "hello-from-browser")
+    page.select_option("#id_environment-image", index=1)  # the first official image
+    page.fill("#id_environment-command", "echo hello; sleep 2")
+    page.select_option("#id_resources-roles-0-instance_type", "ecs.g6.large")
+    page.click("#wizard-form .actions button[type=submit]")
     page.wait_for_selector("h1:has-text('hello-from-browser')")
 
     page.goto(f"{stack.url}/")
@@ -26,4 +28,4 @@ def test_create_job_watch_it_succeed_and_read_its_log(stack, member, page):
     assert navigations == [], "the list must update in place, without reloading"
 
     row.locator("a", has_text="hello-from-browser").click()
-    page.locator("pre.log", has_text="hello").wait_for(timeout=30_000)
+    page.locator("#log-lines", has_text="hello").wait_for(timeout=30_000)  # the job page's log panel

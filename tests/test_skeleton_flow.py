@@ -8,6 +8,7 @@ import pytest
 import requests
 
 from tests.conftest import PASSWORD
+from tests.support.wizard import form_data
 
 pytestmark = pytest.mark.integration
 
@@ -46,14 +47,12 @@ def test_job_submitted_through_the_web_form_succeeds(stack, member):
     create_url = f"{stack.url}/jobs/new"
     answer = web.post(
         create_url,
+        # The create-job wizard's fields (section-field names), as the page posts them.
         data={
+            **form_data(basic__name="skeleton-echo", environment__image="registry.example/pytorch:2.3",
+                        resources__roles__0__instance_type="ecs.g6.large",
+                        environment__command="echo hello; sleep 1"),
             "csrfmiddlewaretoken": csrf(web, create_url),
-            "name": "skeleton-echo",
-            "image": "registry.example/pytorch:2.3",
-            "framework": "PyTorchJob",
-            "workers": "1",
-            "instance_type": "ecs.g6.large",
-            "command": "echo hello; sleep 1",
         },
         headers={"Referer": create_url},
     )
@@ -82,12 +81,14 @@ def test_invalid_form_is_refused_at_the_field_and_nothing_is_saved(stack, member
     create_url = f"{stack.url}/jobs/new"
     answer = web.post(
         create_url,
-        data={"csrfmiddlewaretoken": csrf(web, create_url), "name": "bad name!", "image": "x",
-              "framework": "PyTorchJob", "workers": "0", "instance_type": "ecs.g6.large", "command": ""},
+        data={**form_data(basic__name="bad name!", environment__image="x", resources__roles__0__count="0",
+                           environment__command=""),
+              "csrfmiddlewaretoken": csrf(web, create_url)},
         headers={"Referer": create_url},
     )
     assert answer.status_code == 200
-    assert "Use only letters, digits" in answer.text
+    assert "may contain only letters, digits" in answer.text
+    assert "The number of nodes must be at least 1." in answer.text
     assert Job.objects.count() == 0
 
 

@@ -189,3 +189,35 @@ def test_viewers_may_not_create_and_strangers_see_nothing(client, ws):
     assert client.get(URL).status_code == 403
     assert client.post(URL, form_data()).status_code == 403
     assert Job.objects.count() == 0
+
+
+def test_without_javascript_the_apply_button_shows_the_fields_a_choice_needs(web):
+    html = web.get(URL).content.decode()
+    assert '<noscript><p class="apply"><button type="submit" name="_refresh"' in html
+    html = web.post(URL, {**form_data("quota"), "_refresh": "resources"}).content.decode()
+    assert 'id="f-resources-quota_id"' in html and 'id="f-resources-roles-0-cpu"' in html
+    assert Job.objects.count() == 0 and "error-summary" not in html
+
+
+def test_notes_from_spec_appear_at_their_fields(web):
+    url = reverse("wizard_section", args=["resources"])
+    data = form_data("quota", resources__resource_type="lingjun", environment__image_type="custom",
+                     resources__retention="2", fault_tolerance__enabled="on")
+    html = web.post(url, data, HTTP_HX_REQUEST="true", HTTP_HX_TRIGGER_NAME="resources-resource_type")
+    html = html.content.decode()
+    env = re.search(r'<section id="sec-environment".*?</section>', html, re.S).group(0)
+    assert re.search(r'id="f-environment-image_type">.*?install the RDMA drivers', env, re.S), \
+        "the environment section comes along (out of band) with the Lingjun + custom image note"
+    assert re.search(r'id="f-resources-retention">.*?deleted jobs cannot be restored', html, re.S)
+    ft = re.search(r'<section id="sec-fault_tolerance".*?</section>', html, re.S).group(0)
+    assert "1 CPU core and 1 GiB of memory" in ft and 'name="fault_tolerance-sanity_check"' in ft
+    page = web.get(URL).content.decode()
+    assert re.search(r'id="f-vpc-vpc_id">.*?Without a VPC the job uses the public network', page, re.S)
+
+
+def test_instance_types_are_cached_per_workspace(web, localdlc):
+    before = localdlc.stats()["calls"].get("ListEcsSpecs", 0)
+    web.get(URL)
+    web.get(URL)
+    web.post(reverse("wizard_preview"), form_data(), HTTP_HX_REQUEST="true")
+    assert localdlc.stats()["calls"].get("ListEcsSpecs", 0) - before == 1

@@ -518,8 +518,11 @@ class Wizard:
 
             url = reverse("wizard_section", args=[section])
             for name in module.DEPENDENT:
+                # hx-sync: a newer request for the section aborts an older one, so a quick second choice is not
+                # lost when the first answer replaces the element that made it.
                 form.fields[name].widget.attrs.update({"hx-post": url, "hx-target": f"#sec-{section}",
-                                                       "hx-swap": "outerHTML", "hx-trigger": "change"})
+                                                       "hx-swap": "outerHTML", "hx-trigger": "change",
+                                                       "hx-sync": "closest section:replace"})
 
             def fv(bf: BoundField, path: str) -> FieldView:
                 view = FieldView(bf, path, placed.get(path, []), note_at.get(path, []), path in hidden)

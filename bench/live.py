@@ -1,0 +1,358 @@
+"""The running console: submit, the job page with a 100k-line log, page weight, and memory, against the real
+stack that `make run` starts (runserver, Celery worker and beat, Redis, localdlc) on a fresh database.
+
+    python -m bench.live [--only submit,jobpage,weight,memory] [--jobs 100] [--log-lines 100000]
+
+Each part prints its figures; memory comes last, so it is the RSS of the web process and the worker after
+the others ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench.common import heading, p50, percentile, record, rss_kib, setup_django, timed, vendor
+
+PASSWORD = "bench-password-123"
+IMAGE = "registry.example.com/team/pytorch:2.3"
+PARTS = ("submit", "jobpage", "weight", "memory")
+
+
+class Console:
+    """The stack plus what the parts share: the signed-in user, the workspace, an HTTP session."""
+
+    def __init__(self, data_dir: Path) -> None:
+        from consoleapp.stack import Stack, free_port
+
+        # Enough emulated capacity for 100 two-CPU jobs at once (the default is sized for a laptop).
+        self.stack = Stack(data_dir=data_dir, web_port=free_port(), localdlc_port=free_port(), quiet=True,
+                           sync_interval=3.0, extra_env={"LOCALDLC_CPU": "512", "LOCALDLC_MEMORY_GIB": "4096"})
+        os.environ["LOCALDLC_CREDENTIALS_FILE"] = str(self.stack.credentials_file)
+        os.environ.setdefault("DATABASE_URL", f"sqlite:///{data_dir / 'console.sqlite3'}")
+        setup_django(data_dir)
+        self.db = vendor()
+        self.stack.start()
+
+        from django.contrib.auth import get_user_model
+
+        from jobs.models import Membership, Workspace
+
+        self.user = get_user_model().objects.create_user("bench", password=PASSWORD)
+        self.workspace = Workspace.objects.create(
+            name="Local", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="local",
+            endpoint=f"127.0.0.1:{self.stack.localdlc_port}")
+        Membership.objects.create(user=self.user, workspace=self.workspace, role=Membership.MEMBER)
+        self.url = self.stack.url
+        self.session = self.sign_in()
+
+    def sign_in(self):
+        import requests
+
+        session = requests.Session()
+        login = f"{self.url}/accounts/login/"
+        token = csrf_token(session.get(login).text)
+        answer = session.post(login, data={"username": "bench", "password": PASSWORD, "csrfmiddlewaretoken": token},
+                              headers={"Referer": login})
+        assert answer.url.rstrip("/") == self.url, "sign-in failed"
+        return session
+
+    def localdlc_stats(self, reset: bool = False) -> dict[str, int]:
+        import requests
+
+        base = f"http://127.0.0.1:{self.stack.localdlc_port}/_localdlc/stats"
+        answer = requests.post(base + "/reset", timeout=10) if reset else requests.get(base, timeout=10)
+        return answer.json()["calls"]
+
+    def stop(self) -> None:
+        self.stack.stop()
+
+
+def csrf_token(html: str) -> str:
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+
+
+def wizard_data(name: str, command: str) -> dict[str, str]:
+    """What the wizard page posts for a one-worker PyTorch job (the page's defaults plus four fields)."""
+    from jobs import spec
+    from jobs.forms import wizard as glue
+
+    data = glue.sections_to_data(spec.defaults())
+    data.update({"basic-name": name, "environment-image_type": "address", "environment-image": IMAGE,
+                 "environment-command": command, "resources-roles-0-instance_type": "ecs.g6.large"})
+    return data
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return None
+
+
+# -- submit ------------------------------------------------------------------------------------------------------
+
+def bench_submit(console: Console, jobs: int) -> None:
+    import requests
+
+    from jobs import dlc
+    from jobs.models import Job
+
+    db = console.db
+    heading(f"submit: {jobs} concurrent wizard posts, {db}")
+    create_url = f"{console.url}/jobs/new"
+    page = console.session.get(create_url)  # also warms the web process's instance-type cache
+    token = csrf_token(page.text)
+    cookies = console.session.cookies.get_dict()
+    barrier = threading.Barrier(jobs)
+
+    def post(n: int) -> tuple[float, int, float]:
+        session = requests.Session()
+        session.cookies.update(cookies)
+        data = {**wizard_data(f"bench-submit-{n}", "sleep 300"), "csrfmiddlewaretoken": token}
+        barrier.wait()
+        sent = time.perf_counter()
+        answer = session.post(create_url, data=data, headers={"Referer": create_url}, allow_redirects=False)
+        return (time.perf_counter() - sent) * 1000, answer.status_code, sent
+
+    console.localdlc_stats(reset=True)
+    with ThreadPoolExecutor(jobs) as pool:
+        results = list(pool.map(post, range(jobs)))
+    first_sent = min(sent for _, _, sent in results)
+    statuses = {code for _, code, _ in results}
+    ms = [t for t, _, _ in results]
+    record("submit", f"{jobs} concurrent POSTs: p50", p50(ms), "ms", size=jobs, db=db,
+           note="client-side, all sent at once to runserver (threaded); queueing included")
+    record("submit", f"{jobs} concurrent POSTs: p95", percentile(ms, 95), "ms", size=jobs, db=db)
+    record("submit", "POST answers", ",".join(map(str, sorted(statuses))), size=jobs, db=db,
+           target="302 only", met=statuses == {302})
+
+    def all_running_on_localdlc() -> bool:
+        _, total = dlc.list_jobs(console.workspace, Status="Running", DisplayName="bench-submit", PageSize=1)
+        return total >= jobs
+
+    running_remote = wait_for(all_running_on_localdlc, timeout=120, interval=0.2)
+    remote_s = time.perf_counter() - first_sent
+    record("submit", f"all {jobs} Running on localdlc", remote_s if running_remote else "timeout", "s", size=jobs,
+           db=db, target="<20 s", met=bool(running_remote) and remote_s < 20,
+           note="from the first POST; CreateJob by the worker (8 threads)")
+    running_console = wait_for(
+        lambda: Job.objects.filter(display_name__startswith="bench-submit", status="Running").count() >= jobs,
+        timeout=120, interval=0.2)
+    console_s = time.perf_counter() - first_sent
+    record("submit", f"all {jobs} Running on the console", console_s if running_console else "timeout", "s",
+           size=jobs, db=db, note="plus the next status sync (every 3 s)")
+    calls = console.localdlc_stats()
+    record("submit", "ListEcsSpecs calls during the run", calls.get("ListEcsSpecs", 0), "", size=jobs, db=db,
+           target="0 (cached; no backend call in a POST)", met=not calls.get("ListEcsSpecs"))
+
+    # The POST alone, one at a time: what a request costs the server with no queue in front of it.
+    n = iter(range(10**6))
+
+    def one() -> None:
+        data = {**wizard_data(f"bench-serial-{next(n)}", "sleep 1"), "csrfmiddlewaretoken": token}
+        answer = console.session.post(create_url, data=data, headers={"Referer": create_url}, allow_redirects=False)
+        assert answer.status_code == 302, answer.status_code
+
+    serial = timed(one, 30, warmup=3)
+    record("submit", "one POST at a time: p50", p50(serial), "ms", size=30, db=db, target="<50 ms",
+           met=p50(serial) < 50, note="HTTP round trip to runserver included")
+    record("submit", "one POST at a time: p95", percentile(serial, 95), "ms", size=30, db=db)
+
+
+# -- the job page with a long log --------------------------------------------------------------------------------
+
+def _browser():
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+
+    pw = sync_playwright().start()
+    browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    return pw, browser
+
+
+def _signed_in_context(browser, console: Console):
+    context = browser.new_context()
+    context.add_cookies([{"name": k, "value": v, "url": console.url}
+                         for k, v in console.session.cookies.get_dict().items()])
+    return context
+
+
+def make_log_job(console: Console, lines: int) -> Any:
+    """A job that prints `lines` lines at once, then one line a second (so the tail has something to send)."""
+    from jobs.models import Job
+
+    create_url = f"{console.url}/jobs/new"
+    token = csrf_token(console.session.get(create_url).text)
+    command = (f"awk 'BEGIN {{ for (i = 1; i <= {lines}; i++) printf \"step %d loss=0.%06d lr=3e-4 "
+               f"throughput=1234.5 samples/s\\n\", i, i }}'; "
+               "while true; do echo \"tick $(date +%s)\"; sleep 1; done")
+    data = {**wizard_data("bench-log", command), "csrfmiddlewaretoken": token}
+    answer = console.session.post(create_url, data=data, headers={"Referer": create_url}, allow_redirects=False)
+    assert answer.status_code == 302, answer.text[:2000]
+    job = Job.objects.get(display_name="bench-log")
+    found = wait_for(lambda: Job.objects.filter(pk=job.pk, status="Running").exclude(pods=[]).first(), 90, 0.5)
+    assert found, "the log job did not start"
+    time.sleep(5)  # the 100k lines are printed within a second or two of the start
+    return found
+
+
+def bench_jobpage(console: Console, lines: int) -> None:
+    from django.test import Client
+
+    db = console.db
+    heading(f"job page with a {lines:,}-line log, {db}")
+    job = make_log_job(console, lines)
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(console.user)
+
+    def page() -> None:
+        assert client.get(f"/jobs/{job.pk}").status_code == 200
+
+    ms = timed(page, 20, warmup=2)
+    record("jobpage", "job page p50 (server, in-process)", p50(ms), "ms", size=lines, db=db, target="<100 ms",
+           met=p50(ms) < 100, note="the log panel loads after it, by HTMX")
+    record("jobpage", "job page p95", percentile(ms, 95), "ms", size=lines, db=db)
+
+    panel_ms = timed(lambda: client.get(f"/jobs/{job.pk}/logs"), 5, warmup=1)
+    record("jobpage", "log panel (first view of the tail) p50", p50(panel_ms), "ms", size=lines, db=db,
+           note="server time of the HTMX request that brings the tail")
+
+    pw, browser = _browser()
+    try:
+        context = _signed_in_context(browser, console)
+        tab = context.new_page()
+        tails: list[tuple[int, int, float]] = []  # (body bytes, lines sent, server+network ms)
+        started: dict[str, float] = {}
+
+        def on_request(request) -> None:
+            if "/logs?after=" in request.url:
+                started[request.url] = time.perf_counter()
+
+        def on_response(response) -> None:
+            if "/logs?after=" in response.url and response.status == 200:
+                body = response.body()
+                sent = started.pop(response.url, time.perf_counter())
+                tails.append((len(body), body.count(b'class="ln"'), (time.perf_counter() - sent) * 1000))
+
+        tab.on("request", on_request)
+        tab.on("response", on_response)
+        before = console.localdlc_stats()
+        begin = time.perf_counter()
+        tab.goto(f"{console.url}/jobs/{job.pk}")
+        tab.wait_for_selector("#log-lines .ln", timeout=120_000)
+        first_paint = (time.perf_counter() - begin) * 1000
+        tab.wait_for_timeout(1)
+        record("jobpage", "first paint of the tail (Chromium)", first_paint, "ms", size=lines, db=db,
+               note="navigation start to the first log line on screen")
+        watch_s = 10
+        tab.wait_for_timeout(watch_s * 1000)
+        after = console.localdlc_stats()
+        context.close()
+    finally:
+        browser.close()
+        pw.stop()
+    if tails:
+        sizes = [b for b, _, _ in tails]
+        record("jobpage", "live-tail refreshes in 10 s", len(tails), "", size=lines, db=db)
+        record("jobpage", "bytes per live-tail refresh p50", p50(sizes), "B", size=lines, db=db,
+               target="only new lines", met=max(sizes) < 20_000, note=f"max {max(sizes)} B")
+        record("jobpage", "lines per live-tail refresh p50", p50([n for _, n, _ in tails]), "", size=lines, db=db)
+        record("jobpage", "live-tail refresh time p50", p50([t for _, _, t in tails]), "ms", size=lines, db=db)
+    else:
+        record("jobpage", "live-tail refreshes in 10 s", 0, "", size=lines, db=db, target=">0", met=False)
+    pod_logs = after.get("GetPodLogs", 0) - before.get("GetPodLogs", 0)
+    record("jobpage", "GetPodLogs calls per refresh (server to DLC)", pod_logs / max(1, len(tails) + 1), "",
+           size=lines, db=db, note="the console reads the pod's whole log for every refresh")
+
+
+# -- page weight ---------------------------------------------------------------------------------------------------
+
+def bench_weight(console: Console) -> None:
+    from jobs.models import Job
+
+    db = console.db
+    heading(f"page weight, {db}")
+    job = Job.objects.filter(status="Running").order_by("-pk").first() or Job.objects.order_by("-pk").first()
+    pages = {"list": "/", "job": f"/jobs/{job.pk}" if job else None, "wizard": "/jobs/new"}
+    pw, browser = _browser()
+    try:
+        for name, path in pages.items():
+            if path is None:
+                continue
+            context = _signed_in_context(browser, console)
+            tab = context.new_page()
+            seen: list[tuple[str, int]] = []
+            loaded = {"done": False}
+
+            def on_response(response, seen=seen, loaded=loaded) -> None:
+                try:
+                    size = len(response.body())
+                except Exception:  # noqa: BLE001 - redirects have no body
+                    size = 0
+                seen.append(("poll" if loaded["done"] else "load", size))
+
+            tab.on("response", on_response)
+            tab.goto(console.url + path, wait_until="load")
+            tab.wait_for_timeout(800)  # what the page loads right after (hx-trigger="load")
+            loaded["done"] = True
+            tab.wait_for_timeout(5000)
+            context.close()
+            first = [s for kind, s in seen if kind == "load"]
+            polls = [s for kind, s in seen if kind == "poll"]
+            record("weight", f"{name} page: requests to show it", len(first), "", db=db)
+            record("weight", f"{name} page: bytes to show it", sum(first), "B", db=db,
+                   note="bodies, uncompressed (runserver does not gzip)")
+            record("weight", f"{name} page: requests in the next 5 s", len(polls), "", db=db,
+                   note=f"{sum(polls)} B; polling while jobs are active")
+    finally:
+        browser.close()
+        pw.stop()
+
+
+# -- memory ----------------------------------------------------------------------------------------------------------
+
+def bench_memory(console: Console) -> None:
+    db = console.db
+    heading(f"memory after the runs above, {db}")
+    for name in ("web", "worker", "beat", "localdlc", "redis"):
+        proc = console.stack.procs.get(name)
+        if proc is not None and proc.poll() is None:
+            record("memory", f"RSS of the {name} process", rss_kib(proc.pid) // 1024, "MiB", db=db)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.live", description=__doc__)
+    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated, from {','.join(PARTS)}")
+    parser.add_argument("--jobs", type=int, default=100, help="concurrent wizard posts")
+    parser.add_argument("--log-lines", type=int, default=100_000)
+    args = parser.parse_args(argv)
+    parts = [p for p in args.only.split(",") if p]
+    with tempfile.TemporaryDirectory(prefix="bench-live-") as data_dir:
+        console = Console(Path(data_dir))
+        try:
+            if "submit" in parts:
+                bench_submit(console, args.jobs)
+            if "jobpage" in parts:
+                bench_jobpage(console, args.log_lines)
+            if "weight" in parts:
+                bench_weight(console)
+            if "memory" in parts:
+                bench_memory(console)
+        finally:
+            console.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The create-job wizard in Chromium against the real stack (web, Redis, Celery worker and beat, localdlc):
+fill every section, watch dependent fields appear and disappear, see an inline error and fix it, copy the
+API request, submit, and the job runs on localdlc until it succeeds."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs.models import Job
+from tests.conftest import PASSWORD
+from tests.support.browser import sign_in
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+
+def wait_for_status(job: Job, wanted: str, timeout: float = 90) -> Job:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job.refresh_from_db()
+        if job.status == wanted:
+            return job
+        time.sleep(0.5)
+    raise AssertionError(f"{job.display_name} is {job.status}, not {wanted}, after {timeout}s ({job.submit_error})")
+
+
+def settle(page) -> None:
+    """Wait until no HTMX request is in flight (a swap replaces the section the next action would touch)."""
+    page.wait_for_function("!document.querySelector('.htmx-request')")
+
+
+def test_fill_every_section_fix_an_error_copy_the_request_submit_and_it_runs(stack, member, page, browser):
+    browser.grant_permissions(["clipboard-read", "clipboard-write"], origin=stack.url)
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/jobs/new")
+    expect(page.locator(".wizard-index a")).to_have_text(
+        ["Basic information", "Environment", "Resources", "VPC", "Fault tolerance and diagnosis", "RAM role"])
+
+    # Basic information: a bad name is flagged when the user leaves the section, and the flag goes once fixed.
+    page.fill("#id_basic-name", "bad name!")
+    page.click("#id_environment-command")
+    error = page.locator("#f-basic-name .error")
+    expect(error).to_contain_text("may contain only letters, digits")
+    expect(page.locator("#id_basic-name")).to_have_attribute("aria-invalid", "true")
+    page.fill("#id_basic-name", "wizard-e2e")
+    page.click("#id_environment-command")
+    expect(error).to_have_count(0)
+    page.click("button[name=_add][value=tags]")
+    settle(page)
+    page.fill("#id_basic-tags-0-key", "team")
+    page.fill("#id_basic-tags-0-value", "vision")
+    page.fill("#id_basic-description", "end-to-end wizard test")
+
+    # Environment: the image type decides the image field and the credentials. (Fields the choices hide keep
+    # their value in a hidden input, so switching back restores it; they never reach the request.)
+    expect(page.locator("#id_environment-registry_username")).to_be_hidden()
+    page.check("input[name=environment-image_type][value=address]")
+    settle(page)
+    expect(page.locator("#id_environment-registry_username")).to_be_visible()
+    page.fill("#id_environment-image", "registry.example.com/team/pytorch:2.3")
+    page.fill("#id_environment-registry_username", "robot")
+    page.fill("#id_environment-registry_password", "pw-in-the-browser")
+    page.click("button[name=_add][value=datasets]")
+    settle(page)
+    page.fill("#id_environment-datasets-0-id", "d-e2e")
+    page.fill("#id_environment-datasets-0-mount_path", "/mnt/data")
+    page.fill("#id_environment-command", 'echo "hello from $JOB_NAME mode=$WANDB_MODE"; sleep 1')
+    page.click("#sec-environment details.more > summary")
+    page.click("button[name=_add][value=envs]")
+    settle(page)
+    page.fill("#id_environment-envs-0-key", "WANDB_MODE")
+    page.fill("#id_environment-envs-0-value", "offline")
+    # The password typed before the section re-rendered (rows added) is still there, never from the server.
+    expect(page.locator("#id_environment-registry_password")).to_have_value("pw-in-the-browser")
+
+    # Resources: the source decides between quota fields and the instance type chooser.
+    page.check("input[name=resources-source][value=quota]")
+    settle(page)
+    expect(page.locator("#id_resources-quota_id")).to_be_visible()
+    expect(page.locator("#id_resources-priority")).to_be_visible()
+    expect(page.locator("#id_resources-roles-0-cpu")).to_be_visible()
+    expect(page.locator("#id_resources-roles-0-instance_type")).to_be_hidden()
+    page.check("input[name=resources-source][value=spot]")
+    settle(page)
+    expect(page.locator("input[name=resources-bid_method][value=discount]")).to_be_visible()
+    expect(page.locator("#id_resources-quota_id")).to_be_hidden()
+    page.check("input[name=resources-source][value=public]")
+    settle(page)
+    expect(page.locator("#id_resources-quota_id")).to_be_hidden()
+    # The framework decides the roles: TensorFlow offers PS, Chief, Evaluator; back to PyTorch for the run.
+    page.select_option("#id_resources-framework", "TensorFlow")
+    settle(page)
+    expect(page.locator("#id_resources-roles-0-role option[value=PS]")).to_have_count(1)
+    page.select_option("#id_resources-framework", "PyTorch")
+    settle(page)
+    expect(page.locator("#id_resources-roles-0-role option[value=PS]")).to_have_count(0)
+    # ListEcsSpecs feeds the chooser, with CPU, memory and GPU in each option.
+    expect(page.locator("#id_resources-roles-0-instance_type option[value='ecs.g6.large']")).to_have_text(
+        "ecs.g6.large · 2 vCPU · 8 GiB · no GPU")
+    page.select_option("#id_resources-roles-0-instance_type", "ecs.g6.large")
+    settle(page)
+    page.check("input[name=resources-scheduling_policy][value=spread]")
+    settle(page)
+    page.click("#sec-resources details.more > summary")
+    page.fill("#id_resources-max_duration", "2")
+    page.select_option("#id_resources-max_duration_unit", "hours")
+    settle(page)
+
+    # VPC.
+    page.fill("#id_vpc-vpc_id", "vpc-e2e")
+    page.fill("#id_vpc-switch_id", "vsw-e2e")
+    page.fill("#id_vpc-security_group_id", "sg-e2e")
+    # Fault tolerance: turning it on brings its parameters and the AIMaster note.
+    expect(page.locator("#id_fault_tolerance-args")).to_be_hidden()
+    page.check("#id_fault_tolerance-enabled")
+    settle(page)
+    expect(page.locator("#id_fault_tolerance-args")).to_be_visible()
+    expect(page.locator("#f-fault_tolerance-enabled .note")).to_contain_text("AIMaster instance")
+    page.fill("#id_fault_tolerance-args", "--enable-log-hang-detection true")
+    # RAM role.
+    page.check("input[name=ram_role-mode][value=default]")
+    settle(page)
+
+    # The API request panel follows the form; copy it.
+    api = page.locator("#api-json")
+    expect(api).to_contain_text('"EnableCredentialInject": true')
+    expect(api).to_contain_text('"ErrorMonitoringArgs": "--enable-log-hang-detection true"')
+    expect(api).to_contain_text('"Password": "********"')
+    assert "pw-in-the-browser" not in page.content()
+    page.click("button[data-copy='#api-json']")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied == page.evaluate("window.wizardCopied") == api.text_content()
+    request = json.loads(copied)
+    assert request["DisplayName"] == "wizard-e2e" and request["Envs"] == {"WANDB_MODE": "offline"}
+
+    page.click("#wizard-form .actions button[type=submit]")
+    page.wait_for_url(f"{stack.url}/jobs/*")
+    job = Job.objects.get(display_name="wizard-e2e")
+    for role in request["JobSpecs"]:
+        role["ImageConfig"].pop("Password")
+    assert job.body == request, "what was copied is what was submitted (the password travels sealed)"
+    assert job.body["JobSpecs"][0]["ImageConfig"] == {"Username": "robot"}
+    assert job.body["UserVpc"]["VpcId"] == "vpc-e2e" and job.body["JobMaxRunningTimeMinutes"] == 120
+    job = wait_for_status(job, "Succeeded")
+    assert job.sealed_secrets == "", "the sealed password is erased once CreateJob has been answered"
