@@ -120,12 +120,17 @@ def policy(path: str) -> str:
     return POLICY[path][0]
 
 
+def copy_base(name: str) -> str:
+    """The name without a -copy / -copy-N suffix: every copy of a copy counts up from the same base."""
+    return re.sub(r"-copy(-\d+)?$", "", name) or "job"
+
+
 def copy_name(name: str, taken: Iterable[str]) -> str:
     """`name-copy`, `name-copy-2`, ... unique among taken, within the 256-character name limit."""
     from jobs import catalog as C
 
     taken = set(taken)
-    base = re.sub(r"-copy(-\d+)?$", "", name) or "job"
+    base = copy_base(name)
     n = 1
     while True:
         suffix = "-copy" if n == 1 else f"-copy-{n}"

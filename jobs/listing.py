@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
@@ -20,7 +21,7 @@ from django.utils.dateparse import parse_datetime
 
 from jobs import catalog
 from jobs import status as st
-from jobs.models import Job
+from jobs.models import Job, Workspace
 
 # Sort key -> ordered columns (field, descending). Every ordering ends with id, so it is total and a
 # keyset cursor is unambiguous even when many rows share a created_at, name or status.
@@ -104,7 +105,7 @@ def keyset_q(columns: list[tuple[str, bool]], values: list[Any], *, forward: boo
     alternatives = Q()
     for i, (name, desc) in enumerate(columns):
         smaller = desc == forward  # forward over a descending column means smaller values
-        term = Q(**{f"{name}__{'lte' if smaller else 'gte'}": values[i]})
+        term = Q(**{f"{name}__{'lt' if smaller else 'gt'}": values[i]})
         for j in range(i):
             term &= Q(**{columns[j][0]: values[j]})
         alternatives |= term
@@ -172,7 +173,7 @@ class Filters:
     errors: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
-    def from_query(cls, data) -> Filters:
+    def from_query(cls, data: Mapping[str, Any]) -> Filters:
         form = ListFilters(data)
         form.is_valid()
         clean = form.cleaned_data
@@ -332,7 +333,7 @@ def parse_watch(text: str) -> dict[int, str]:
 # --- choices for the filter form ---------------------------------------------------------------------------
 
 
-def owner_choices(workspace, current: str = "") -> list[str]:
+def owner_choices(workspace: Workspace | None, current: str = "") -> list[str]:
     """Usernames of the workspace's members (one query), plus a filtered-on owner who has left it."""
     names = list(workspace.members.order_by("username").values_list("username", flat=True)) if workspace else []
     if current and current != "me" and current not in names:

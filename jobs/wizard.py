@@ -63,7 +63,8 @@ def _start(request: HttpRequest, params) -> Start | None:
         access.require(user, "clone" if clone_id else "create", workspace=workspace)
         mode = "clone" if clone_id else "edit"
         hidden = {f"_{mode}": str(source.pk)}
-        taken = Job.objects.filter(workspace=workspace).values_list("display_name", flat=True)
+        taken = Job.objects.filter(workspace=workspace, display_name__startswith=clone.copy_base(
+            source.display_name)).values_list("display_name", flat=True)
         prefill = clone.prefill(source, taken_names=taken, workspace_id=workspace.dlc_workspace_id,
                                 edit=mode == "edit", context=glue.context_for(workspace))
         if params.get("_baseline_name"):

@@ -104,8 +104,11 @@ class Store:
         100 ids at a time does not make every call decode every document."""
         sql = "SELECT doc FROM jobs WHERE 1=1"
         args: list[Any] = []
+        # With ids, "+" keeps SQLite on the primary key instead of range-scanning the (deleted, created_at)
+        # index over every job.
+        plus = "+" if job_ids is not None else ""
         if not include_deleted:
-            sql += " AND deleted = 0"
+            sql += f" AND {plus}deleted = 0"
         if job_ids is not None:
             sql += f" AND job_id IN ({','.join('?' for _ in job_ids)})"
             args.extend(job_ids)
@@ -113,10 +116,10 @@ class Store:
             sql += " AND workspace_id = ?"
             args.append(workspace_id)
         if created_from is not None:
-            sql += " AND created_at >= ?"
+            sql += f" AND {plus}created_at >= ?"
             args.append(created_from)
         if created_to is not None:
-            sql += " AND created_at <= ?"
+            sql += f" AND {plus}created_at <= ?"
             args.append(created_to)
         with self._lock:
             rows = self._db.execute(sql, args).fetchall()
