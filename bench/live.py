@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -50,7 +51,15 @@ class Console:
             name="Local", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="local",
             endpoint=f"127.0.0.1:{self.stack.localdlc_port}")
         Membership.objects.create(user=self.user, workspace=self.workspace, role=Membership.MEMBER)
-        self.url = self.stack.url
+        # Production's web server (docker-compose.yml: gunicorn, 4 workers) beside the stack's runserver:
+        # runserver's listen backlog of 10 resets the 11th simultaneous connection.
+        self.gunicorn_port = free_port()
+        # As in production, the workers share a Redis cache (instance types, sign-in counters).
+        env = self.stack.env() | {"DLC_CACHE_URL": self.stack.redis_url.rsplit("/", 1)[0] + "/1"}
+        self.stack._spawn("gunicorn", [sys.executable, "-m", "gunicorn", "consoleapp.wsgi", "--bind",
+                                       f"127.0.0.1:{self.gunicorn_port}", "--workers", "4"], env)
+        self.url = f"http://127.0.0.1:{self.gunicorn_port}"
+        self.stack._wait_http(f"{self.url}/accounts/login/", "gunicorn")
         self.session = self.sign_in()
 
     def sign_in(self):
@@ -256,8 +265,11 @@ def bench_jobpage(console: Console, lines: int) -> None:
         tab.wait_for_timeout(1)
         record("jobpage", "first paint of the tail (Chromium)", first_paint, "ms", size=lines, db=db,
                note="navigation start to the first log line on screen")
-        watch_s = 10
-        tab.wait_for_timeout(watch_s * 1000)
+        # Watch the tail for 10 s, longer if refreshes are slow to come back (up to 3 of them or 90 s).
+        watched = time.perf_counter()
+        while time.perf_counter() - watched < 90 and (time.perf_counter() - watched < 10 or len(tails) < 3):
+            tab.wait_for_timeout(500)
+        watch_s = time.perf_counter() - watched
         after = console.localdlc_stats()
         context.close()
     finally:
@@ -265,16 +277,17 @@ def bench_jobpage(console: Console, lines: int) -> None:
         pw.stop()
     if tails:
         sizes = [b for b, _, _ in tails]
-        record("jobpage", "live-tail refreshes in 10 s", len(tails), "", size=lines, db=db)
+        record("jobpage", f"live-tail refreshes in {watch_s:.0f} s", len(tails), "", size=lines, db=db)
         record("jobpage", "bytes per live-tail refresh p50", p50(sizes), "B", size=lines, db=db,
                target="only new lines", met=max(sizes) < 20_000, note=f"max {max(sizes)} B")
         record("jobpage", "lines per live-tail refresh p50", p50([n for _, n, _ in tails]), "", size=lines, db=db)
         record("jobpage", "live-tail refresh time p50", p50([t for _, _, t in tails]), "ms", size=lines, db=db)
     else:
-        record("jobpage", "live-tail refreshes in 10 s", 0, "", size=lines, db=db, target=">0", met=False)
+        record("jobpage", f"live-tail refreshes in {watch_s:.0f} s", 0, "", size=lines, db=db, target=">0",
+               met=False)
     pod_logs = after.get("GetPodLogs", 0) - before.get("GetPodLogs", 0)
-    record("jobpage", "GetPodLogs calls per refresh (server to DLC)", pod_logs / max(1, len(tails) + 1), "",
-           size=lines, db=db, note="the console reads the pod's whole log for every refresh")
+    record("jobpage", "GetPodLogs calls per log read (server to DLC)", pod_logs / max(1, len(tails) + 1), "",
+           size=lines, db=db, note="first view and each refresh read the pod's whole log")
 
 
 # -- page weight ---------------------------------------------------------------------------------------------------
@@ -326,10 +339,19 @@ def bench_weight(console: Console) -> None:
 def bench_memory(console: Console) -> None:
     db = console.db
     heading(f"memory after the runs above, {db}")
-    for name in ("web", "worker", "beat", "localdlc", "redis"):
+    from consoleapp.stack import descendants
+
+    names = {"web": "runserver (make run's web)", "worker": "Celery worker (8 threads)", "beat": "Celery beat",
+             "localdlc": "localdlc", "redis": "redis"}
+    for name, label in names.items():
         proc = console.stack.procs.get(name)
         if proc is not None and proc.poll() is None:
-            record("memory", f"RSS of the {name} process", rss_kib(proc.pid) // 1024, "MiB", db=db)
+            record("memory", f"RSS of {label}", rss_kib(proc.pid) // 1024, "MiB", db=db)
+    master = console.stack.procs.get("gunicorn")
+    if master is not None and master.poll() is None:
+        workers = [rss_kib(pid) // 1024 for pid in descendants(master.pid)]
+        record("memory", "RSS of each gunicorn worker", "/".join(map(str, workers)), "MiB", db=db,
+               note=f"master {rss_kib(master.pid) // 1024} MiB")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -127,8 +127,8 @@ def run(active: int, workspaces: int, stack, profile: bool = False) -> None:
         record("sync", f"{cycle}: ListJobs calls", list_calls, "", size=active, db=db,
                target=f"<={ceiling}", met=list_calls <= ceiling,
                note=f"ceil({now_active}/{dlc.LIST_PAGE_SIZE}) + {workspaces}; the code plans {planned}")
-        record("sync", f"{cycle}: time waiting on localdlc", sum(dlc_seconds), "s", size=active, db=db,
-               note="the rest is the console's own work")
+        record("sync", f"{cycle}: time in ListJobs calls", sum(dlc_seconds), "s", size=active, db=db,
+               note="localdlc, HTTP and the SDK parsing the answer; the rest is DB and Python")
         other = {k: v for k, v in calls.items() if k != "ListJobs"}
         record("sync", f"{cycle}: other DLC calls", json.dumps(other) if other else "none", size=active, db=db)
     statuses = dict(Job.objects.values_list("status").annotate(n=Count("id")))

@@ -69,26 +69,33 @@ def _json_body(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
         return None, JsonResponse({"errors": {"": [f"The request body is not valid JSON: {exc}."]}}, status=400)
 
 
+def _id(text: str) -> int:
+    # Anything but a plausible row id names no row: the lookup answers 404.
+    return int(text) if text.isdigit() and len(text) <= 18 else 0
+
+
 def _bad(errors: dict[str, list[str]]) -> JsonResponse:
     return JsonResponse({"errors": errors}, status=400)
+
+
+class _Problem(Exception):
+    """Errors keyed by field path, answered as a 400."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__(errors)
+        self.errors = errors
 
 
 def _workspace(request: HttpRequest, action: str) -> Workspace:
     """The workspace named by ?workspace=<id>, or the caller's only one; 404 when not theirs."""
     chosen = request.GET.get("workspace", "")
-    if chosen.isdigit():
-        return access.get_workspace(request.api_user, int(chosen), action)
+    if chosen:
+        return access.get_workspace(request.api_user, _id(chosen), action)
     mine = list(access.workspaces_for(request.api_user)[:2])
     if len(mine) != 1:
         raise _Problem({"workspace": ["Name the console workspace: ?workspace=<id> (see GET /api/v1/workspaces)."]})
     access.require(request.api_user, action, workspace=mine[0])
     return mine[0]
-
-
-class _Problem(Exception):
-    def __init__(self, errors: dict[str, list[str]]) -> None:
-        super().__init__(errors)
-        self.errors = errors
 
 
 # --- secrets ---------------------------------------------------------------------------------------------
@@ -124,7 +131,7 @@ def _template_errors(request: HttpRequest, workspace: Workspace, body: dict[str,
     template_id = request.GET.get("template", "")
     if not template_id:
         return {}
-    template = JobTemplate.objects.filter(pk=template_id if template_id.isdigit() else 0, workspace=workspace).first()
+    template = JobTemplate.objects.filter(pk=_id(template_id), workspace=workspace).first()
     if template is None:
         return {"template": ["No such template in this workspace."]}
     version = request.GET.get("version", "")
@@ -173,7 +180,7 @@ def jobs(request: HttpRequest) -> JsonResponse:
     rows = access.jobs_for(request.api_user).select_related("workspace", "owner")
     chosen = request.GET.get("workspace", "")
     if chosen:
-        rows = rows.filter(workspace=access.get_workspace(request.api_user, int(chosen) if chosen.isdigit() else 0))
+        rows = rows.filter(workspace=access.get_workspace(request.api_user, _id(chosen)))
     page = listing.page(listing.apply_filters(rows, filters, user=request.api_user), filters)
     base = {**filters.query(), **({"workspace": chosen} if chosen else {})}
 

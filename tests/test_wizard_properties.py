@@ -9,7 +9,7 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jobs import spec
@@ -54,6 +54,8 @@ FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthChe
 
 @FAST
 @given(data=POSTS)
+@example(data={"basic-tags-x-key": "a", "basic-tags-123456789-key": "b", "_add": "tags"})
+@example(data={"resources-roles-99999999-role": "Head", "resources-framework": "Ray", "_framework_shown": "PyTorch"})
 def test_random_posts_to_the_create_page_never_fail_with_500(web, data):
     answer = web.post("/jobs/new", data)
     assert answer.status_code in (200, 302, 403, 404)

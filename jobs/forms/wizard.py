@@ -340,12 +340,11 @@ class Wizard:
         return counts
 
     def _rows(self, name: str) -> list[dict[str, str]]:
-        prefix = f"{LISTS[name]}-{name}-"
         rows: list[dict[str, str]] = [{} for _ in range(self.counts[name])]
         for key, value in self.data.items():
-            if key.startswith(prefix):
-                index, _, field_ = key[len(prefix):].partition("-")
-                rows[int(index)][field_] = value
+            match = _ROW_KEY.fullmatch(key)
+            if match and match["list"] == name and match["section"] == LISTS[name] and int(match["i"]) < len(rows):
+                rows[int(match["i"])][match["field"]] = value
         return rows
 
     def _set_rows(self, name: str, rows: list[dict[str, str]]) -> None:
