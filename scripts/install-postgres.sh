@@ -3,8 +3,9 @@
 #
 #   scripts/install-postgres.sh              install PostgreSQL (apt-get) when no server binaries are found
 #   scripts/install-postgres.sh run CMD...   ... then start a throwaway cluster on a free loopback port in a
-#                                            temp dir, export DATABASE_URL for it, run CMD, and stop and
-#                                            delete the cluster however CMD ends; exits with CMD's status
+#                                            temp dir, export DATABASE_URL for it, run CMD (stdin: /dev/null),
+#                                            and stop and delete the cluster however CMD or this script ends
+#                                            (SIGKILL included); exits with CMD's status
 #
 # The cluster runs as the invoking user, or as `postgres` when invoked as root (postgres refuses root).
 # It trades durability for speed (fsync off) unless DLC_PG_DURABLE=1: it lives only as long as CMD.
@@ -75,11 +76,22 @@ run_with_cluster() {
   "${as_user[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "$options" -w -t 60 start >/dev/null \
     || { cat "$dir/server.log" >&2; exit 1; }
   PGPASSWORD="$password" "$bindir/createdb" -h 127.0.0.1 -p "$port" -U "$user" "$db"
+  # If this script is killed outright (SIGKILL: no trap runs), a watchdog still stops and removes the cluster.
+  local parent=$$
+  ( trap '' INT TERM
+    while kill -0 "$parent" 2>/dev/null; do sleep 1; done
+    stop_cluster ) </dev/null >/dev/null 2>&1 &
 
   export DATABASE_URL="postgres://$user:$password@127.0.0.1:$port/$db"
   echo "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (throwaway cluster in $dir)"
+  # The command runs in the background so a SIGTERM (CI timeout, cancel) reaches this script at once; it is
+  # passed on, and the cluster goes when the command has stopped.
+  "$@" &
+  CHILD=$!
+  trap 'kill -TERM "$CHILD" 2>/dev/null; wait "$CHILD"; exit 143' TERM
+  trap 'kill -INT "$CHILD" 2>/dev/null; wait "$CHILD"; exit 130' INT
   local status=0
-  "$@" || status=$?
+  wait "$CHILD" || status=$?
   return "$status"
 }
 

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -52,23 +53,42 @@ def test_throwaway_cluster_serves_the_command_and_is_removed_afterwards():
     assert not [line for line in command_lines() if data_dir in line], "no postgres may outlive the command"
 
 
-def test_a_killed_run_still_removes_its_cluster():
+def start_run(*command: str) -> tuple[subprocess.Popen, str]:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    proc = subprocess.Popen(
-        ["bash", str(SCRIPT), "run", "sleep", "60"],
-        env=env, stdout=subprocess.PIPE, text=True, start_new_session=True,
-    )
+    proc = subprocess.Popen(["bash", str(SCRIPT), "run", *command], env=env, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    banner = proc.stdout.readline()  # "PostgreSQL 15.x on 127.0.0.1:port (throwaway cluster in DIR)"
+    cluster_dir = banner.rsplit(" ", 1)[1].rstrip(")\n")
+    assert Path(cluster_dir).is_dir(), banner
+    return proc, cluster_dir
+
+
+def wait_gone(cluster_dir: str, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not Path(cluster_dir).exists() and not [c for c in command_lines() if cluster_dir in c]:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the group", "SIGTERM to the script", "SIGKILL to the script"])
+def test_a_killed_run_still_removes_its_cluster(how):
+    proc, cluster_dir = start_run("sleep", "60")
     try:
-        banner = proc.stdout.readline()  # "PostgreSQL 15.x on 127.0.0.1:port (throwaway cluster in DIR)"
-        cluster_dir = banner.rsplit(" ", 1)[1].rstrip(")\n")
-        assert Path(cluster_dir).is_dir(), banner
-        os.killpg(proc.pid, signal.SIGTERM)  # what CI does on a timeout or cancel
+        if how == "SIGTERM to the group":  # CI cancelling the job
+            os.killpg(proc.pid, signal.SIGTERM)
+        elif how == "SIGTERM to the script":  # `timeout`: the command must be told too, not waited for
+            proc.send_signal(signal.SIGTERM)
+        else:  # no trap can run: the watchdog must clean up
+            proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
+        assert wait_gone(cluster_dir), f"cluster {cluster_dir} left behind"
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert not Path(cluster_dir).exists()
-    assert not [line for line in command_lines() if cluster_dir in line]
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the orphaned `sleep` after a SIGKILL
+        except ProcessLookupError:
+            pass
 
 
 def test_this_pass_runs_on_the_database_it_was_given():
