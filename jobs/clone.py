@@ -14,7 +14,6 @@ the failed job never ran, so nothing it holds can clash.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -156,7 +155,7 @@ def source_hints(body: Mapping, hints: Mapping | None, context: spec.Context | N
     body and the workspace's instance types, exactly as spec.validate() does, so a Lingjun job stays Lingjun."""
     context = context or spec.Context()
     # spec has no public name for its inference yet (see the report); it is the one used by validate().
-    return spec._hints_for(body or {}, dataclasses.replace(context, hints=dict(hints or {})))  # noqa: SLF001
+    return spec.infer_hints(body, context, hints)
 
 
 def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edit: bool = False,

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from jobs import catalog as C
 from jobs import spec
 
 # Environment variables the generated script reads the secrets from.
@@ -153,7 +154,13 @@ def _line_value(value: Any) -> str | None:
 def to_params_file(body: Mapping) -> str | None:
     """The params file for `dlc submit`, or None when the body needs more than the documented keys
     (one Worker role with a quota's CPU/GPU/memory, image, command, quota and workspace)."""
-    if not isinstance(body, Mapping) or set(body) - _TOP_KEYS or body.get("JobType") not in PARAMS_SUBCOMMANDS:
+    if not isinstance(body, Mapping) or body.get("JobType") not in PARAMS_SUBCOMMANDS:
+        return None
+    # The params file has no key for the maximum duration; the console's 30-day default is what a job
+    # submitted without one gets [inf], so that value alone does not stop a job from having a params file.
+    extra = set(body) - _TOP_KEYS
+    if extra - {"JobMaxRunningTimeMinutes"} or body.get("JobMaxRunningTimeMinutes", C.DEFAULT_MAX_DURATION_MINUTES) \
+            != C.DEFAULT_MAX_DURATION_MINUTES:
         return None
     roles = body.get("JobSpecs")
     if not isinstance(roles, list) or len(roles) != 1 or not isinstance(roles[0], Mapping):

@@ -70,14 +70,16 @@ A field the current choices hide (e.g. priority without a quota) must be empty: 
 reports it, and prune_inapplicable() clears such fields for forms that keep hidden values.
 
 Public API: build, validate_sections, validate, notes, inverse, hints_from_sections, defaults,
-prune_inapplicable, strip_secrets, extract_secrets, fill_secrets, wire_path, field_for_path, parse_advanced,
-format_advanced, Context, Policy, SECRET_PATHS, SECRET_PLACEHOLDER, WIRE_SCHEMA, APPLICABLE.
+prune_inapplicable, hidden_fields, infer_hints, strip_secrets, extract_secrets, fill_secrets, wire_path,
+field_for_path, parse_advanced, format_advanced, Context, Policy, SECRET_PATHS, SECRET_PLACEHOLDER,
+WIRE_SCHEMA, APPLICABLE.
 Error and note dicts map a path to messages; "" is the whole job. Decisions: docs/spec-notes.md.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import ipaddress
 import json
 import re
@@ -2100,6 +2102,21 @@ def defaults(context: Context | None = None) -> dict:
     sections["basic"]["tags"] = [{"key": k, "value": v} for k, v in policy.default_tags.items()]
     sections["resources"]["roles"] = [dict(ROW_FIELDS["roles"])]
     return sections
+
+
+def hidden_fields(sections: Mapping, role_count: int = 0) -> set[str]:
+    """Section paths the current choices hide (APPLICABLE), role fields included, for forms to leave out."""
+    n, _ = _norm(sections)
+    hidden = {path for path, pred in APPLICABLE.items() if pred(n)}
+    for i in range(role_count):
+        hidden |= {f"resources.roles[{i}].{key}" for key, pred in ROLE_APPLICABLE.items() if pred(n)}
+    return hidden
+
+
+def infer_hints(body: Mapping, context: Context | None = None, hints: Mapping | None = None) -> dict:
+    """Hints for a body that came without them (an imported job): what the quota or instance types tell."""
+    ctx = context or Context()
+    return _hints_for(body or {}, dataclasses.replace(ctx, hints=dict(hints or {})))
 
 
 def prune_inapplicable(sections: Mapping) -> dict:

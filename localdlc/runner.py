@@ -577,7 +577,8 @@ class Runner:
                 tf_ports[pod["PodId"]] = port
                 if pod["Type"] != "Evaluator":  # as in the Kubeflow TF operator: evaluators stay out of the cluster
                     tf_cluster.setdefault(pod["Type"].lower(), []).append(f"127.0.0.1:{port}")
-        ports_per_pod = validation.custom_port_count(request.get("Settings"))
+        # Real free ports cost a socket each: hand out at most 100 per pod however many were asked for.
+        ports_per_pod = min(100, validation.custom_port_count(request.get("Settings")))
 
         envs: dict[str, dict[str, str]] = {}
         workdirs: dict[str, Path] = {}

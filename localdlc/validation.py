@@ -23,10 +23,11 @@ JOB_TYPES: dict[str, tuple[str, ...]] = {
     "XGBoostJob": ("Master", "Worker"),
     "OneFlowJob": ("Master", "Worker"),
     "ElasticBatchJob": ("Master", "Worker"),
-    "MPIJob": ("Launcher", "Worker"),
+    # MPIJob and DataJuicerJob roles are undocumented: accept the Kubeflow names and the console's guesses.
+    "MPIJob": ("Launcher", "Master", "Worker"),
     "RayJob": ("Head", "Worker"),
     "SlurmJob": ("Master", "Worker"),
-    "DataJuicerJob": ("Master", "Worker"),
+    "DataJuicerJob": ("Head", "Master", "Worker"),
 }
 STATUSES = ("Creating", "Queuing", "Bidding", "EnvPreparing", "SanityChecking", "Running", "Restarting",
             "Stopping", "SucceededReserving", "FailedReserving", "Succeeded", "Failed", "Stopped")
@@ -161,8 +162,9 @@ def custom_port_count(settings: dict[str, Any] | None) -> int:
         count = int(str(value))
     except ValueError:
         raise invalid("Settings.AdvancedSettings.customPortNumPerWorker", "must be an integer") from None
-    if not 0 <= count <= 100:
-        raise invalid("Settings.AdvancedSettings.customPortNumPerWorker", "must be between 0 and 100")
+    # The documented cap is 65536 ports per worker; localdlc hands out at most 100 real ones (see runner).
+    if not 0 <= count <= 65536:
+        raise invalid("Settings.AdvancedSettings.customPortNumPerWorker", "must be between 0 and 65536")
     return count
 
 

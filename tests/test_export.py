@@ -109,6 +109,21 @@ def test_params_file_from_the_wizard():
     assert errors == {} and again == body
 
 
+def test_params_file_offered_with_the_default_maximum_duration_but_not_another():
+    s = spec.defaults()
+    s["basic"]["name"] = "q"
+    s["environment"].update(image="img:1", command="python a.py")
+    s["resources"].update(source="quota", quota_id="rs-1", framework="PyTorch",
+                          roles=[{"role": "Worker", "count": 1, "cpu": 2, "memory_gib": 4}])
+    body = spec.build(s)
+    assert body["JobMaxRunningTimeMinutes"] == 30 * 1440
+    text = export.to_params_file(body)
+    assert text is not None and "name=q\n" in text
+    again, errors = export.from_params_file(text, job_type="PyTorchJob")
+    assert errors == {} and again == {k: v for k, v in body.items() if k != "JobMaxRunningTimeMinutes"}
+    assert export.to_params_file({**body, "JobMaxRunningTimeMinutes": 60}) is None
+
+
 @pytest.mark.parametrize("change", [
     {"JobMaxRunningTimeMinutes": 60},
     {"Envs": {"A": "1"}},

@@ -18,13 +18,6 @@ from tests.test_forms_rules import CASES, DROPPED, OK, run
 
 pytestmark = pytest.mark.integration
 
-# Where spec (jobs/catalog.py) and localdlc disagree; each is reported, and strict so a fix is noticed.
-KNOWN_DISAGREEMENTS = {
-    ("MPIJob", "Master"): "catalog allows Master for MPIJob; localdlc allows Launcher/Worker (roles undocumented)",
-    ("MPI", "Master"): "as MPIJob",
-    ("DataJuicer", "Head"): "catalog allows Head/Worker for DataJuicerJob; localdlc allows Master/Worker",
-    ("ports", "65536"): "spec allows customPortNumPerWorker up to 65536 (the docs); localdlc caps it at 100",
-}
 
 
 def forms() -> list:
@@ -33,9 +26,7 @@ def forms() -> list:
     for rule, case, base, changes, expected, _body in CASES:
         if expected in (OK, DROPPED) and not changes.get("_region"):
             wizard = run(base, changes)
-            marks = [pytest.mark.xfail(strict=True, reason=KNOWN_DISAGREEMENTS[("ports", "65536")])] \
-                if "customPortNumPerWorker=65536" in wizard.data.get("resources-advanced", "") else []
-            out.append(pytest.param(f"{rule}: {case}", wizard.data, id=f"{rule}: {case}", marks=marks))
+            out.append(pytest.param(f"{rule}: {case}", wizard.data, id=f"{rule}: {case}"))
     for kind, changes in FULL.items():
         changes = dict(changes)
         shown = changes.pop("_framework_shown", None)
@@ -47,9 +38,7 @@ def forms() -> list:
 
 
 def framework_roles() -> list:
-    return [pytest.param(fw.name, role, id=f"{fw.name}-{role}",
-                         marks=[pytest.mark.xfail(strict=True, reason=KNOWN_DISAGREEMENTS[(fw.name, role)])]
-                         if (fw.name, role) in KNOWN_DISAGREEMENTS else [])
+    return [pytest.param(fw.name, role, id=f"{fw.name}-{role}")
             for fw in C.FRAMEWORKS.values() if fw.job_type for role in fw.roles]
 
 

@@ -486,11 +486,7 @@ class Wizard:
         return f"{section}.{rest}"
 
     def _hidden(self) -> set[str]:
-        # spec.APPLICABLE is the one table of which choices show which fields; it takes spec's normalised view.
-        norm, _ = spec._norm(self.raw_sections)  # noqa: SLF001 - no public accessor yet (see the report)
-        hidden = {path for path, pred in spec.APPLICABLE.items() if pred(norm)}
-        for i in range(self.counts["roles"]):
-            hidden |= {f"resources.roles[{i}].{key}" for key, pred in spec.ROLE_APPLICABLE.items() if pred(norm)}
+        hidden = spec.hidden_fields(self.raw_sections, self.counts["roles"])
         if self.ui["image_type"] != "address":
             hidden.add("environment.registry_password")
         return hidden
