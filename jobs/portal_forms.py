@@ -117,7 +117,7 @@ class PolicyForm(forms.Form):
             raise forms.ValidationError(f"Not an image prefix: {bad[0]!r}.")
         return prefixes
 
-    def _check_tags(self, rows: list[dict[str, str]], field: str) -> None:
+    def _check_tags(self, rows: list[dict[str, str]]) -> None:
         # Tag keys and values follow the job's own tag rules, which live in jobs.spec.
         sections = spec.defaults()
         sections["basic"]["tags"] = rows
@@ -127,7 +127,7 @@ class PolicyForm(forms.Form):
 
     def clean_required_tag_keys(self) -> list[str]:
         keys = list(dict.fromkeys(_lines(self.cleaned_data["required_tag_keys"])))
-        self._check_tags([{"key": k, "value": "x"} for k in keys], "required_tag_keys")
+        self._check_tags([{"key": k, "value": "x"} for k in keys])
         return keys
 
     def clean_default_tags(self) -> dict[str, str]:
@@ -141,7 +141,7 @@ class PolicyForm(forms.Form):
             if key.strip() in tags:
                 raise forms.ValidationError(f"'{key.strip()}' is given twice.")
             tags[key.strip()] = value.strip()
-        self._check_tags([{"key": k, "value": v} for k, v in tags.items()], "default_tags")
+        self._check_tags([{"key": k, "value": v} for k, v in tags.items()])
         return tags
 
     def policy_values(self) -> dict[str, Any]:
