@@ -189,6 +189,21 @@ class Stack:
             "--without-mingle", "--hostname", f"worker-{os.getpid()}@%h",
         ])
 
+    def wait_for_worker(self, timeout: float = 60) -> None:
+        """Until a worker answers a ping, so whoever starts the stack can rely on tasks being consumed."""
+        from celery import Celery
+
+        probe = Celery(broker=self.redis_url)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                self._check_alive("worker")
+                if probe.control.ping(timeout=1.0):
+                    return
+            raise RuntimeError(f"no Celery worker answered a ping within {timeout}s")
+        finally:
+            probe.close()
+
     def start_beat(self) -> None:
         self._spawn("beat", [
             sys.executable, "-m", "celery", "-A", "consoleapp", "beat", "--loglevel", "INFO",
@@ -212,6 +227,7 @@ class Stack:
             self.start_redis()
             self.start_localdlc()
             self.start_worker()
+            self.wait_for_worker()
             self.start_beat()
             if web:
                 self.start_web()

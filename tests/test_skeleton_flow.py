@@ -96,5 +96,23 @@ def test_healthz_reports_every_component_up(stack, workspace):
     answer = requests.get(f"{stack.url}/healthz", timeout=30)
     report = answer.json()
     assert answer.status_code == 200, report
-    assert set(report["checks"]) == {"database", "redis", "worker", "workspace:Local"}
-    assert all(check["ok"] for check in report["checks"].values())
+    # Anonymous callers (load balancers) get the flags only: no workspace names, no error texts.
+    assert report["checks"] == {name: {"ok": True} for name in
+                                ("database", "redis", "worker", f"workspace:{workspace.pk}")}
+
+
+def test_healthz_names_workspaces_and_errors_for_staff_only(stack, workspace):
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Workspace
+
+    Workspace.objects.create(name="Unreachable", backend=Workspace.BACKEND_LOCAL, endpoint="127.0.0.1:9")
+    get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
+    anonymous = requests.get(f"{stack.url}/healthz", timeout=30)
+    assert anonymous.status_code == 503
+    assert "Unreachable" not in anonymous.text and "error" not in anonymous.text
+    staff = signed_in_session(stack.url, "ops").get(f"{stack.url}/healthz", timeout=30)
+    assert staff.status_code == 503
+    failing = staff.json()["checks"]["workspace:Unreachable"]
+    assert failing["ok"] is False and failing["error"]
+    assert staff.json()["checks"]["workspace:Local"] == {"ok": True}

@@ -363,7 +363,8 @@ def _drop_empty_fields(value, schema=spec.WIRE_SCHEMA):
     if isinstance(schema, dict) and isinstance(value, dict):
         if "*" in schema:
             return value
-        kept = {k: _drop_empty_fields(v, schema[k]) for k, v in value.items()}
+        # Unknown keys reach here only with empty values (validate() reports any other), so they drop out.
+        kept = {k: _drop_empty_fields(v, schema.get(k)) for k, v in value.items()}
         return {k: v for k, v in kept.items() if v not in (None, "", [], {})}
     if isinstance(schema, list) and isinstance(value, list):
         return [_drop_empty_fields(v, schema[0]) for v in value]
