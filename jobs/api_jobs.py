@@ -152,12 +152,14 @@ def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | Non
     errors = dict(extra_errors or {})
     errors.update(_check_workspace_id(body, workspace))
     wire = {k: v for k, v in body.items() if k != "WorkspaceId"}
-    for path, messages in spec.validate(wire, policies.context_for(workspace)).items():
+    context = policies.context_for(workspace)
+    for path, messages in spec.validate(wire, context).items():
         errors.setdefault(path, []).extend(messages)
     if errors:
         return None, errors
     clean, secrets = take_secrets(wire)
-    hints = spec.hints_from_sections(spec.inverse(wire))
+    # The body alone cannot say Lingjun vs general computing: the workspace's quotas and instance types can.
+    hints = spec.hints_from_sections(spec.inverse(wire, spec.infer_hints(wire, context)))
     from jobs.views import save_and_enqueue
 
     job = save_and_enqueue(workspace=workspace, owner=user, body=clean, hints=hints,

@@ -28,6 +28,9 @@ class Workspace(models.Model):
         max_length=64, blank=True, help_text="Profile in the alibabacloud_credentials file; blank: default chain."
     )
     role_arn = models.CharField("RAM role ARN to assume", max_length=255, blank=True)
+    # The resource quotas jobs may use: [{"id", "name", "resource_type": "general"|"lingjun",
+    # "general_computing_2_0": bool}]. DLC's API cannot list them, and several rules depend on a quota's kind.
+    quotas = models.JSONField(default=list, blank=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="workspaces")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -43,7 +43,14 @@ def instance_specs(workspace: Workspace) -> dict[str, dict[str, Any]] | None:
     return instance_catalog(workspace).by_type()
 
 
-def context_for(workspace: Workspace, *, with_specs: bool = True, hints: dict | None = None) -> spec.Context:
+def quotas_for(workspace: Workspace) -> dict[str, dict[str, Any]]:
+    """The workspace's registered resource quotas keyed by id, in the shape spec.Context.quotas takes."""
+    return {q["id"]: {"resource_type": q["resource_type"], "general_computing_2_0": q.get("general_computing_2_0"),
+                      "name": q.get("name", "")} for q in workspace.quotas or []}
+
+
+def context_for(workspace: Workspace, *, with_specs: bool = True, hints: dict | None = None,
+                specs: dict[str, dict[str, Any]] | None = None) -> spec.Context:
     """The validation context of a workspace: its region, its guardrails and (when reachable) instance types.
 
     Instance types matter only to the GPU cap and the public-resource limits; callers that cannot afford a
@@ -51,7 +58,8 @@ def context_for(workspace: Workspace, *, with_specs: bool = True, hints: dict | 
     """
     return spec.Context(
         region=workspace.region,
-        specs=instance_specs(workspace) if with_specs else None,
+        specs=specs if specs is not None else (instance_specs(workspace) if with_specs else None),
+        quotas=quotas_for(workspace),
         policy=policy_for(workspace),
         hints=hints,
         reserved_tags=1,  # the idempotency tag the console adds to Settings.Tags

@@ -3,6 +3,7 @@ templates and import. Field-level parsing only; the job rules stay in jobs.spec.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -22,11 +23,52 @@ _profile = RegexValidator(r"^[A-Za-z0-9_.-]{1,64}$", "Letters, digits, '_', '.' 
 _role_arn = RegexValidator(r"^acs:ram::\d+:role/[A-Za-z0-9.-]{1,64}$", "A RAM role ARN: acs:ram::<uid>:role/<name>.")
 _dlc_workspace = RegexValidator(r"^[A-Za-z0-9_-]{1,64}$", "Letters, digits, '_' and '-' only.")
 
-SETTINGS_FIELDS = ["name", "region", "endpoint", "dlc_workspace_id", "credential_profile", "role_arn"]
+SETTINGS_FIELDS = ["name", "region", "endpoint", "dlc_workspace_id", "credential_profile", "role_arn", "quotas"]
+QUOTA_KINDS = {"general": ("general", False), "general-2.0": ("general", True), "lingjun": ("lingjun", False)}
+_quota_id = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class QuotaListField(forms.CharField):
+    """Quotas as lines `<quota id>, <general | general-2.0 | lingjun>, <name>`: easier to paste than JSON."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "placeholder": "quota12345, general, Team GPUs"})
+
+    def prepare_value(self, value: Any) -> str:
+        if isinstance(value, list):
+            kinds = {v: k for k, v in QUOTA_KINDS.items()}
+            return "\n".join(
+                f"{q['id']}, {kinds[(q['resource_type'], bool(q.get('general_computing_2_0')))]}, {q.get('name', '')}"
+                .rstrip(", ") for q in value
+            )
+        return value or ""
+
+    def to_python(self, value: Any) -> list[dict[str, Any]]:
+        quotas, seen = [], set()
+        for number, line in enumerate((value or "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            parts = [p.strip() for p in line.split(",", 2)]
+            if len(parts) < 2 or not _quota_id.fullmatch(parts[0]):
+                raise forms.ValidationError(f"Line {number}: expected '<quota id>, <type>, <name>'.")
+            if parts[1] not in QUOTA_KINDS:
+                raise forms.ValidationError(f"Line {number}: the type must be one of {', '.join(QUOTA_KINDS)}.")
+            if parts[0] in seen:
+                raise forms.ValidationError(f"Line {number}: quota {parts[0]} is listed twice.")
+            seen.add(parts[0])
+            kind, gc2 = QUOTA_KINDS[parts[1]]
+            quotas.append({"id": parts[0], "name": parts[2] if len(parts) > 2 else "", "resource_type": kind,
+                           "general_computing_2_0": gc2})
+        return quotas
 
 
 class WorkspaceSettingsForm(forms.ModelForm):
     """What a workspace admin may change. There is deliberately no field for an AccessKey secret."""
+
+    quotas = QuotaListField(
+        label="Resource quotas", required=False,
+        help_text="One per line: quota ID, type (general, general-2.0 or lingjun), name. The wizard offers "
+                  "them, and the rules that depend on a quota's kind (Lingjun, General Computing 2.0) use them.",
+    )
 
     class Meta:
         model = Workspace

@@ -37,7 +37,8 @@ class Form(forms.Form):
         help_text="Lingjun resources are offered only in " + ", ".join(C.LINGJUN_REGIONS) + ".",
     )
     source = forms.CharField(label="Source", required=False, widget=forms.RadioSelect(choices=choices(C.SOURCES)))
-    quota_id = forms.CharField(label="Resource quota", required=False, help_text="The quota ID, e.g. quota12345.")
+    quota_id = forms.CharField(label="Resource quota", required=False, help_text="The quota ID, e.g. quota12345.",
+                               widget=forms.TextInput(attrs={"list": "quota-options", "autocomplete": "off"}))
     priority = forms.IntegerField(label="Priority", required=False, widget=forms.NumberInput(),
                                   help_text="1 (lowest) to 9 (highest).")
     framework = forms.CharField(label="Framework", required=False,

@@ -88,21 +88,13 @@ def instance_catalog(workspace) -> Catalog:
 
 
 def context_for(workspace, catalog: Catalog | None = None) -> spec.Context:
-    """The spec.Context the wizard and the JSON API validate with, so the two never disagree."""
+    """The workspace's one validation context (jobs.policies), with the instance types this page shows."""
+    from jobs import policies  # policies reads this module's catalog cache
+
+    if not getattr(workspace, "pk", None):
+        return spec.Context(reserved_tags=1)
     catalog = catalog if catalog is not None else instance_catalog(workspace)
-    return spec.Context(
-        region=getattr(workspace, "region", None) or "cn-hangzhou",
-        specs=catalog.by_type(),
-        reserved_tags=1,  # the idempotency tag (jobs.dlc.IDEMPOTENCY_TAG_KEY) rides in Settings.Tags too
-        policy=_policy(workspace),
-    )
-
-
-def _policy(workspace) -> spec.Policy:
-    # The workspace's guardrails (jobs.policies), so the wizard enforces exactly what the API enforces.
-    from jobs import policies
-
-    return policies.policy_for(workspace) if getattr(workspace, "pk", None) else spec.Policy()
+    return policies.context_for(workspace, specs=catalog.by_type())
 
 
 # --- sections <-> flat form data ---------------------------------------------------------------------------
