@@ -138,7 +138,7 @@ def _settings_of(workspace: Workspace) -> dict[str, Any]:
 def workspace_settings(request: HttpRequest, ws: int) -> HttpResponse:
     workspace = access.get_workspace(request.user, ws, "manage")
     before = _settings_of(workspace)
-    form = WorkspaceSettingsForm(request.POST or None, instance=workspace)
+    form = WorkspaceSettingsForm(request.POST or None, instance=workspace, user=request.user)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             workspace = form.save()
@@ -157,7 +157,7 @@ def test_connection(request: HttpRequest, ws: int) -> HttpResponse:
     """Call ListEcsSpecs with the settings in the form (saved or not) and show the answer or the error."""
     workspace = access.get_workspace(request.user, ws, "manage")
     candidate = Workspace.objects.get(pk=workspace.pk)  # a copy the form may change without saving
-    form = WorkspaceSettingsForm(request.POST, instance=candidate)
+    form = WorkspaceSettingsForm(request.POST, instance=candidate, user=request.user)
     context: dict[str, Any] = {"workspace": workspace, "specs": None, "error": None, "form_errors": None}
     if request.POST and not form.is_valid():
         context["form_errors"] = form.errors

@@ -74,8 +74,17 @@ class WorkspaceSettingsForm(forms.ModelForm):
         model = Workspace
         fields = SETTINGS_FIELDS
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    # Where requests go and whose credentials they carry: a workspace admin could otherwise point their
+    # workspace at another team's credential profile or RAM role, so only superusers change these.
+    SUPERUSER_FIELDS = ("endpoint", "credential_profile", "role_arn")
+
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if user is not None and not user.is_superuser:
+            for name in self.SUPERUSER_FIELDS:
+                if name in self.fields:
+                    self.fields[name].disabled = True
+                    self.fields[name].help_text = "Only a console superuser can change this."
         self.fields["region"].validators.append(_region)
         self.fields["endpoint"].validators.append(_endpoint)
         self.fields["dlc_workspace_id"].validators.append(_dlc_workspace)

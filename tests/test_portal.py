@@ -31,10 +31,29 @@ def settings_data(workspace, **changes):
 # --- settings -------------------------------------------------------------------------------------------
 
 
+def superuser_client(team):
+    """The workspace admin made a console superuser: only they may change endpoint and credentials."""
+    team.users["admin"].is_superuser = True
+    team.users["admin"].save()
+    return pf.client_for(team.users["admin"])
+
+
+def test_workspace_admins_cannot_redirect_credentials_only_superusers_can(team):
+    admin = pf.client_for(team.users["admin"])
+    answer = admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(
+        team.alpha, region="cn-shanghai", credential_profile="other-team", endpoint="evil.example:80",
+        role_arn="acs:ram::123456789012:role/other-team"))
+    assert answer.status_code == 302
+    team.alpha.refresh_from_db()
+    assert team.alpha.region == "cn-shanghai"
+    assert (team.alpha.credential_profile, team.alpha.role_arn, team.alpha.endpoint) == ("", "", pf.DEAD_ENDPOINT)
+    assert "Only a console superuser can change this." in admin.get(f"/workspaces/{team.alpha.pk}/settings").text
+
+
 def test_admin_edits_settings_and_the_change_is_audited(team):
     from jobs.models import AuditEvent
 
-    admin = pf.client_for(team.users["admin"])
+    admin = superuser_client(team)
     page = admin.get(f"/workspaces/{team.alpha.pk}/settings")
     assert page.status_code == 200
     assert "alibabacloud_credentials" in page.text and "ALIBABA_CLOUD_CREDENTIALS_FILE" in page.text
@@ -58,7 +77,7 @@ def test_admin_edits_settings_and_the_change_is_audited(team):
     ("dlc_workspace_id", "ws/1", "Letters, digits"),
 ])
 def test_bad_settings_are_refused_at_the_field(team, field, value, message):
-    admin = pf.client_for(team.users["admin"])
+    admin = superuser_client(team)
     answer = admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha, **{field: value}))
     assert answer.status_code == 200
     assert message in " ".join(answer.context["form"].errors[field])
@@ -100,7 +119,7 @@ def test_test_connection_shows_the_backend_error(team, localdlc_credentials, tmp
     bad.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {localdlc_credentials.access_key_id}\n"
                    "access_key_secret = not-the-secret\n")
     settings.LOCALDLC_CREDENTIALS_FILE = str(bad)
-    admin = pf.client_for(team.users["admin"])
+    admin = superuser_client(team)
     answer = admin.post(f"/workspaces/{team.alpha.pk}/test-connection",
                         settings_data(team.alpha, endpoint=localdlc_credentials.endpoint), HTTP_HX_REQUEST="true")
     assert answer.status_code == 200
@@ -110,7 +129,7 @@ def test_test_connection_shows_the_backend_error(team, localdlc_credentials, tmp
 
 
 def test_test_connection_uses_unsaved_form_values_and_saves_nothing(team, localdlc_credentials):
-    admin = pf.client_for(team.users["admin"])
+    admin = superuser_client(team)
     answer = admin.post(f"/workspaces/{team.alpha.pk}/test-connection",
                         settings_data(team.alpha, endpoint=localdlc_credentials.endpoint), HTTP_HX_REQUEST="true")
     assert 'data-ok="true"' in answer.text
