@@ -16,15 +16,17 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/python manage.py runconsole
 
-## Install what the tests need (Redis, Chromium, PostgreSQL) and run every test on SQLite, then the
-## integration tests again on a throwaway PostgreSQL cluster (production's database).
+## Install what the tests need (Redis, Chromium, PostgreSQL) and run every test on SQLite, then the tests of
+## the database-heavy paths (marker `postgres`, tests/conftest.py) again on a throwaway PostgreSQL cluster.
+## Both passes always run; the target fails if either did.
 test: $(STAMP) system-deps
-	env -u DATABASE_URL $(BIN)/python -m pytest $(PYTEST_ARGS)
-	bash scripts/install-postgres.sh run $(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
+	env -u DATABASE_URL $(BIN)/python -m pytest $(PYTEST_ARGS); sqlite=$$?; \
+	bash scripts/install-postgres.sh run $(BIN)/python -m pytest -m postgres $(PYTEST_ARGS); postgres=$$?; \
+	test $$sqlite -eq 0 -a $$postgres -eq 0
 
 ## Only the PostgreSQL pass of `make test`.
 test-postgres: $(STAMP) system-deps
-	bash scripts/install-postgres.sh run $(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
+	bash scripts/install-postgres.sh run $(BIN)/python -m pytest -m postgres $(PYTEST_ARGS)
 
 system-deps:
 	@bash scripts/install-test-deps.sh

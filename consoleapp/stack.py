@@ -193,7 +193,8 @@ class Stack:
         """Until a worker answers a ping, so whoever starts the stack can rely on tasks being consumed."""
         from celery import Celery
 
-        probe = Celery(broker=self.redis_url)
+        # Not set as the current app: shared tasks sent from this process must keep using the project's app.
+        probe = Celery(broker=self.redis_url, set_as_current=False)
         deadline = time.monotonic() + timeout
         try:
             while time.monotonic() < deadline:

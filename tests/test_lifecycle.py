@@ -111,6 +111,8 @@ def use_broker(url: str) -> Iterator[None]:
     saved = app.conf.broker_url
     app.conf.broker_url = url
     reset()
+    # Shared tasks send through the *current* app: any other Celery() made in this process must not be it.
+    app.set_current()
     try:
         yield
     finally:
