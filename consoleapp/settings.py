@@ -83,10 +83,14 @@ TEMPLATES = [
     },
 ]
 
+_DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'console.sqlite3'}")
+# PostgreSQL connections are kept (and health-checked) between requests: opening one (fork + SCRAM) took
+# 17 ms, a third of the wizard POST's budget (bench/RESULTS.md). SQLite opens a file; nothing to keep.
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'console.sqlite3'}"),
-        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+        _DATABASE_URL,
+        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60" if _DATABASE_URL.startswith("postgres") else "0")),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -487,3 +487,22 @@ def test_stop_asked_while_the_submit_is_in_flight_stops_the_job_once_created(ws,
     assert job.status == "Stopping"  # and a stop task was enqueued; the task's body:
     assert lifecycle.stop(job.pk) == "stopping"
     assert backend.wait_for_status(job.dlc_job_id, ["Stopped"], timeout=15).status == "Stopped"
+
+
+def test_registry_password_is_sent_to_dlc_but_kept_nowhere(ws, backend):
+    from jobs import lifecycle, secretbox
+    from jobs.models import Job
+
+    job = make_job(ws)
+    job.body["JobSpecs"][0]["ImageConfig"] = {"Username": "robot"}
+    job.sealed_secrets = secretbox.seal({"registry_password": "pa55-w0rd-xyz"})
+    job.save()
+    assert lifecycle.submit(job.pk) == "created"
+    job.refresh_from_db()
+    sent = backend.client().get_job(job.dlc_job_id, sdk.GetJobRequest()).body.job_specs[0].image_config
+    assert sent.username == "robot" and sent.password == "pa55-w0rd-xyz"  # it did reach DLC
+    assert job.sealed_secrets == "" and "pa55" not in str(job.body)
+    lifecycle.sync_workspace(ws)
+    job.refresh_from_db()
+    row = Job.objects.filter(pk=job.pk).values().get()
+    assert "pa55-w0rd-xyz" not in str(row)
