@@ -458,6 +458,9 @@ class Runner:
             # Like a container: once the main process exits, anything it left behind is killed.
             _signal_group(proc.popen.pid, signal.SIGKILL)
             self._unregister(proc.popen.pid)
+            # The group is dead, so the pipe closes: let the reader drain it, or GetPodLogs right after the
+            # job ends would miss the pod's last lines.
+            proc.reader.join(timeout=2)
             self._pod_exited(job, proc)
         alive = [p for p in job.procs.values() if p.exit_code is None]
         if job.outcome is None:
