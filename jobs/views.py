@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -14,6 +15,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from jobs import access, audit, dlc, jobpage, lifecycle, listing, podlogs, tasks
 from jobs.models import Job, Workspace
+
+log = logging.getLogger(__name__)
 
 
 def current_workspace(request: HttpRequest) -> Workspace | None:
@@ -49,8 +52,8 @@ def _enqueue_submit(job_id: int) -> None:
     # Redis may be down: the job stays "waiting to submit" and the beat sweep enqueues it later.
     try:
         tasks.submit_job.apply_async(args=[job_id], retry=False)
-    except Exception:  # noqa: BLE001
-        pass
+    except Exception as exc:  # noqa: BLE001 - whatever the broker raised, the sweep recovers the job
+        log.warning("could not enqueue the submission of job %s (the sweep will): %s", job_id, exc)
 
 
 def _partial(request: HttpRequest) -> bool:
