@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown: {', '.join(sorted(unknown))}")
 
     top = "BENCH_RESULTS" not in os.environ
+    load_at_start = os.getloadavg()[0]
     if top:
         out_dir = ROOT / "var" / "bench"
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -111,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
             table = summary(results)
             markdown = results.with_suffix(".md")
             info = machine()
-            markdown.write_text(f"Run {info['date']} on {info['nproc']} CPUs ({info['cpu']}), "
-                                f"{info['memory_gib']} GiB; load {info['load_avg_1m']:.1f} at the end.\n\n{table}\n")
+            markdown.write_text(f"Run ending {info['date']} on {info['nproc']} CPUs ({info['cpu']}), "
+                                f"{info['memory_gib']} GiB; load average {load_at_start:.1f} at the start, "
+                                f"{info['load_avg_1m']:.1f} at the end.\n\n{table}\n")
             heading(f"summary (also in {markdown.relative_to(ROOT)})")
             print(table)
     return 1 if failures else 0

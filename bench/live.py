@@ -150,7 +150,7 @@ def bench_submit(console: Console, jobs: int) -> None:
         connection.ensure_connection()
 
     record("submit", "opening a DB connection p50", p50(timed(connect, 20)), "ms", db=db,
-           note="paid by every request while DB_CONN_MAX_AGE=0 (the default)")
+           note="per request if DB_CONN_MAX_AGE=0; PostgreSQL connections are kept 60 s by default")
     serial = timed(one, 30, warmup=3)
     record("submit", "one POST at a time: p50", p50(serial), "ms", size=30, db=db, target="<50 ms",
            met=p50(serial) < 50, note="through gunicorn (4 workers); HTTP and a new DB connection included")
@@ -349,7 +349,7 @@ def bench_weight(console: Console) -> None:
             polls = [s for kind, s in seen if kind == "poll"]
             record("weight", f"{name} page: requests to show it", len(first), "", db=db)
             record("weight", f"{name} page: bytes to show it", sum(first), "B", db=db,
-                   note="bodies, uncompressed (runserver does not gzip)")
+                   note="response bodies; nothing is gzipped (no GZipMiddleware, static not compressed)")
             record("weight", f"{name} page: requests in the next 5 s", len(polls), "", db=db,
                    note=f"{sum(polls)} B; polling while jobs are active")
     finally:
