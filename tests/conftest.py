@@ -14,7 +14,7 @@ from consoleapp.stack import Stack, free_port
 # Playwright's sync API runs an event loop in the test thread; our ORM calls there are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-pytest_plugins = ["tests.support.localdlc", "tests.support.browser"]
+pytest_plugins = ["tests.support.localdlc", "tests.support.browser", "tests.support.pages"]
 
 PASSWORD = "correct-horse-battery"
 

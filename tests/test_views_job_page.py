@@ -11,40 +11,12 @@ import time
 from datetime import timedelta
 from html import unescape
 
-import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from jobs import dlc, jobpage, lifecycle, logarchive
-from jobs.models import Job, Membership, Workspace
+from jobs.models import Job
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def local_creds(localdlc, tmp_path, settings):
-    path = tmp_path / "localdlc-credentials.ini"
-    path.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {localdlc.access_key_id}\n"
-                    f"access_key_secret = {localdlc.access_key_secret}\n")
-    settings.LOCALDLC_CREDENTIALS_FILE = str(path)
-    return path
-
-
-@pytest.fixture
-def ws(db, localdlc, local_creds):
-    return Workspace.objects.create(name="Local", backend=Workspace.BACKEND_LOCAL, endpoint=localdlc.endpoint)
-
-
-@pytest.fixture
-def people(ws):
-    make = get_user_model().objects.create_user
-    people = {name: make(name) for name in ("alice", "bob", "vic", "ada", "olga")}
-    for name, role in [("alice", "member"), ("bob", "member"), ("vic", "viewer"), ("ada", "admin")]:
-        Membership.objects.create(user=people[name], workspace=ws, role=role)
-    elsewhere = Workspace.objects.create(name="Elsewhere", backend=Workspace.BACKEND_LOCAL)
-    Membership.objects.create(user=people["olga"], workspace=elsewhere, role="member")
-    people["elsewhere"] = elsewhere
-    return people
 
 
 def make_job(ws, owner=None, *, name="job", status="Running", **fields) -> Job:
