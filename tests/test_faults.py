@@ -160,7 +160,10 @@ def test_503_and_throttling_for_a_while_are_retried_into_one_job(faulty, setting
     stats = faulty.stats()
     assert stats["faulted"]["CreateJob"] >= 3
     assert stats["calls"]["CreateJob"] == stats["faulted"]["CreateJob"] + 1, "one CreateJob got through"
-    assert job.submit_attempts == stats["calls"]["CreateJob"]
+    # Every attempt sent a CreateJob, except one the throttled ListJobs may have stopped at its tag look-up
+    # (whether that fault hits a look-up or the sync's import depends on timing).
+    looked_up_and_throttled = stats["faulted"].get("ListJobs", 0)
+    assert stats["calls"]["CreateJob"] <= job.submit_attempts <= stats["calls"]["CreateJob"] + looked_up_and_throttled
     assert job.submit_error == {}
 
 
