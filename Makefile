@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/python manage.py runconsole
 
-## Install what the tests need (Redis, Chromium, PostgreSQL) and run every test on SQLite, then the tests of
-## the database-heavy paths (marker `postgres`, tests/conftest.py) again on a throwaway PostgreSQL cluster.
+## Install what the tests need (Redis, Chromium, PostgreSQL) and run every test on SQLite, then every test
+## that touches the database (marker `postgres`, set in tests/conftest.py) again on a throwaway PostgreSQL cluster.
 ## Both passes always run; the target fails if either did.
 test: $(STAMP) system-deps
 	env -u DATABASE_URL $(BIN)/python -m pytest $(PYTEST_ARGS); sqlite=$$?; \

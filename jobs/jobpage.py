@@ -345,7 +345,9 @@ def live(job: Job, user) -> dict[str, Any]:
         "timeline": timeline(job),
         "pods": pods(job),
         "waiting_note": waiting_note(job),
-        "can_stop": job.is_stoppable and access.can(user, "stop", workspace=job.workspace, job=job),
+        # A stop asked while the job waited to be submitted keeps its status until DLC has the job.
+        "can_stop": job.is_stoppable and not (job.stop_requested_at and not job.stop_error)
+        and access.can(user, "stop", workspace=job.workspace, job=job),
         "can_clone": access.can(user, "clone", workspace=job.workspace),
         "cloned_from": source,
         "clones": list(visible.filter(cloned_from=job).only("id", "display_name", "status")[:50]),

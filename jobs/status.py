@@ -73,4 +73,6 @@ def is_terminal(status: str) -> bool:
 
 
 def is_stoppable(status: str) -> bool:
-    return status not in TERMINAL and status not in {"Stopping", SUBMITTING}
+    # A job still waiting to be submitted can be stopped too: never sent, it is cancelled; in flight, the
+    # submit stops it as soon as DLC has given it an id (lifecycle.request_stop).
+    return status not in TERMINAL and status != "Stopping"

@@ -18,19 +18,16 @@ pytest_plugins = ["tests.support.localdlc", "tests.support.browser", "tests.supp
 
 PASSWORD = "correct-horse-battery"
 
-# `make test` runs everything on SQLite, then these modules again on PostgreSQL (production's database): the
-# paths whose SQL or transactions differ by database (submit exactly-once, sync, stop, the list's keyset
-# queries and filters, secrets in the database). All integration tests on both took ~14 min on 2 cores.
-POSTGRES_MODULES = {
-    "test_skeleton_flow.py", "test_lifecycle.py", "test_sync.py", "test_faults.py", "test_tasks.py",
-    "test_clone.py", "test_wizard_views.py", "test_security_secrets.py", "test_postgres_ci.py",
-    "test_listing.py", "test_views_list.py",
-}
+# `make test` runs everything on SQLite, then every test that touches the database again on PostgreSQL
+# (production's database): SQL, transactions and locking differ by database, and the integration tests are
+# where they meet the worker, beat and web processes. Tests that never open the database (localdlc's own,
+# the spec's pure rules) would only repeat themselves.
+DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "stack"}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.path.name in POSTGRES_MODULES:
+        if item.get_closest_marker("django_db") or DB_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.postgres)
 
 

@@ -91,6 +91,7 @@ def test_a_killed_run_still_removes_its_cluster(how):
             pass
 
 
+@pytest.mark.postgres
 def test_this_pass_runs_on_the_database_it_was_given():
     from django.db import connection
 

@@ -94,6 +94,25 @@ def test_only_the_owner_and_admins_see_and_use_stop(client, people, ws):
     assert Job.objects.get(pk=job.pk).status == "Stopping"
 
 
+def test_a_job_waiting_to_be_submitted_can_be_stopped(client, people, ws):
+    never_sent = make_job(ws, people["alice"], name="never-sent", status="Submitting", dlc_job_id="")
+    in_flight = make_job(ws, people["alice"], name="in-flight", status="Submitting", dlc_job_id="",
+                         submit_attempts=1)
+    client.force_login(people["alice"])
+
+    html = client.post(f"/jobs/{never_sent.pk}/stop", **HTMX).content.decode()
+    assert "Stop: Stopped" in html and 'id="stop-job"' not in html
+    row = Job.objects.get(pk=never_sent.pk)
+    assert row.status == "Stopped" and row.reason_code == "Console.CancelledBeforeSubmit"
+
+    # Maybe already on its way to DLC: the submit stops it once created, so the row waits, without a button.
+    html = client.post(f"/jobs/{in_flight.pk}/stop", **HTMX).content.decode()
+    assert "Stop: Stop requested" in html and 'id="stop-job"' not in html
+    row = Job.objects.get(pk=in_flight.pk)
+    assert row.status == "Submitting" and row.stop_requested_at is not None
+    assert 'id="stop-job"' not in client.get(f"/jobs/{in_flight.pk}").content.decode()
+
+
 def test_stop_without_htmx_redirects_back_with_a_message(client, people, ws):
     job = make_job(ws, people["alice"], status="Succeeded")
     client.force_login(people["alice"])
@@ -177,7 +196,7 @@ def test_waiting_to_submit_is_said_truthfully(client, people, ws):
     client.force_login(people["alice"])
     html = client.get(f"/jobs/{fresh.pk}").content.decode()
     assert "Waiting to submit" in html and "A worker sends it to DLC in a moment" in html
-    assert 'id="stop-job"' not in html and "DLC does not know" not in html  # events are loaded lazily
+    assert 'id="stop-job"' in html and "DLC does not know" not in html  # events are loaded lazily
     html = client.get(f"/jobs/{stuck.pk}").content.decode()
     assert re.search(r"Not yet accepted by DLC after 5m \d*s?\s*\(3 attempts so far\)", unescape(html))
     assert "no need to resubmit" in html
