@@ -16,22 +16,13 @@ import requests
 
 from tests.conftest import PASSWORD
 from tests.support.browser import sign_in
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 IMG = '<img src=x onerror="window.__xss=1;alert(1)">'
 SCRIPT = "<script>window.__xss=2;alert(2)</script>"
 SVG = "<svg onload=alert(3)>"
-
-
-def wait_for(predicate, timeout=90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError("timed out")
 
 
 def test_payloads_render_as_text_everywhere(stack, member, workspace, page):
@@ -58,7 +49,7 @@ def test_payloads_render_as_text_everywhere(stack, member, workspace, page):
         job.refresh_from_db()
         return job.status == "Succeeded" and job.pods
 
-    wait_for(finished)
+    wait_for(finished, timeout=90, what="the jobs finish")
 
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))

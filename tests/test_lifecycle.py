@@ -19,22 +19,12 @@ import pytest
 from alibabacloud_pai_dlc20201203 import models as sdk
 
 from tests.conftest import PASSWORD
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
 
 # -- helpers shared by test_lifecycle*, test_sync*, test_faults* --------------------------------------------
-
-
-def wait_for(predicate, timeout: float = 30, interval: float = 0.2, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not met within {timeout}s")
-        time.sleep(interval)
 
 
 def job_body(command: str, name: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import time
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 import requests
 
 from tests.conftest import PASSWORD
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -68,16 +68,6 @@ def sign_in(base: str, username: str) -> requests.Session:
 def post_form(web: requests.Session, url: str, data: dict, page_url: str | None = None, **kwargs):
     token = csrf_of(web.get(page_url or url).text)
     return web.post(url, data={**data, "csrfmiddlewaretoken": token}, **kwargs)
-
-
-def wait_for(predicate, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError("timed out")
 
 
 def private_body(name: str, password: str) -> dict:
@@ -145,7 +135,7 @@ def test_planted_secrets_appear_nowhere(stack, member, workspace):
         jobs = list(Job.objects.filter(workspace=workspace))
         return len(jobs) >= 5 and all(j.status in ("Succeeded", "Failed", "Stopped", "SubmitFailed") for j in jobs)
 
-    wait_for(all_done)
+    wait_for(all_done, timeout=120, what="every job done")
     jobs = list(Job.objects.filter(workspace=workspace))
     assert {j.status for j in jobs} == {"Succeeded"}, [(j.display_name, j.status, j.submit_error) for j in jobs]
 

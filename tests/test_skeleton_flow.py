@@ -2,12 +2,12 @@
 beat sync -> the list row says Succeeded. Real Redis, worker, beat, web server and localdlc processes."""
 
 import re
-import time
 
 import pytest
 import requests
 
 from tests.conftest import PASSWORD
+from tests.support.waiting import wait_for
 from tests.support.wizard import form_data
 
 pytestmark = pytest.mark.integration
@@ -28,16 +28,6 @@ def signed_in_session(base_url: str, username: str) -> requests.Session:
 
 def csrf(session: requests.Session, url: str) -> str:
     return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', session.get(url).text).group(1)
-
-
-def wait_for(predicate, timeout: float = 60, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 def test_job_submitted_through_the_web_form_succeeds(stack, member):
