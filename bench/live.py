@@ -221,6 +221,7 @@ def _signed_in_context(browser, console: Console):
 
 def make_log_job(console: Console, lines: int) -> Any:
     """A job that prints `lines` lines at once, then one line a second (so the tail has something to send)."""
+    from jobs import dlc
     from jobs.models import Job
 
     create_url = f"{console.url}/jobs/new"
@@ -234,18 +235,30 @@ def make_log_job(console: Console, lines: int) -> Any:
     job = Job.objects.get(display_name="bench-log")
     found = wait_for(lambda: Job.objects.filter(pk=job.pk, status="Running").exclude(pods=[]).first(), 90, 0.5)
     assert found, "the log job did not start"
-    time.sleep(5)  # the 100k lines are printed within a second or two of the start
+    pod = found.pods[0]["PodId"]
+    # Until the burst is printed (the ticks have begun) and has settled (the page reads SETTLE behind now).
+    assert wait_for(lambda: "".join(dlc.get_pod_logs(console.workspace, found.dlc_job_id, pod, max_lines=1,
+                                                     read_timeout_ms=30000)).startswith("tick"), 120, 0.5)
+    time.sleep(3)
     return found
+
+
+def _cursor(html: str) -> str:
+    return re.search(r'data-since="(\d+)"', html).group(1)
 
 
 def bench_jobpage(console: Console, lines: int) -> None:
     from django.test import Client
 
+    from jobs import logarchive, podlogs
+
     db = console.db
     heading(f"job page with a {lines:,}-line log, {db}")
     job = make_log_job(console, lines)
+    pod = job.pods[0]["PodId"]
     client = Client(HTTP_HOST="localhost")
     client.force_login(console.user)
+    stats = console.localdlc_stats
 
     def page() -> None:
         assert client.get(f"/jobs/{job.pk}").status_code == 200
@@ -255,9 +268,74 @@ def bench_jobpage(console: Console, lines: int) -> None:
            met=p50(ms) < 100, note="the log panel loads after it, by HTMX")
     record("jobpage", "job page p95", percentile(ms, 95), "ms", size=lines, db=db)
 
-    panel_ms = timed(lambda: client.get(f"/jobs/{job.pk}/logs"), 1, warmup=0)  # slow enough to time once
-    record("jobpage", "log panel (first view of the tail) p50", p50(panel_ms), "ms", size=lines, db=db,
-           note="server time of the HTMX request that brings the tail")
+    # The first view: the last FIRST_VIEW_LINES lines, one GetPodLogs call.
+    calls = stats().get("GetPodLogs", 0)
+    views = timed(lambda: client.get(f"/jobs/{job.pk}/logs"), 10, warmup=0)
+    per_view = (stats().get("GetPodLogs", 0) - calls) / len(views)
+    record("jobpage", "first log view, server p50", p50(views), "ms", size=lines, db=db, target="<1000 ms",
+           met=p50(views) < 1000, note=f"last {podlogs.FIRST_VIEW_LINES} lines, {per_view:g} GetPodLogs call(s)")
+    record("jobpage", "first log view, server p95", percentile(views, 95), "ms", size=lines, db=db)
+
+    # What one time-bounded GetPodLogs costs localdlc on this log: its index against the whole-file scan it
+    # replaced (the same answer, see tests/test_localdlc_logindex.py).
+    from jobs import dlc
+    from localdlc.logindex import LogIndex, scan
+
+    log_file = console.stack.data_dir / "localdlc" / "jobs" / job.dlc_job_id / "logs" / f"{pod}.log"
+    began = logarchive.pod_range(job, job.pods[0])[0]
+    start, end = began.timestamp(), podlogs.settled().timestamp()
+    index = LogIndex()
+    # Built once per file, as localdlc does on a pod's first read, then extended by what is appended.
+    build = timed(lambda: index.lines(log_file, start, end, 1), 1, warmup=0)[0]
+    indexed = timed(lambda: index.lines(log_file, start, end, podlogs.FIRST_VIEW_LINES), 20)
+    scanned = timed(lambda: scan(log_file, start, end)[-podlogs.FIRST_VIEW_LINES:], 5)
+    record("jobpage", "localdlc: last 1000 lines of the log, indexed p50", p50(indexed), "ms", size=lines, db=db,
+           note=f"whole-file scan (before): p50 {p50(scanned):.1f} ms; indexing the file once: {build:.0f} ms")
+    sdk = timed(lambda: dlc.get_pod_logs(console.workspace, job.dlc_job_id, pod, max_lines=podlogs.FIRST_VIEW_LINES,
+                                         start_time=dlc.api_time(began),
+                                         end_time=dlc.api_time(podlogs.settled())), 10)
+    record("jobpage", "GetPodLogs of 1000 lines through the SDK p50", p50(sdk), "ms", size=lines, db=db)
+
+    # The tail as the browser drives it, in-process: every second, the cursor of the previous answer.
+    cursor = _cursor(client.get(f"/jobs/{job.pk}/logs").content.decode())
+    refreshes: list[tuple[float, int, int, int]] = []  # (server ms, bytes, lines, GetPodLogs calls)
+    for _ in range(15):
+        time.sleep(1)
+        calls = stats().get("GetPodLogs", 0)
+        sent = time.perf_counter()
+        answer = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?since={cursor}", HTTP_HX_REQUEST="true")
+        took = (time.perf_counter() - sent) * 1000
+        assert answer.status_code == 200, answer.status_code
+        body = answer.content
+        refreshes.append((took, len(body), body.count(b'class="ln"'), stats().get("GetPodLogs", 0) - calls))
+        cursor = _cursor(body.decode())
+    took = [t for t, _, _, _ in refreshes]
+    record("jobpage", "tail refresh, server p50", p50(took), "ms", size=lines, db=db, target="<1000 ms",
+           met=p50(took) < 1000, note=f"{len(refreshes)} refreshes, 1 s apart, in-process")
+    record("jobpage", "tail refresh, server p95", percentile(took, 95), "ms", size=lines, db=db)
+    per_refresh = [c for _, _, _, c in refreshes]
+    record("jobpage", "GetPodLogs calls per tail refresh", sum(per_refresh) / len(per_refresh), "", size=lines,
+           db=db, target="1 (no burst)", met=max(per_refresh) <= 1, note=f"max {max(per_refresh)}")
+
+    # A tail that fell behind the whole burst (a tab asleep since the pod started): paged, newest lines sent.
+    since = podlogs.encode_cursor(logarchive.pod_range(job, job.pods[0])[0])
+    calls = stats().get("GetPodLogs", 0)
+    sent = time.perf_counter()
+    body = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?since={since}", HTTP_HX_REQUEST="true").content
+    behind = (time.perf_counter() - sent) * 1000
+    shown = body.count(b'class="ln"')
+    record("jobpage", "tail refresh that fell behind the whole log", behind, "ms", size=lines, db=db,
+           note=f"{stats().get('GetPodLogs', 0) - calls} GetPodLogs calls (paged); {len(body):,} B, "
+                f"{shown} lines sent, the rest counted as skipped")
+
+    # Every gunicorn worker past its first request (Django's URLconf, the SDK imported), so that the first
+    # visit below is Chromium's cold cache, not a cold worker.
+    def warm(_: int) -> None:
+        for path in (f"/jobs/{job.pk}", f"/jobs/{job.pk}/logs"):
+            console.session.get(console.url + path, timeout=60)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(warm, range(16)))
 
     pw, browser = _browser()
     try:
@@ -266,51 +344,57 @@ def bench_jobpage(console: Console, lines: int) -> None:
         tails: list[tuple[int, int, float]] = []  # (body bytes, lines sent, server+network ms)
         started: dict[str, float] = {}
 
+        panels: list[float] = []  # the log panel's request to response, ms
+
         def on_request(request) -> None:
-            if "/logs?after=" in request.url:
+            if "/logs?since=" in request.url or "/logs?pod=" in request.url:
                 started[request.url] = time.perf_counter()
 
         def on_response(response) -> None:
-            if "/logs?after=" in response.url and response.status == 200:
+            if "/logs?pod=" in response.url:
+                panels.append((time.perf_counter() - started.pop(response.url, time.perf_counter())) * 1000)
+            if "/logs?since=" in response.url and response.status == 200:
                 body = response.body()
                 sent = started.pop(response.url, time.perf_counter())
                 tails.append((len(body), body.count(b'class="ln"'), (time.perf_counter() - sent) * 1000))
 
         tab.on("request", on_request)
         tab.on("response", on_response)
-        before = console.localdlc_stats()
-        begin = time.perf_counter()
-        tab.goto(f"{console.url}/jobs/{job.pk}")
-        try:
-            tab.wait_for_selector("#log-lines .ln", timeout=150_000)
-            first_paint: float | str = (time.perf_counter() - begin) * 1000
-        except Exception:  # noqa: BLE001 - a timeout is a figure too
-            first_paint = "over 150000"
-        record("jobpage", "first paint of the tail (Chromium)", first_paint, "ms", size=lines, db=db,
-               note="navigation start to the first log line on screen, through gunicorn")
-        # Watch the tail for 10 s, longer if refreshes are slow to come back (up to 3 of them or 90 s).
+        before = stats()
+        for visit in ("first visit", "second visit"):
+            begin = time.perf_counter()
+            tab.goto(f"{console.url}/jobs/{job.pk}")  # returns at the page's load event
+            loaded = (time.perf_counter() - begin) * 1000
+            try:
+                tab.wait_for_selector("#log-lines .ln", timeout=150_000)
+                first_paint: float | str = (time.perf_counter() - begin) * 1000
+            except Exception:  # noqa: BLE001 - a timeout is a figure too
+                first_paint = "over 150000"
+            record("jobpage", f"first paint of the tail (Chromium, {visit})", first_paint, "ms", size=lines, db=db,
+                   target="<1000 ms", met=isinstance(first_paint, float) and first_paint < 1000,
+                   note=f"navigation start to the first log line on screen, through gunicorn; the page's load "
+                        f"event at {loaded:.0f} ms, the log panel's request took {panels[-1] if panels else 0:.0f} ms")
         watched = time.perf_counter()
-        while time.perf_counter() - watched < 90 and (time.perf_counter() - watched < 10 or len(tails) < 3):
-            tab.wait_for_timeout(500)
+        tab.wait_for_timeout(10_000)
         watch_s = time.perf_counter() - watched
-        after = console.localdlc_stats()
+        after = stats()
         context.close()
     finally:
         browser.close()
         pw.stop()
+    record("jobpage", f"live-tail refreshes in {watch_s:.0f} s (Chromium)", len(tails), "", size=lines, db=db,
+           target=">0", met=bool(tails))
     if tails:
         sizes = [b for b, _, _ in tails]
-        record("jobpage", f"live-tail refreshes in {watch_s:.0f} s", len(tails), "", size=lines, db=db)
         record("jobpage", "bytes per live-tail refresh p50", p50(sizes), "B", size=lines, db=db,
                target="only new lines", met=max(sizes) < 20_000, note=f"max {max(sizes)} B")
-        record("jobpage", "lines per live-tail refresh p50", p50([n for _, n, _ in tails]), "", size=lines, db=db)
-        record("jobpage", "live-tail refresh time p50", p50([t for _, _, t in tails]), "ms", size=lines, db=db)
-    else:
-        record("jobpage", f"live-tail refreshes in {watch_s:.0f} s", 0, "", size=lines, db=db, target=">0",
-               met=False)
-    pod_logs = after.get("GetPodLogs", 0) - before.get("GetPodLogs", 0)
-    record("jobpage", "GetPodLogs calls per log read (server to DLC)", pod_logs / max(1, len(tails) + 1), "",
-           size=lines, db=db, note="first view and each refresh read the pod's whole log")
+        record("jobpage", "lines per live-tail refresh p50", p50([n for _, n, _ in tails]), "", size=lines, db=db,
+               note="the job prints one line a second")
+        record("jobpage", "live-tail refresh in Chromium p50", p50([t for _, _, t in tails]), "ms", size=lines,
+               db=db, note="request to response, through gunicorn")
+        pod_logs = after.get("GetPodLogs", 0) - before.get("GetPodLogs", 0)
+        record("jobpage", "GetPodLogs calls per log read (Chromium run)", pod_logs / (len(tails) + 2), "",
+               size=lines, db=db, note="two first views and each refresh")
 
 
 # -- page weight ---------------------------------------------------------------------------------------------------

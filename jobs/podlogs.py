@@ -1,8 +1,11 @@
-"""A pod's log for the job page: read it (the console's archive once the job has ended, else DLC), cut
-the part a browser has not seen yet, filter it by a search and mark the matches.
+"""A pod's log for the job page: the archive once the job has ended, else a window of DLC's log and a live
+tail; filtered by a search, matches marked.
 
-Line numbers are absolute (1 = the first line the pod printed), so a tail request says "after line N"
-and gets exactly the lines it lacks, whatever the search.
+The archive is the whole log, so its lines keep their numbers (1 = the first line the pod printed). A pod
+that DLC still holds is never read whole for the page: the first view is the last FIRST_VIEW_LINES lines up
+to a time cursor, and each tail request asks DLC for the lines stamped after the cursor it carries, up to a
+new one. Those lines have no number (DLC's answer does not say where in the log they are). An ended job whose
+log is not archived yet gets the same window, up to now, and no tail.
 """
 
 from __future__ import annotations
@@ -10,30 +13,106 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from jobs import logarchive
+from jobs import dlc, logarchive
+from jobs.jobpage import PodRow
 from jobs.models import Job
 
 # The first view of a long log shows its end; the rest is one click away in the download.
 FIRST_VIEW_LINES = 1000
+# A tail request asks for this many lines at once (GetPodLogs' default); a fuller range is paged.
+TAIL_PAGE_LINES = logarchive.PAGE_LINES
+# A tail that fell far behind (a tab asleep for an hour) sends the newest lines, not a million.
+TAIL_MAX_LINES = 10_000
+# A line is stamped before it reaches DLC's log store (in localdlc: the reader thread stamps it, then writes
+# it; in DLC: the log pipeline's lag), and the stamp is DLC's clock, not ours. A read up to "now" could miss
+# a line stamped just before now but stored just after, and the next read, starting after that cursor,
+# would never ask for it again. So each read stops SETTLE before now: a line stamped earlier than that is
+# in the store by then (the store lags less than SETTLE, clocks differ by less), and the next read starts
+# exactly one microsecond after the cursor (stamps are microsecond-granular), so each line is read once.
+# The price is that lines appear on the page SETTLE (plus up to a refresh) after they were printed.
+SETTLE = timedelta(seconds=2)
+# How far ahead of our clock a cursor may be (several web servers' clocks); more is a forged or broken URL.
+CURSOR_AHEAD = timedelta(seconds=10)
+# A tail follows an ended pod until its cursor is this far past the end: end times are whole seconds, cut
+# down, and a pod's last lines can be stamped after it exits (its output is still being drained).
+END_SLACK = SETTLE + timedelta(seconds=1)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CURSOR = re.compile(r"[0-9]{1,17}")
+
+
+class BadCursor(ValueError):
+    """A tail request's `since` is not a cursor this console could have sent."""
+
+
+@dataclass
+class Chunk:
+    lines: list[tuple[int | None, SafeString]]  # (line number, or None in a live window; escaped, marked text)
+    total: int = 0  # archived: lines in the whole log
+    skipped: int = 0  # matching lines left out: the start of an archived first view, or of a huge tail burst
+    cursor: int | None = None  # live: the instant (epoch µs) read up to, the next tail request's `since`
+    read: int = 0  # first view from DLC: lines read (the window a search covered)
+    full: bool = False  # first view from DLC: the window came back full, so the log has earlier lines
+
+    @property
+    def live(self) -> bool:
+        """Read up to a cursor, so a tail can go on from it."""
+        return self.cursor is not None
+
+
+def encode_cursor(instant: datetime) -> int:
+    return (instant - _EPOCH) // timedelta(microseconds=1)
+
+
+def decode_cursor(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def settled(now: datetime | None = None) -> datetime:
+    """The newest instant whose lines are surely all in DLC's log store."""
+    return (now or timezone.now()) - SETTLE
+
+
+def _pod(job: Job, pod_id: str) -> dict | None:
+    return next((p for p in job.pods or [] if isinstance(p, dict) and p.get("PodId") == pod_id), None)
+
+
+def _floor(job: Job, pod_id: str) -> datetime:
+    """The earliest instant the pod can have logged at: no cursor is before it."""
+    pod = _pod(job, pod_id)
+    return logarchive.pod_range(job, pod)[0] if pod is not None else job.created_at - logarchive.MARGIN
+
+
+def parse_cursor(raw: str, job: Job, pod_id: str, now: datetime | None = None) -> datetime:
+    """A tail request's `since`, checked: what this console sends (epoch µs), not before the pod, not ahead."""
+    now = now or timezone.now()
+    if not _CURSOR.fullmatch(raw):
+        raise BadCursor("`since` must be the log cursor the page sends (microseconds since 1970); reload the page.")
+    instant = decode_cursor(int(raw))
+    if instant > now + CURSOR_AHEAD:
+        raise BadCursor("`since` is in the future; reload the page.")
+    if instant < _floor(job, pod_id):
+        raise BadCursor("`since` is before this pod could have logged anything; reload the page.")
+    return instant
 
 
 def read(job: Job, pod_id: str) -> list[str]:
-    """The pod's whole log so far: the console's archive once the job has ended, else DLC.
+    """The pod's whole log so far, for the download: the console's archive once the job has ended, else DLC.
 
     Raises dlc.DLCError when DLC cannot be read. DLC answers only the last MaxLines lines of a time range,
-    so the read goes through logarchive's paging, which splits the pod's time range until nothing is cut;
-    line numbers then stay stable under the tail.
+    so the read goes through logarchive's paging, which splits the pod's time range until nothing is cut.
     """
     if not job.is_active:
         archived = logarchive.read(job, pod_id)
         if archived is not None:
             return archived
-    pod = next((p for p in job.pods or [] if isinstance(p, dict) and p.get("PodId") == pod_id), None)
+    pod = _pod(job, pod_id)
     if not job.dlc_job_id or pod is None:
         return []
     # Up to this instant, not pod_range's end: that is cut to the whole second and would drop the
@@ -42,29 +121,77 @@ def read(job: Job, pod_id: str) -> list[str]:
     return logarchive.fetch_lines(job.workspace, job.dlc_job_id, pod_id, start, timezone.now())
 
 
-@dataclass
-class Chunk:
-    lines: list[tuple[int, SafeString]]  # (absolute line number, escaped text with <mark>ed matches)
-    total: int  # lines in the log so far: what the next tail request passes as `after`
-    skipped: int = 0  # matching lines left out of a first view
+def first_view(job: Job, pod_id: str, query: str = "", now: datetime | None = None) -> Chunk:
+    """What the log panel shows first: the archive (numbered, searched whole) once the job has ended and its
+    logs were archived, else the last FIRST_VIEW_LINES lines DLC holds up to a settled cursor (one call)."""
+    now = now or timezone.now()
+    ended = not job.is_active
+    if ended:
+        archived = logarchive.read(job, pod_id)
+        if archived is not None:
+            return cut(archived, query)
+    # An ended job prints no more, so its window reaches now and has no tail to keep exact: a line DLC
+    # stores late is in the archive, which the next view reads.
+    until = max(now if ended else settled(now), _floor(job, pod_id))
+    lines: list[str] = []
+    pod = _pod(job, pod_id)
+    if job.dlc_job_id and pod is not None:
+        lines = dlc.get_pod_logs(
+            job.workspace, job.dlc_job_id, pod_id, max_lines=FIRST_VIEW_LINES, read_timeout_ms=10000,
+            start_time=dlc.api_time(logarchive.pod_range(job, pod)[0]), end_time=dlc.api_time(until))
+    return window(lines, None if ended else until, query)
 
 
-def cut(lines: list[str], after: int = 0, query: str = "", *, first_view: int = FIRST_VIEW_LINES) -> Chunk:
-    """The lines after line `after` that match `query` (case-insensitive), highlighted.
+def window(lines: list[str], cursor: datetime | None, query: str = "", *, size: int = FIRST_VIEW_LINES) -> Chunk:
+    """A first view from DLC: the lines it answered (its last `size` up to the cursor), those matching the query.
+    Without a cursor (an ended job), there is no tail."""
+    shown = [(None, highlight(text, query)) for text in lines if matches(text, query)]
+    return Chunk(shown, cursor=None if cursor is None else encode_cursor(cursor), read=len(lines),
+                 full=len(lines) >= size)
 
-    A first view (after == 0) of a long log keeps its last `first_view` matching lines.
+
+def tail(job: Job, pod_id: str, since: datetime, query: str = "", now: datetime | None = None) -> Chunk:
+    """The lines stamped in (since, settled now], those matching the query, and the new cursor.
+
+    One GetPodLogs call, unless the range comes back full (a burst): then it is paged, so no line is lost;
+    beyond TAIL_MAX_LINES only the newest are sent and the others counted as skipped.
     """
-    after = max(0, after)
-    fresh = list(enumerate(lines[after:], start=after + 1))
-    if query:
-        needle = query.casefold()
-        fresh = [(n, text) for n, text in fresh if needle in text.casefold()]
-    skipped = 0
-    if after == 0 and len(fresh) > first_view:
-        skipped = len(fresh) - first_view
-        fresh = fresh[skipped:]
-    # A log shorter than what the browser has (a restarted pod) yields nothing new rather than repeats.
-    return Chunk([(n, highlight(text, query)) for n, text in fresh], max(after, len(lines)), skipped)
+    until = settled(now)
+    if until <= since or not job.dlc_job_id or _pod(job, pod_id) is None:
+        return Chunk([], cursor=encode_cursor(since))
+    lines = logarchive.fetch_lines(job.workspace, job.dlc_job_id, pod_id, since + timedelta(microseconds=1), until,
+                                   page_lines=TAIL_PAGE_LINES)
+    return burst(lines, until, query)
+
+
+def burst(lines: list[str], cursor: datetime, query: str = "", *, limit: int = TAIL_MAX_LINES) -> Chunk:
+    """New lines for the tail: those matching the query, the newest `limit` of them."""
+    fresh = [text for text in lines if matches(text, query)]
+    skipped = max(0, len(fresh) - limit)
+    return Chunk([(None, highlight(text, query)) for text in fresh[skipped:]], skipped=skipped,
+                 cursor=encode_cursor(cursor))
+
+
+def following(job: Job, pod: PodRow, cursor: int | None) -> bool:
+    """Whether the tail keeps asking: while the pod runs, and after it ends until the cursor has passed its
+    end (the last lines are read SETTLE late). An archived log (no cursor) has nothing more to come."""
+    if cursor is None:
+        return False
+    if job.is_active and pod.live:
+        return True
+    ends = [t for t in (pod.end, None if job.is_active else job.finished_at) if t is not None]
+    return bool(ends) and decode_cursor(cursor) < max(ends) + END_SLACK
+
+
+def cut(lines: list[str], query: str = "", *, first_view: int = FIRST_VIEW_LINES) -> Chunk:
+    """An archived log's first view: the lines that match `query`, numbered, the last `first_view` of them."""
+    fresh = [(n, text) for n, text in enumerate(lines, start=1) if matches(text, query)]
+    skipped = max(0, len(fresh) - first_view)
+    return Chunk([(n, highlight(text, query)) for n, text in fresh[skipped:]], total=len(lines), skipped=skipped)
+
+
+def matches(text: str, query: str) -> bool:
+    return not query or query.casefold() in text.casefold()
 
 
 def highlight(text: str, query: str) -> SafeString:

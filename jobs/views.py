@@ -212,16 +212,21 @@ def job_events(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "jobs/_events.html", {"job": job, "events": events, "error": error})
 
 
+def _log_query(request: HttpRequest) -> str:
+    return request.GET.get("q", "").strip()[:200]
+
+
 def _log_panel(request: HttpRequest, job: Job, pod: jobpage.PodRow | None) -> HttpResponse:
-    query = request.GET.get("q", "").strip()[:200]
+    query = _log_query(request)
     context = {"job": job, "pod": pod, "pods": jobpage.pods(job), "q": query, "error": None,
-               "following": False, "chunk": podlogs.Chunk([], 0)}
+               "following": False, "retrying": False, "chunk": podlogs.Chunk([])}
     if pod is not None:
         try:
-            context["chunk"] = podlogs.cut(podlogs.read(job, pod.pod_id), 0, query)
+            context["chunk"] = podlogs.first_view(job, pod.pod_id, query)
         except dlc.DLCError as err:
-            context["error"] = err
-        context["following"] = job.is_active and pod.live
+            # Without a first view there is no cursor to tail from: the panel itself asks again.
+            context["error"], context["retrying"] = err, job.is_active and pod.live
+        context["following"] = podlogs.following(job, pod, context["chunk"].cursor)
     return render(request, "jobs/_logs.html", context)
 
 
@@ -239,21 +244,27 @@ def job_logs(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
-    """Without `after`: the whole panel. With `after=N`: only the lines after line N (the live tail)."""
+    """Without `since`: the whole panel. With `since=<cursor>`: the lines logged after it (the live tail)."""
     job = access.get_job(request.user, pk)
     pod = jobpage.find_pod(job, pod_id)
     if pod is None:
         raise Http404("Unknown pod.")
-    after = request.GET.get("after", "")
-    if not after.isdigit():
+    if "since" not in request.GET:
+        if "after" in request.GET:  # a tail from a page served before cursors: it would nest a panel
+            return HttpResponse("This page is out of date; reload it.", status=400, content_type="text/plain")
         return _log_panel(request, job, pod)
-    query = request.GET.get("q", "").strip()[:200]
-    chunk, error = podlogs.Chunk([], int(after)), None
     try:
-        chunk = podlogs.cut(podlogs.read(job, pod_id), int(after), query)
+        since = podlogs.parse_cursor(request.GET["since"], job, pod_id)
+    except podlogs.BadCursor as err:
+        return HttpResponse(str(err), status=400, content_type="text/plain; charset=utf-8")
+    query = _log_query(request)
+    try:
+        chunk, error = podlogs.tail(job, pod_id, since, query), None
+        following = podlogs.following(job, pod, chunk.cursor)
     except dlc.DLCError as err:
-        error = err
-    following = job.is_active and pod.live
+        # Ask again from the same cursor while the pod runs; an ended pod's log may be gone for good.
+        chunk, error = podlogs.Chunk([], cursor=podlogs.encode_cursor(since)), err
+        following = job.is_active and pod.live
     return render(request, "jobs/_log_chunk.html",
                   {"job": job, "pod": pod, "q": query, "chunk": chunk, "error": error, "following": following})
 
@@ -261,7 +272,7 @@ def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
 @login_required
 @require_GET
 def pod_log_download(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
-    """The full log as a streamed text/plain attachment, from the archive or DLC."""
+    """The full log as a streamed text/plain attachment, from the archive or DLC (read whole: the user asked)."""
     job = access.get_job(request.user, pk)
     if jobpage.find_pod(job, pod_id) is None:
         raise Http404("Unknown pod.")

@@ -57,10 +57,8 @@ def test_the_log_tail_shows_lines_as_the_pod_prints_them(stack, member, page, su
     assert distinct == sorted(distinct) and all(0 < n < 24 for n in distinct[:-1])
 
     expect(lines).to_have_count(24, timeout=30_000)
-    numbers = [int(n) for n in lines.evaluate_all("els => els.map(e => e.dataset.n)")]
-    texts = lines.evaluate_all("els => els.map(e => e.lastChild.textContent)")
-    assert numbers == list(range(1, 25)), "each line once, in order"
-    assert texts == [f"tick-{i}" for i in range(1, 25)]
+    texts = lines.evaluate_all("els => els.map(e => e.textContent)")
+    assert texts == [f"tick-{i}" for i in range(1, 25)], "each line once, in order"
     assert page.get_attribute("#log-lines .ln", "data-mark") == "first", "new lines were appended"
     expect(page.locator("#job-status")).to_have_text("Succeeded", timeout=30_000)
     expect(page.locator("#log-tail")).to_have_attribute("data-following", "no")

@@ -1,7 +1,8 @@
 """The job page through the Django test client: permissions, the configuration in the wizard's sections
 without secrets, submit errors, the truthful wait, timeline, pods, clone links, the self-refreshing part,
-events, and logs (panel, a tail that sends only new lines, search, download, archive) against a real
-localdlc through the real SDK."""
+events, and logs (the archive numbered and searched whole; a live window of the last 1000 lines and a tail
+that sends every later line once, by time cursor; search, download, bad cursors) against a real localdlc
+through the real SDK."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from html import unescape
 
 from django.utils import timezone
 
-from jobs import dlc, jobpage, lifecycle, logarchive
+from jobs import dlc, jobpage, lifecycle, logarchive, podlogs
 from jobs.models import Job
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -51,9 +52,11 @@ def on_localdlc(ws, owner, command: str, *, until=("Succeeded",), name: str = "l
     return job
 
 
-def lines_of(html: str) -> list[tuple[int, str]]:
-    return [(int(n), unescape(re.sub(r"<[^>]+>", "", text)))
-            for n, text in re.findall(r'<div class="ln" data-n="(\d+)"><span class="no">\d+</span>(.*?)</div>', html)]
+def lines_of(html: str) -> list[tuple[int | None, str]]:
+    """(line number, or None in a live window; text) of each log line."""
+    return [(int(n) if n else None, unescape(re.sub(r"<[^>]+>", "", text)))
+            for n, text in re.findall(r'<div class="ln"(?: data-n="(\d+)"><span class="no">\d+</span>|>)(.*?)</div>',
+                                      html)]
 
 
 def tail_of(html: str) -> str:
@@ -294,8 +297,30 @@ def test_events_of_a_job_dlc_does_not_know_yet(client, people, ws):
 THIRTY = "for i in $(seq 1 30); do echo line-$i; done; echo '<script>alert(1)</script> & more'"
 
 
-def test_log_panel_shows_the_pods_lines_and_the_tail_sends_only_new_ones(client, people, ws):
+def texts_of(html: str) -> list[str]:
+    return [text for _, text in lines_of(html)]
+
+
+def since_of(tail: str) -> int:
+    return int(re.search(r'data-since="(\d+)"', tail).group(1))
+
+
+def pod_log_calls(localdlc) -> int:
+    return localdlc.stats()["calls"].get("GetPodLogs", 0)
+
+
+def wait_for_last_line(ws, job: Job, pod: str, last: str) -> None:
+    """Until DLC's log ends with `last`, then until it has settled (the console reads SETTLE behind now)."""
+    deadline = time.monotonic() + 30
+    while dlc.get_pod_logs(ws, job.dlc_job_id, pod, max_lines=1) != [last]:
+        assert time.monotonic() < deadline, f"the pod never printed {last!r}"
+        time.sleep(0.1)
+    time.sleep(podlogs.SETTLE.total_seconds() + 0.1)
+
+
+def test_an_archived_log_is_numbered_escaped_and_searched_whole(client, people, ws):
     job = on_localdlc(ws, people["alice"], THIRTY)
+    assert logarchive.archive(job.pk) == 1
     pod = job.pods[0]["PodId"]
     client.force_login(people["alice"])
     panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).content.decode()
@@ -304,56 +329,150 @@ def test_log_panel_shows_the_pods_lines_and_the_tail_sends_only_new_ones(client,
     assert got[0] == (1, "line-1") and got[30] == (31, "<script>alert(1)</script> & more")
     assert "&lt;script&gt;" in panel and "<script>alert" not in panel
     assert 'data-following="no"' in tail_of(panel) and "hx-get" not in tail_of(panel)
+    assert "End of log, 31 lines." in panel and 'id="log-note"' not in panel
 
-    chunk = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?after=27", **HTMX).content.decode()
-    assert lines_of(chunk) == [(28, "line-28"), (29, "line-29"), (30, "line-30"),
-                               (31, "<script>alert(1)</script> & more")]
-    assert 'hx-swap-oob="true"' in tail_of(chunk) and 'data-after="31"' in tail_of(chunk)
-    nothing = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?after=31", **HTMX).content.decode()
-    assert lines_of(nothing) == []
+    found = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?q=LINE-2", **HTMX).content.decode()
+    assert [n for n, _ in lines_of(found)] == [2, *range(20, 30)], "the whole archive is searched"
+    assert '<mark>line-2</mark>0' in found and 'value="LINE-2"' in found
+    special = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?q=<script>", **HTMX).content.decode()
+    assert "<mark>&lt;script&gt;</mark>alert(1)" in special
 
 
-def test_a_running_pods_tail_keeps_following_and_appends(client, people, ws):
-    job = on_localdlc(ws, people["alice"], "echo one; echo two; sleep 60", until=("Running",), min_lines=2)
+def test_a_live_log_shows_its_last_1000_lines_then_every_later_line_once(client, people, ws, localdlc):
+    """5,000 lines, then more while the page follows: the first view is the last 1000 (the rest is in the
+    download); tail requests, each with the cursor the previous answer carried, give every later line once, in
+    order, at one GetPodLogs call each; with the first view they are the end of the log archived at the end."""
+    command = "seq 1 5000; sleep 2.5; for i in $(seq 5001 5040); do echo $i; sleep 0.05; done"
+    job = on_localdlc(ws, people["alice"], command, until=("Running",))
+    pod = job.pods[0]["PodId"]
+    wait_for_last_line(ws, job, pod, "5000")
+    client.force_login(people["alice"])
+    calls = pod_log_calls(localdlc)
+    panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).content.decode()
+    assert pod_log_calls(localdlc) - calls == 1, "the first view is one GetPodLogs call"
+    assert all(n is None for n, _ in lines_of(panel)), "a live window has no line numbers"
+    shown = texts_of(panel)
+    last = int(shown[-1])
+    assert last >= 5000 and shown == [str(i) for i in range(last - 999, last + 1)]
+    assert "Showing the last 1000 lines; earlier lines are in the download." in panel
+    tail = tail_of(panel)
+    assert 'data-following="yes"' in tail and 'hx-trigger="every 1s"' in tail
+    assert 'hx-target="#log-lines"' in tail and 'hx-swap="beforeend' in tail
+    cursor = since_of(tail)
+    assert f'hx-get="/jobs/{job.pk}/pods/{pod}/logs?since={cursor}"' in tail
+
+    per_request: list[int] = []
+    deadline = time.monotonic() + 60
+    while True:
+        assert time.monotonic() < deadline, "the tail never stopped following"
+        time.sleep(0.3)
+        lifecycle.apply_remote(job, dlc.get_job(ws, job.dlc_job_id))  # what the beat's sync does
+        calls = pod_log_calls(localdlc)
+        answer = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?since={cursor}", **HTMX)
+        per_request.append(pod_log_calls(localdlc) - calls)
+        html = answer.content.decode()
+        assert answer.status_code == 200 and "log-panel" not in html
+        assert all(n is None for n, _ in lines_of(html))
+        shown += texts_of(html)
+        tail = tail_of(html)
+        assert 'hx-swap-oob="true"' in tail and since_of(tail) > cursor
+        cursor = since_of(tail)
+        if 'data-following="no"' in tail:
+            break
+        assert f"?since={cursor}" in tail
+    assert per_request == [1] * len(per_request), "one GetPodLogs call per refresh (no burst here)"
+    assert shown[1000:] == [str(i) for i in range(last + 1, 5041)], "every later line once, in order"
+    assert job.status == "Succeeded", "the tail followed the pod to its end, then stopped"
+
+    assert logarchive.archive(job.pk) == 1
+    archived = logarchive.read(job, pod)
+    assert archived == [str(i) for i in range(1, 5041)]
+    assert shown == archived[-len(shown):]
+
+
+def test_a_burst_that_fills_a_tail_read_is_paged_and_the_tail_is_searched(client, people, ws, localdlc):
+    job = on_localdlc(ws, people["alice"], "seq 1 5000; echo tick-1; echo tock; echo tick-2; sleep 60",
+                      until=("Running",))
     pod = job.pods[0]["PodId"]
     try:
+        wait_for_last_line(ws, job, pod, "tick-2")
         client.force_login(people["alice"])
-        panel = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", **HTMX).content.decode()
-        assert lines_of(panel) == [(1, "one"), (2, "two")]
-        tail = tail_of(panel)
-        assert f'hx-get="/jobs/{job.pk}/pods/{pod}/logs?after=2"' in tail
-        assert 'hx-trigger="every 1s"' in tail and 'hx-swap="beforeend' in tail and 'hx-target="#log-lines"' in tail
-        chunk = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?after=2", **HTMX).content.decode()
-        assert lines_of(chunk) == [] and 'data-following="yes"' in tail_of(chunk)
-        assert "after=2" in tail_of(chunk)
+        start, _ = logarchive.pod_range(job, job.pods[0])
+        since = podlogs.encode_cursor(start)  # the earliest cursor there is: the whole log is new to it
+        calls = pod_log_calls(localdlc)
+        html = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?since={since}", **HTMX).content.decode()
+        assert texts_of(html) == [*map(str, range(1, 5001)), "tick-1", "tock", "tick-2"], "no line lost"
+        assert pod_log_calls(localdlc) - calls > 2, "5,003 lines do not fit one 2,000-line answer"
+        assert 'data-following="yes"' in tail_of(html) and "skipped" not in html
+
+        html = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?since={since}&q=TICK", **HTMX).content.decode()
+        assert texts_of(html) == ["tick-1", "tick-2"] and html.count("<mark>tick</mark>-") == 2
+        assert "q=TICK" in tail_of(html), "later tail requests keep the search"
+
+        # A cursor exactly at a line's stamp (localdlc's own record of it): that line was the previous read's
+        # last, so the next read starts after it.
+        records = (localdlc.data_dir / "jobs" / job.dlc_job_id / "logs" / f"{pod}.log").read_text().splitlines()
+        stamps = [(round(float(r.split("\t", 1)[0]) * 1_000_000), r.split("\t", 1)[1]) for r in records]
+        at = dict((text, stamp) for stamp, text in stamps)["2500"]
+        html = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?since={at}", **HTMX).content.decode()
+        assert texts_of(html) == [text for stamp, text in stamps if stamp > at]
+        assert texts_of(html)[0] in ("2501", "2502", "2503"), "lines stamped in the same microsecond go together"
     finally:
         dlc.stop_job(ws, job.dlc_job_id)
 
 
-def test_log_search_filters_on_the_server_and_marks_matches(client, people, ws):
-    job = on_localdlc(ws, people["alice"], THIRTY)
+def test_a_live_search_covers_the_last_1000_lines_and_says_so(client, people, ws):
+    job = on_localdlc(ws, people["alice"], "seq 1 1500; sleep 60", until=("Running",))
     pod = job.pods[0]["PodId"]
+    try:
+        wait_for_last_line(ws, job, pod, "1500")
+        client.force_login(people["alice"])
+        html = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?q=99", **HTMX).content.decode()
+        assert texts_of(html) == [str(i) for i in range(501, 1501) if "99" in str(i)], "not 99 itself"
+        assert "The search covers the last 1000 lines only; download the full log to search all of it." in html
+        assert "<mark>99</mark>9" in html and 'data-following="yes"' in tail_of(html)
+    finally:
+        dlc.stop_job(ws, job.dlc_job_id)
+
+
+def test_a_bad_tail_cursor_is_a_400_with_a_message(client, people, ws, localdlc):
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-c", created_at=timezone.now() - timedelta(minutes=5),
+                   pods=[{"PodId": "dlc-c-worker-0", "Type": "Worker", "Status": "Running"}])
     client.force_login(people["alice"])
-    panel = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?q=LINE-2", **HTMX).content.decode()
-    assert [n for n, _ in lines_of(panel)] == [2, *range(20, 30)]
-    assert '<mark>line-2</mark>0' in panel and 'value="LINE-2"' in panel
-    chunk = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?after=25&q=line-2", **HTMX).content.decode()
-    assert [n for n, _ in lines_of(chunk)] == [26, 27, 28, 29]
-    special = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?q=<script>", **HTMX).content.decode()
-    assert "<mark>&lt;script&gt;</mark>alert(1)" in special
+    url = f"/jobs/{job.pk}/pods/dlc-c-worker-0/logs"
+    future = podlogs.encode_cursor(timezone.now() + timedelta(hours=1))
+    before = podlogs.encode_cursor(job.created_at - timedelta(hours=1))
+    calls = pod_log_calls(localdlc)
+    for query, says in [("since=", "microseconds since 1970"), ("since=yesterday", "microseconds since 1970"),
+                        ("since=-1", "microseconds since 1970"), ("since=1e6", "microseconds since 1970"),
+                        ("since=" + "9" * 40, "microseconds since 1970"), (f"since={future}", "in the future"),
+                        (f"since={before}", "before this pod"), ("after=12", "out of date")]:
+        answer = client.get(f"{url}?{query}", **HTMX)
+        assert answer.status_code == 400, query
+        assert says in answer.content.decode() and answer["Content-Type"].startswith("text/plain"), query
+    assert pod_log_calls(localdlc) == calls, "a refused cursor costs no DLC call"
 
 
 def test_download_streams_the_whole_log_as_text(client, people, ws):
     job = on_localdlc(ws, people["alice"], "seq 1 1500", name="big")
     pod = job.pods[0]["PodId"]
     client.force_login(people["alice"])
-    panel = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", **HTMX).content.decode()
-    assert [n for n, _ in lines_of(panel)] == list(range(501, 1501))
-    assert "500 earlier lines not shown here" in panel and 'data-after="1500"' in panel
-    answer = client.get(f"/jobs/{job.pk}/pods/{pod}/logs/download")
+    expected = "".join(f"{i}\n" for i in range(1, 1501))
+    answer = client.get(f"/jobs/{job.pk}/pods/{pod}/logs/download")  # not archived yet: read whole from DLC
     assert answer.streaming and answer["Content-Type"] == "text/plain; charset=utf-8"
     assert answer["Content-Disposition"] == f'attachment; filename="big-{pod}.log"'
-    assert b"".join(answer.streaming_content).decode() == "".join(f"{i}\n" for i in range(1, 1501))
+    assert b"".join(answer.streaming_content).decode() == expected
+    panel = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", **HTMX).content.decode()
+    assert lines_of(panel) == [(None, str(i)) for i in range(501, 1501)], "ended, not archived: DLC's window"
+    assert "Showing the last 1000 lines" in panel and 'data-following="no"' in tail_of(panel)
+    assert "hx-get" not in tail_of(panel), "an ended job's window reaches its end: no tail"
+
+    assert logarchive.archive(job.pk) == 1
+    panel = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", **HTMX).content.decode()
+    assert [n for n, _ in lines_of(panel)] == list(range(501, 1501))
+    assert "500 earlier lines not shown here" in panel and "End of log, 1500 lines." in panel
+    answer = client.get(f"/jobs/{job.pk}/pods/{pod}/logs/download")
+    assert b"".join(answer.streaming_content).decode() == expected
 
 
 def test_archived_logs_are_read_once_the_job_ended_even_without_dlc(client, people, ws):
@@ -371,14 +490,20 @@ def test_archived_logs_are_read_once_the_job_ended_even_without_dlc(client, peop
     assert b"".join(download.streaming_content) == b"kept-1\nkept-2\n"
 
 
-def test_unreadable_logs_are_an_inline_error_and_a_502_download(client, people, ws):
+def test_unreadable_logs_are_an_inline_error_retried_and_a_502_download(client, people, ws):
     job = make_job(ws, people["alice"], dlc_job_id="dlc-gone", pods=[{"PodId": "dlc-gone-worker-0", "Type": "Worker"}])
     ws.endpoint = f"127.0.0.1:{closed_port()}"
     ws.save()
     client.force_login(people["alice"])
     panel = client.get(f"/jobs/{job.pk}/logs", **HTMX)
-    assert panel.status_code == 200 and "Could not read the log" in panel.content.decode()
-    assert 'data-following="yes"' in tail_of(panel.content.decode()), "a running pod's tail keeps trying"
+    html = panel.content.decode()
+    assert panel.status_code == 200 and "Could not read the log" in html and "trying again" in html
+    assert re.search(rf'<div id="log-panel" class="logpanel" hx-get="/jobs/{job.pk}/pods/dlc-gone-worker-0/logs"'
+                     r' hx-trigger="every 2s"', html), "without a cursor to tail from, the panel asks again"
+    since = podlogs.encode_cursor(timezone.now() - timedelta(seconds=30))
+    chunk = client.get(f"/jobs/{job.pk}/pods/dlc-gone-worker-0/logs?since={since}", **HTMX).content.decode()
+    assert "Could not read the log" in chunk and 'data-following="yes"' in tail_of(chunk)
+    assert since_of(tail_of(chunk)) == since, "the tail asks again from the same cursor"
     download = client.get(f"/jobs/{job.pk}/pods/dlc-gone-worker-0/logs/download")
     assert download.status_code == 502 and b"Could not read the log" in download.content
     assert client.get(f"/jobs/{job.pk}/pods/no-such-pod/logs").status_code == 404

@@ -1,0 +1,162 @@
+"""jobs.podlogs without a request or DLC: the time cursor and its checks, the live window and tail chunks, the
+archive's numbered first view, when a tail stops following, search and marking."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jobs import logarchive, podlogs
+from jobs.jobpage import PodRow
+from jobs.models import Job
+
+NOW = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
+POD_CREATED = "2026-03-01T11:50:00Z"
+
+
+def job(status: str = "Running", **fields) -> Job:
+    pods = [{"PodId": "j-worker-0", "Type": "Worker", "Status": "Running", "GmtCreateTime": POD_CREATED}]
+    return Job(display_name="j", status=status, dlc_job_id="dlc-j", created_at=NOW - timedelta(minutes=11),
+               pods=pods, **fields)
+
+
+def pod(status: str = "Running", end: datetime | None = None) -> PodRow:
+    return PodRow("j-worker-0", "Worker", 0, status, "", None, end)
+
+
+def texts(chunk: podlogs.Chunk) -> list[str]:
+    return [str(text) for _, text in chunk.lines]
+
+
+# --- the cursor ------------------------------------------------------------------------------------------
+
+
+def test_a_cursor_is_the_instant_in_microseconds_and_round_trips_exactly():
+    assert podlogs.encode_cursor(datetime(1970, 1, 1, 0, 0, 1, 5, tzinfo=UTC)) == 1_000_005
+    for instant in (NOW, NOW + timedelta(microseconds=1), datetime(2038, 1, 19, 3, 14, 8, 999_999, tzinfo=UTC)):
+        assert podlogs.decode_cursor(podlogs.encode_cursor(instant)) == instant
+
+
+def test_reads_stop_a_settle_lag_before_now():
+    assert podlogs.settled(NOW) == NOW - podlogs.SETTLE
+    assert timedelta(0) < podlogs.SETTLE <= timedelta(seconds=5), "long enough for ingestion, short to wait for"
+
+
+def test_the_cursor_the_console_sends_is_accepted():
+    j = job()
+    sent = podlogs.encode_cursor(podlogs.settled(NOW))
+    assert podlogs.parse_cursor(str(sent), j, "j-worker-0", NOW) == podlogs.settled(NOW)
+    start, _ = logarchive.pod_range(j, j.pods[0])
+    assert podlogs.parse_cursor(str(podlogs.encode_cursor(start)), j, "j-worker-0", NOW) == start
+    ahead = NOW + podlogs.CURSOR_AHEAD
+    assert podlogs.parse_cursor(str(podlogs.encode_cursor(ahead)), j, "j-worker-0", NOW) == ahead
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    ("", "microseconds since 1970"), ("abc", "microseconds since 1970"), ("-5", "microseconds since 1970"),
+    ("1.5", "microseconds since 1970"), ("2026-03-01T12:00:00Z", "microseconds since 1970"),
+    (" 123", "microseconds since 1970"), ("9" * 18, "microseconds since 1970"), ("١٢٣", "microseconds since 1970"),
+    ("9" * 17, "in the future"), ("0", "before this pod"),
+])
+def test_a_malformed_or_impossible_cursor_is_refused_with_a_reason(raw, says):
+    with pytest.raises(podlogs.BadCursor, match=says):
+        podlogs.parse_cursor(raw, job(), "j-worker-0", NOW)
+
+
+def test_a_cursor_just_past_the_allowed_bounds_is_refused():
+    j = job()
+    start, _ = logarchive.pod_range(j, j.pods[0])
+    too_early = podlogs.encode_cursor(start - timedelta(microseconds=1))
+    too_late = podlogs.encode_cursor(NOW + podlogs.CURSOR_AHEAD + timedelta(microseconds=1))
+    for raw in (too_early, too_late):
+        with pytest.raises(podlogs.BadCursor):
+            podlogs.parse_cursor(str(raw), j, "j-worker-0", NOW)
+
+
+# --- live chunks -----------------------------------------------------------------------------------------
+
+
+def test_a_live_window_has_no_numbers_carries_its_cursor_and_says_whether_it_came_back_full():
+    cursor = podlogs.settled(NOW)
+    short = podlogs.window(["a", "b <b>"], cursor, size=3)
+    assert short.lines == [(None, "a"), (None, "b &lt;b&gt;")] and short.live
+    assert short.cursor == podlogs.encode_cursor(cursor) and short.read == 2 and not short.full
+    full = podlogs.window(["a", "b", "c"], cursor, size=3)
+    assert full.full and full.read == 3 and full.skipped == 0
+    ended = podlogs.window(["a"], None)
+    assert not ended.live and ended.cursor is None and ended.lines == [(None, "a")], "an ended job: no tail"
+    assert not podlogs.following(job("Succeeded", finished_at=NOW), pod(), ended.cursor)
+
+
+def test_a_searched_window_keeps_the_matches_and_counts_what_it_searched():
+    chunk = podlogs.window(["loss=1", "LOSS=2", "lr=3"], podlogs.settled(NOW), "loss", size=3)
+    assert texts(chunk) == ["<mark>loss</mark>=1", "<mark>LOSS</mark>=2"]
+    assert chunk.read == 3 and chunk.full, "the note says the search covered only the window"
+
+
+def test_a_tail_chunk_sends_the_matching_lines_and_skips_beyond_its_limit_saying_how_many():
+    cursor = podlogs.settled(NOW)
+    chunk = podlogs.burst([f"l{i}" for i in range(10)], cursor, limit=4)
+    assert texts(chunk) == ["l6", "l7", "l8", "l9"] and chunk.skipped == 6
+    assert chunk.cursor == podlogs.encode_cursor(cursor)
+    searched = podlogs.burst(["tick 1", "tock", "tick 2"], cursor, "TICK")
+    assert texts(searched) == ["<mark>tick</mark> 1", "<mark>tick</mark> 2"] and searched.skipped == 0
+    assert podlogs.burst([], cursor).lines == []
+
+
+def test_no_time_has_settled_since_the_cursor_means_no_dlc_call_and_the_same_cursor():
+    # A cursor a little ahead (another web server's clock) is accepted; nothing is asked until time passes it.
+    j = job()  # it has no workspace: asking DLC would raise
+    ahead = podlogs.settled(NOW) + timedelta(seconds=1)
+    chunk = podlogs.tail(j, "j-worker-0", ahead, now=NOW)
+    assert chunk.lines == [] and chunk.cursor == podlogs.encode_cursor(ahead)
+
+
+# --- following -------------------------------------------------------------------------------------------
+
+
+def test_a_tail_follows_a_running_pod_and_an_ended_one_until_its_end_has_settled():
+    cursor = podlogs.encode_cursor(NOW)
+    assert podlogs.following(job(), pod(), cursor)
+    assert not podlogs.following(job(), pod(), None), "an archived log has nothing more to come"
+    ended = NOW - timedelta(seconds=1)
+    assert podlogs.following(job(), pod("Succeeded", ended), cursor)
+    assert not podlogs.following(job(), pod("Succeeded", ended), podlogs.encode_cursor(ended + podlogs.END_SLACK))
+    assert not podlogs.following(job(), pod("Failed"), cursor), "no end time: nothing to wait for"
+    done = job("Succeeded", finished_at=NOW)
+    assert podlogs.following(done, pod("Running"), cursor), "the job's end counts when the pod's is unknown"
+    assert not podlogs.following(done, pod("Running"), podlogs.encode_cursor(NOW + podlogs.END_SLACK))
+    assert podlogs.END_SLACK > timedelta(seconds=1), "end times are cut to the second"
+
+
+# --- archived logs -------------------------------------------------------------------------------------------
+
+
+def test_an_archived_log_is_numbered_from_its_first_line_and_shows_its_last_lines():
+    lines = [f"line {i}" for i in range(1, 11)]
+    chunk = podlogs.cut(lines, first_view=4)
+    assert chunk.lines == [(7, "line 7"), (8, "line 8"), (9, "line 9"), (10, "line 10")]
+    assert chunk.skipped == 6 and chunk.total == 10 and not chunk.live
+    searched = podlogs.cut(lines, "LINE 1", first_view=4)
+    assert [n for n, _ in searched.lines] == [1, 10] and searched.skipped == 0
+    assert podlogs.cut([], "x").lines == []
+
+
+# --- search marks ------------------------------------------------------------------------------------------
+
+
+def test_highlight_escapes_and_marks_every_match_case_insensitively():
+    assert podlogs.highlight("<b>Loss</b> loss", "LOSS") == "&lt;b&gt;<mark>Loss</mark>&lt;/b&gt; <mark>loss</mark>"
+    assert podlogs.highlight("a & b", "") == "a &amp; b"
+    assert podlogs.highlight("<x>", "<") == "<mark>&lt;</mark>x&gt;"
+    assert podlogs.highlight("Straße", "SS") == "Straße", "casefold changed the length: nothing marked"
+    assert podlogs.matches("Straße", "STRASSE") and not podlogs.matches("abc", "d") and podlogs.matches("x", "")
+
+
+def test_download_name_and_stream():
+    j = job()
+    j.display_name = 'my "job"/x'
+    assert podlogs.filename(j, "w-0") == "my__job__x-w-0.log"
+    assert "".join(podlogs.stream(["a", "b", "c"], batch=2)) == "a\nb\nc\n"
+    assert list(podlogs.stream([])) == []
