@@ -115,8 +115,7 @@ def read(job: Job, pod_id: str) -> list[str]:
     pod = _pod(job, pod_id)
     if not job.dlc_job_id or pod is None:
         return []
-    # Up to this instant, not pod_range's end: that is cut to the whole second and would drop the
-    # newest lines of a pod that is still printing.
+    # Up to this instant: pod_range's end is made for archiving an ended pod (its end plus a margin).
     start, _ = logarchive.pod_range(job, pod)
     return logarchive.fetch_lines(job.workspace, job.dlc_job_id, pod_id, start, timezone.now())
 
