@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -100,6 +101,33 @@ def rows(workspace_id: int, owner_ids: list[int], start: int, stop: int, seed: i
 
 def insert(workspace_id: int, owner_ids: list[int], start: int, stop: int, chunk: int = 20_000) -> None:
     """Insert jobs start..stop-1, in chunks, in the fastest way the database offers."""
+    from django.db import connection
+
+    from jobs import listing
+
+    if not listing.name_index_ready(connection.alias):
+        _insert(workspace_id, owner_ids, start, stop, chunk)
+        return
+    # SQLite's name index (migration 0007): its insert trigger adds ~45% to a bulk insert (100k jobs: 25 -> 36 s);
+    # indexing the new names in one statement after it takes ~1.3 s per 100k. The trigger is put back even if the
+    # insert fails (and jobs.listing.repair_name_index would after the next migrate).
+    trigger = listing.NAME_INDEX_TRIGGERS[0]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COALESCE(MAX(id), 0) FROM jobs_job")
+        (last_id,) = cursor.fetchone()
+        cursor.execute(f"DROP TRIGGER {trigger}")
+    try:
+        _insert(workspace_id, owner_ids, start, stop, chunk)
+        started = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {listing.NAME_INDEX}(rowid, display_name) "
+                           "SELECT id, display_name FROM jobs_job WHERE id > %s", [last_id])
+        print(f"  indexed {stop - start:,} names for search in {time.perf_counter() - started:.1f} s", flush=True)
+    finally:
+        listing.install_name_index(connection, fill=False)
+
+
+def _insert(workspace_id: int, owner_ids: list[int], start: int, stop: int, chunk: int) -> None:
     from django.db import connection, transaction
 
     from jobs.models import Job

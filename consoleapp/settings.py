@@ -196,6 +196,8 @@ DLC_RETRY_CAP_SECONDS = float(os.environ.get("DLC_RETRY_CAP_SECONDS", "60"))
 DLC_IMPORT_LOOKBACK_HOURS = float(os.environ.get("DLC_IMPORT_LOOKBACK_HOURS", "168"))
 # Seconds between a job ending and its pods' logs being archived (log shipping can lag the status).
 DLC_ARCHIVE_DELAY = float(os.environ.get("DLC_ARCHIVE_DELAY", "5"))
+# The job list counts each status up to this many jobs and shows "1,000+" beyond (jobs.listing.counts).
+DLC_LIST_COUNT_CAP = int(os.environ.get("DLC_LIST_COUNT_CAP", "1000"))
 CELERY_BEAT_SCHEDULE = {
     # Periodic tasks expire after one interval: a backlog (worker down) must not replay every missed cycle.
     "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL,

@@ -183,7 +183,7 @@ def jobs(request: HttpRequest) -> JsonResponse:
     chosen = request.GET.get("workspace", "")
     if chosen:
         rows = rows.filter(workspace=access.get_workspace(request.api_user, _id(chosen)))
-    page = listing.page(listing.apply_filters(rows, filters, user=request.api_user), filters)
+    page = listing.page(rows, filters, user=request.api_user)
     base = {**filters.query(), **({"workspace": chosen} if chosen else {})}
 
     def link(**cursor: str) -> str:

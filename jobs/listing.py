@@ -1,7 +1,9 @@
-"""The job list's query side: filters, keyset pagination and counts per status, as plain functions.
+"""The job list's query side: filters, name search, keyset pagination, capped counts per status and what a row
+shows, as plain functions.
 
-Nothing here calls DLC; everything comes from the Job table. A page costs one query for its rows and one
-GROUP BY for the counts, whatever the page size and however deep the page.
+Nothing here calls DLC; everything comes from the Job table. Whatever the page size and however deep the page, a
+page costs one query for its rows (two to four for a name search on SQLite, see `_first_rows`) and the counts one
+query (two for a name search on SQLite), each bounded (see `counts`).
 """
 
 from __future__ import annotations
@@ -9,15 +11,20 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, time, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from django import forms
+from django.conf import settings
+from django.db import OperationalError, connections
 from django.db.models import Count, Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.timesince import timesince
 
 from jobs import catalog
 from jobs import status as st
@@ -50,10 +57,11 @@ FRAMEWORK_CHOICES = [("", "Any framework")] + sorted(
     {(f.job_type, f.job_type) for f in catalog.FRAMEWORKS.values() if f.job_type}
 )
 _DATETIME_COLUMNS = {"created_at"}
-# Columns a list row never shows (templates/jobs/_row.html). Touching one on a row costs a query per row,
-# which the benchmark's "queries at page size 10/20/50/100" figure would show.
-ROW_DEFERRED = ("body", "hints", "sealed_secrets", "status_history", "pods", "submit_error",
-                "reason_message")
+# The only columns a list row shows (`Row`) or a cursor needs: the big JSON ones (body, pods, status history) cost
+# more to load and decode than the query itself. Touching another one on a row costs a query per row, which the
+# benchmark's "queries at page size 10/20/50/100" figure and tests/test_views_list.py would show.
+ROW_FIELDS = ("id", "display_name", "status", "job_type", "created_at", "started_at", "finished_at", "dlc_job_id",
+              "stop_error", "owner__username")
 
 
 class CursorError(ValueError):
@@ -208,9 +216,11 @@ def _day_start(day) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
 
 
-def apply_filters(jobs: QuerySet[Job], f: Filters, *, user=None, with_status: bool = True) -> QuerySet[Job]:
-    """Narrow a queryset to the filters. The status filter can be left out, for counts per status."""
-    if f.q:
+def apply_filters(jobs: QuerySet[Job], f: Filters, *, user=None, with_status: bool = True,
+                  with_name: bool = True) -> QuerySet[Job]:
+    """Narrow a queryset to the filters. The status filter can be left out, for counts per status; the name search
+    too, for `page` and `counts`, which choose how to search names."""
+    if f.q and with_name:
         jobs = jobs.filter(display_name__icontains=f.q)
     if f.framework:
         jobs = jobs.filter(job_type=f.framework)
@@ -235,6 +245,133 @@ def filter_status(jobs: QuerySet[Job], value: str) -> QuerySet[Job]:
     return jobs.filter(status=value)
 
 
+# --- name search -------------------------------------------------------------------------------------------
+#
+# A name search is Django's icontains on every database: a case-insensitive substring, whatever the plan.
+# PostgreSQL serves it from the trigram index of migration 0004 and plans with statistics. SQLite has no such
+# index type: migration 0007 adds an FTS5 table with the trigram tokenizer over jobs_job.display_name (external
+# content: it holds only the index; triggers keep it in step). FTS5 only ever narrows the candidates, and every
+# query keeps the icontains condition too, because the two disagree on case outside ASCII: the tokenizer's
+# `case_sensitive 0` folds all of Unicode ("é" finds "É"), SQLite's LIKE (icontains) folds ASCII only. A LIKE
+# match is always an FTS5 match, so the results are exactly icontains' whatever the plan.
+
+NAME_INDEX = "jobs_job_name_fts"
+NAME_INDEX_TRIGGERS = ("jobs_job_name_fts_insert", "jobs_job_name_fts_delete", "jobs_job_name_fts_rename")
+MIN_INDEXED_TERM = 3  # the trigram tokenizer finds nothing for 1-2 characters: those scan, as icontains did
+# SQLite has no statistics for an FTS5 match, and left alone it always reads every match through the index and
+# sorts them: 0.3 ms for a name 1 job in 50,000 has, 80-300 ms for one that 1-10% of a million jobs have, where
+# walking the page order and checking names takes 2 ms. So the list first asks the index how many names match,
+# up to a limit (0.1-0.7 ms at 1M jobs): a rare term goes through the index, a common one walks (`_first_rows`).
+FEW_NAME_MATCHES = 200
+# A common term walks at most this many rows per row asked for before going through the index after all
+# (a term common elsewhere but rare in this part of the list): 5,250 rows cost ~5 ms at 1M jobs.
+SCAN_ROWS_PER_ROW = 250
+_NAME_INDEX_DDL = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {NAME_INDEX} USING fts5(display_name, content='jobs_job', "
+    "content_rowid='id', tokenize='trigram case_sensitive 0', columnsize=0)",
+    f"CREATE TRIGGER IF NOT EXISTS {NAME_INDEX_TRIGGERS[0]} AFTER INSERT ON jobs_job BEGIN "
+    f"INSERT INTO {NAME_INDEX}(rowid, display_name) VALUES (new.id, new.display_name); END",
+    f"CREATE TRIGGER IF NOT EXISTS {NAME_INDEX_TRIGGERS[1]} AFTER DELETE ON jobs_job BEGIN "
+    f"INSERT INTO {NAME_INDEX}({NAME_INDEX}, rowid, display_name) VALUES ('delete', old.id, old.display_name); END",
+    # Django's save() writes every column: only a real rename touches the index.
+    f"CREATE TRIGGER IF NOT EXISTS {NAME_INDEX_TRIGGERS[2]} AFTER UPDATE OF display_name ON jobs_job "
+    "WHEN old.display_name IS NOT new.display_name BEGIN "
+    f"INSERT INTO {NAME_INDEX}({NAME_INDEX}, rowid, display_name) VALUES ('delete', old.id, old.display_name); "
+    f"INSERT INTO {NAME_INDEX}(rowid, display_name) VALUES (new.id, new.display_name); END",
+)
+_index_ready: dict[str, bool] = {}
+
+
+def install_name_index(connection, *, fill: bool = True) -> bool:
+    """Create the SQLite name index and its triggers where missing, and (`fill`) fill it from jobs_job (1M names:
+    ~30 s).
+
+    False, with nothing created, on another database or where SQLite lacks FTS5 or its trigram tokenizer (before
+    3.34): name search then scans, as icontains always did.
+    """
+    if connection.vendor != "sqlite":
+        return False
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute(_NAME_INDEX_DDL[0])
+        except OperationalError:  # "no such module: fts5" / "no such tokenizer: trigram"
+            return False
+        for sql in _NAME_INDEX_DDL[1:]:
+            cursor.execute(sql)
+        if fill:
+            cursor.execute(f"INSERT INTO {NAME_INDEX}({NAME_INDEX}) VALUES ('rebuild')")
+    _index_ready.clear()
+    return True
+
+
+def drop_name_index(connection) -> None:
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            for trigger in NAME_INDEX_TRIGGERS:
+                cursor.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+            cursor.execute(f"DROP TABLE IF EXISTS {NAME_INDEX}")
+        _index_ready.clear()
+
+
+def _name_index_parts(connection) -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE name IN (%s, %s, %s, %s)",
+                       [NAME_INDEX, *NAME_INDEX_TRIGGERS])
+        return {name for (name,) in cursor.fetchall()}
+
+
+def repair_name_index(connection) -> bool:
+    """Put back the index's triggers if the index exists without them, and refill it; True if it had to.
+
+    On SQLite Django rebuilds a table (new table, copy, drop, rename) for most column changes, and dropping
+    jobs_job drops its triggers: the index would silently stop following renames, new and deleted jobs. Run
+    after every migrate (jobs.apps).
+    """
+    if connection.vendor != "sqlite":
+        return False
+    parts = _name_index_parts(connection)
+    if NAME_INDEX not in parts or parts.issuperset(NAME_INDEX_TRIGGERS):
+        return False
+    return install_name_index(connection)
+
+
+def name_index_ready(using: str) -> bool:
+    """Whether the database has the name index with all its triggers: looked up once per process and database."""
+    connection = connections[using]
+    if connection.vendor != "sqlite":
+        return False
+    key = str(connection.settings_dict["NAME"])
+    if key not in _index_ready:
+        _index_ready[key] = _name_index_parts(connection) == {NAME_INDEX, *NAME_INDEX_TRIGGERS}
+    return _index_ready[key]
+
+
+def fts_phrase(text: str) -> str:
+    """The user's text as one FTS5 string: within double quotes (doubled inside) every character is literal, so
+    quotes, AND/OR/NOT/NEAR, *, ^, parentheses and colons are searched for, never parsed as the query language."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _name_index_serves(text: str, using: str) -> bool:
+    return len(text) >= MIN_INDEXED_TERM and name_index_ready(using)
+
+
+def _name_candidates(text: str) -> RawSQL:
+    """The ids whose name contains the text, case folded over all of Unicode (a superset of icontains)."""
+    return RawSQL(f"SELECT rowid FROM {NAME_INDEX} WHERE {NAME_INDEX} MATCH %s", [fts_phrase(text)])
+
+
+def _count_candidates(text: str, using: str, limit: int) -> int:
+    """How many names in the whole table (every workspace) contain the text, counting no further than limit."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM (SELECT rowid FROM {NAME_INDEX} WHERE {NAME_INDEX} MATCH %s LIMIT %s)",
+                       [fts_phrase(text), limit])
+        return cursor.fetchone()[0]
+
+
+# --- pages -------------------------------------------------------------------------------------------------
+
+
 @dataclass
 class Page:
     jobs: list[Job]
@@ -251,25 +388,28 @@ class Page:
         return [job for job in self.jobs if job.is_active]
 
 
-def page(jobs: QuerySet[Job], f: Filters) -> Page:
-    """One page of rows by keyset: one query, whatever the page size and however deep the page.
+def for_rows(jobs: QuerySet[Job]) -> QuerySet[Job]:
+    """Only what a list row shows (ROW_FIELDS), its owner's name included, in the same query."""
+    return jobs.select_related("owner").only(*ROW_FIELDS)
+
+
+def page(jobs: QuerySet[Job], f: Filters, *, user=None) -> Page:
+    """One page of the jobs matching the filters, by keyset: the same number of queries whatever the page size
+    and however deep the page. `jobs` is what the user may see; `user` is who "owner=me" means.
 
     `before` pages are read in reverse order and flipped; if fewer rows than a page are left before the
     cursor we are at the start, so the first page is shown instead (one more query, on that edge only).
     """
     columns = SORTS[f.sort]
     size = f.size
-    # A row shows none of the big JSON columns; loading and decoding them cost more than the query itself.
-    jobs = jobs.select_related("owner").defer(*ROW_DEFERRED)
+    jobs = apply_filters(jobs.select_related("owner"), f, user=user, with_name=False)
     if f.before:
-        rows = list(jobs.filter(keyset_q(columns, f.before, forward=False)).order_by(*ordering(f.sort, reverse=True))
-                    [: size + 1])
+        rows = _first_rows(jobs.filter(keyset_q(columns, f.before, forward=False)), f, reverse=True)
         if len(rows) > size:
             rows = rows[:size][::-1]
             return Page(rows, f.sort, encode_cursor(rows[-1], f.sort), encode_cursor(rows[0], f.sort))
-        f = Filters(**{**f.__dict__, "before": None})
-    query = jobs.filter(keyset_q(columns, f.after)) if f.after else jobs
-    rows = list(query.order_by(*ordering(f.sort))[: size + 1])
+        f = replace(f, before=None)
+    rows = _first_rows(jobs.filter(keyset_q(columns, f.after)) if f.after else jobs, f)
     more = len(rows) > size
     rows = rows[:size]
     next_cursor = encode_cursor(rows[-1], f.sort) if more and rows else None
@@ -277,33 +417,247 @@ def page(jobs: QuerySet[Job], f: Filters) -> Page:
     return Page(rows, f.sort, next_cursor, prev_cursor)
 
 
+def _first_rows(jobs: QuerySet[Job], f: Filters, *, reverse: bool = False) -> list[Job]:
+    """The first size + 1 rows of `jobs` (every filter but the name applied) whose name matches, in page order.
+
+    One query, but a name search of 3+ characters on SQLite picks its plan by how common the term is:
+    - at most FEW_NAME_MATCHES names in the table match: read those through the index and sort them (2 queries);
+    - else walk the page order checking names, which a common term stops early, within a window of
+      SCAN_ROWS_PER_ROW rows per row asked for, found on the covering index (3 queries);
+    - and if the window held less than a page (a term common elsewhere, rare here), through the index after all
+      (4 queries; time grows with the term's matches in the table: ~5 µs each).
+    """
+    order = ordering(f.sort, reverse=reverse)
+    limit = f.size + 1
+    named = jobs.filter(display_name__icontains=f.q) if f.q else jobs
+    if not f.q or jobs.query.is_empty() or not _name_index_serves(f.q, jobs.db):
+        return list(named.order_by(*order)[:limit])
+    through_index = named.filter(pk__in=_name_candidates(f.q)).order_by(*order)
+    if _count_candidates(f.q, jobs.db, FEW_NAME_MATCHES + 1) <= FEW_NAME_MATCHES:
+        return list(through_index[:limit])
+    columns = SORTS[f.sort]
+    window = SCAN_ROWS_PER_ROW * limit
+    edge = list(jobs.order_by(*order).values_list(*(name for name, _ in columns))[window:window + 1])
+    if not edge:  # fewer rows than the window: walking them all is the bounded scan
+        return list(named.order_by(*order)[:limit])
+    rows = list(named.filter(keyset_q(columns, list(edge[0]), forward=reverse)).order_by(*order)[:limit])
+    return rows if len(rows) == limit else list(through_index[:limit])
+
+
+# --- counts ------------------------------------------------------------------------------------------------
+#
+# A count over a million matching jobs reads a million index entries (130 ms on SQLite, 400 ms on PostgreSQL),
+# or a million rows when a filter is not in the index (1.1-1.5 s). The list shows "1,000+" instead, as large
+# portals do: each status is counted up to the cap, along the (workspace, status, created) index, and the count
+# stops there. A count then reads at most cap + 1 index entries per status when nothing else is filtered, and
+# (cap + 1) / (share of the status's jobs the filters keep) rows otherwise, never more than the status has.
+#
+# A name search counts through the name index instead, exactly, while the term has at most COUNT_THROUGH_INDEX_MAX
+# matches (~5 µs each). On SQLite, FTS5 says cheaply how many (`_count_candidates`); a more common term counts by
+# status as above, which the cap stops early. PostgreSQL has no such cheap count (its trigram index cannot stop
+# early, and capping each status costs a trigram index scan per status: 0.5 s for a name 10% of 1M jobs have), so
+# it reads at most COUNT_THROUGH_INDEX_MAX + 1 matches in one GROUP BY: exact below, "at least" above.
+COUNT_THROUGH_INDEX_MAX = 20_000
+# The index every per-status count walks (jobs.models.Job.Meta); looked up so that renaming it fails here, loudly.
+_STATUS_INDEX = next(i.name for i in Job._meta.indexes if i.name == "job_ws_status_created")
+_STATUS_SLOT = "\x00status"  # a parameter value no filter can produce (forms refuse NUL characters)
+
+
+def count_cap() -> int:
+    """The one place the cap comes from: settings.DLC_LIST_COUNT_CAP (1,000 unless the environment says)."""
+    return settings.DLC_LIST_COUNT_CAP
+
+
+@dataclass(frozen=True)
+class Tally:
+    """A count that stops at a cap: exact up to it, "at least n" beyond it (`more`)."""
+
+    n: int
+    more: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.n:,}{'+' if self.more else ''}"
+
+    def __bool__(self) -> bool:
+        return bool(self.n)
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(self.n + other.n, self.more or other.more)
+
+
+def _sum(tallies: Iterable[Tally]) -> Tally:
+    return sum(tallies, Tally(0))
+
+
 @dataclass
 class Counts:
-    by_status: dict[str, int]
+    by_status: dict[str, Tally]
 
     @property
-    def total(self) -> int:
-        return sum(self.by_status.values())
+    def total(self) -> Tally:
+        return _sum(self.by_status.values())
 
     @property
-    def active(self) -> int:
-        return sum(n for s, n in self.by_status.items() if st.is_active(s))
+    def active(self) -> Tally:
+        return _sum(n for s, n in self.by_status.items() if st.is_active(s))
 
     @property
-    def finished(self) -> int:
-        return self.total - self.active
+    def finished(self) -> Tally:
+        return _sum(n for s, n in self.by_status.items() if not st.is_active(s))
 
-    def chips(self) -> list[tuple[str, str, int]]:
+    def chips(self) -> list[tuple[str, str, Tally]]:
         """(status, label, count) for every status present, in lifecycle order."""
         known = [(s, st.label(s), self.by_status[s]) for s in st.ALL if self.by_status.get(s)]
         unknown = [(s, st.label(s), n) for s, n in sorted(self.by_status.items()) if s not in st.ALL and n]
         return known + unknown
 
 
-def counts(jobs: QuerySet[Job]) -> Counts:
-    """Jobs per status in one GROUP BY query."""
-    rows = jobs.order_by().values_list("status").annotate(n=Count("id"))
-    return Counts({status: n for status, n in rows})
+def counts(jobs: QuerySet[Job], f: Filters | None = None, *, user=None) -> Counts:
+    """Jobs per status under every filter but the status one, each counted up to the cap (`count_cap`).
+
+    One query: a capped count per status the console knows, and one for any status it does not (all on the status
+    index). A name search: one GROUP BY through the name index (after one query asking FTS5 how many names match,
+    on SQLite), see "counts" above.
+    """
+    f = f or Filters()
+    cap = count_cap()
+    if jobs.query.is_empty():  # the user may see no workspace
+        return Counts({})
+    scope = jobs.order_by()
+    jobs = apply_filters(scope, f, user=user, with_status=False, with_name=False)
+    named = jobs.filter(display_name__icontains=f.q) if f.q else jobs
+    complete = True
+    if f.q and connections[jobs.db].vendor == "postgresql":
+        found, complete = _first_matches_by_status(named, COUNT_THROUGH_INDEX_MAX)
+    elif f.q and _name_index_serves(f.q, jobs.db) and (
+            _count_candidates(f.q, jobs.db, COUNT_THROUGH_INDEX_MAX + 1) <= COUNT_THROUGH_INDEX_MAX):
+        found = dict(named.filter(pk__in=_name_candidates(f.q)).values_list("status").annotate(n=Count("id")))
+    else:
+        found = _capped_counts(named, scope, cap + 1)
+    return Counts({status: Tally(min(n, cap), n > cap or not complete) for status, n in found.items()})
+
+
+def _first_matches_by_status(jobs: QuerySet[Job], limit: int) -> tuple[dict[str, int], bool]:
+    """Statuses of the first `limit` + 1 matches, in one GROUP BY; False when there were more (lower bounds)."""
+    sql, params = _sql(jobs.values("status")[:limit + 1])
+    with connections[jobs.db].cursor() as cursor:
+        cursor.execute(f"SELECT m.status, COUNT(*) FROM ({sql}) m GROUP BY m.status", params)
+        found = dict(cursor.fetchall())
+    return found, sum(found.values()) <= limit
+
+
+def _capped_counts(jobs: QuerySet[Job], scope: QuerySet[Job], limit: int) -> dict[str, int]:
+    """Matches per status, each counted no further than limit, in one UNION ALL of per-status subqueries.
+
+    `jobs` is `scope` with the filters applied: jobs of a status the console does not know (DLC may add one) are
+    found in the scope first, on the status index, and the filters checked on those few only.
+    """
+    known = sorted(st.ALL)
+    # "Not a known status" as ranges between them, so it seeks the status index instead of reading all of it.
+    unknown = Q(status__lt=known[0]) | Q(status__gt=known[-1])
+    for low, high in zip(known, known[1:], strict=False):
+        unknown |= Q(status__gt=low, status__lt=high)
+    branches: list[str] = []
+    params: list[Any] = []
+    # The branches differ only in the status: compiled once (16 compilations cost more than the query at 1k jobs).
+    sql, template = _on_status_index(jobs.filter(status=_STATUS_SLOT).values("id")[:limit])
+    slot = template.index(_STATUS_SLOT)
+    for i, status in enumerate(known):
+        branches.append(f"SELECT {i} AS k, NULL AS status, COUNT(*) AS n FROM ({sql}) b{i}")
+        params += [*template[:slot], status, *template[slot + 1:]]
+    unknown_ids = scope.filter(unknown).values("id")
+    sql, more = _sql(jobs.filter(pk__in=unknown_ids).values("status")[:limit])
+    branches.append(f"SELECT {len(known)}, u.status, COUNT(*) FROM ({sql}) u GROUP BY u.status")
+    params += more
+    found: dict[str, int] = {}
+    with connections[jobs.db].cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(branches), params)
+        for k, status, n in cursor.fetchall():
+            if n:
+                found[known[k] if k < len(known) else status] = n
+    return found
+
+
+
+def _sql(jobs: QuerySet) -> tuple[str, tuple]:
+    return jobs.query.get_compiler(using=jobs.db).as_sql()
+
+
+def _on_status_index(jobs: QuerySet) -> tuple[str, tuple]:
+    """The SQL of a per-status count branch, made to walk the (workspace, status, created) index on SQLite.
+
+    Left to choose, SQLite walks the index of another filter when it looks more selective (owner: 1 in 20) and
+    checks the status row by row: a rare status then reads all of the owner's jobs (98 ms instead of 25 ms at 1M
+    jobs), once per status. On the status index every branch stops after cap + 1 matches or at the end of its
+    status, whatever the other filters.
+    """
+    sql, params = _sql(jobs)
+    if connections[jobs.db].vendor == "sqlite":
+        sql = sql.replace('FROM "jobs_job"', f'FROM "jobs_job" INDEXED BY "{_STATUS_INDEX}"', 1)
+    return sql, params
+
+
+
+# --- what a row shows ----------------------------------------------------------------------------------------
+
+
+class Row(TypedDict):
+    """One line of the job table (templates/jobs/_row.html), worked out in Python: a page has 20-100 rows, and in
+    a template a filter, a property or a URL reversed costs tens of µs per row. A dict, because the template
+    engine tries a key before an attribute: 15% faster rows than with a dataclass."""
+
+    pk: int
+    name: str
+    url: str
+    status: str
+    label: str
+    tone: str
+    stop_failed: bool
+    stop_code: str
+    stop_message: str
+    job_type: str
+    owner: str
+    created_iso: str
+    created: str
+    duration: str
+    dlc_job_id: str
+    checked: bool
+
+
+def rows(jobs: Iterable[Job], checked: Iterable[int] = ()) -> list[Row]:
+    """The rows for these jobs; `checked` are the ids whose box stays ticked."""
+    checked = set(checked)
+    # One URL reversed for all rows: the detail URL with the id swapped in (no converter changes an int).
+    url_pattern = reverse("job_detail", args=[987654321]).rpartition("987654321")
+    now = timezone.now()
+    out = []
+    for job in jobs:
+        created = timezone.localtime(job.created_at)
+        if job.started_at:
+            duration = timesince(job.started_at, job.finished_at or now)
+        else:
+            duration = "—"
+        stop_error = job.stop_error if isinstance(job.stop_error, dict) else {}
+        out.append(Row(
+            pk=job.pk,
+            name=job.display_name,
+            url=f"{url_pattern[0]}{job.pk}{url_pattern[2]}",
+            status=job.status,
+            label=st.label(job.status),
+            tone=st.tone(job.status),
+            stop_failed=bool(stop_error),
+            stop_code=str(stop_error.get("Code", "")),
+            stop_message=str(stop_error.get("Message", "")),
+            job_type=job.job_type or "—",
+            owner=(job.owner.get_username() if job.owner_id else "") or "—",
+            created_iso=created.isoformat(),
+            created=f"{created.year:04d}-{created.month:02d}-{created.day:02d} "
+                    f"{created.hour:02d}:{created.minute:02d}:{created.second:02d}",
+            duration=duration,
+            dlc_job_id=job.dlc_job_id or "—",
+            checked=job.pk in checked,
+        ))
+    return out
 
 
 # --- the poll that refreshes active rows -------------------------------------------------------------------
@@ -341,6 +695,15 @@ def owner_choices(workspace: Workspace | None, current: str = "") -> list[str]:
     return names
 
 
-def filter_choices() -> dict[str, list[tuple[str, str]]]:
-    return {"status": STATUS_CHOICES, "framework": FRAMEWORK_CHOICES, "sort": list(SORT_LABELS.items()),
-            "size": [(str(n), str(n)) for n in PAGE_SIZES]}
+def filter_choices(f: Filters, owners: list[str]) -> dict[str, list[tuple[str, str, bool]]]:
+    """(value, label, selected) for each select of the filter form: comparing in the template costs more."""
+    lists = {
+        "status": STATUS_CHOICES,
+        "framework": FRAMEWORK_CHOICES,
+        "owner": [("", "Anyone"), ("me", "Me")] + [(name, name) for name in owners],
+        "sort": list(SORT_LABELS.items()),
+        "size": [(str(n), str(n)) for n in PAGE_SIZES],
+    }
+    current = {"status": f.status, "framework": f.framework, "owner": f.owner, "sort": f.sort, "size": str(f.size)}
+    return {name: [(value, label, value == current[name]) for value, label in choices]
+            for name, choices in lists.items()}

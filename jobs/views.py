@@ -95,18 +95,17 @@ def _poll_url(filters: listing.Filters, jobs: list[Job]) -> str | None:
 
 
 def _list_context(request: HttpRequest, workspace: Workspace | None, filters: listing.Filters) -> dict:
-    jobs = _workspace_jobs(request, workspace)
-    page = listing.page(listing.apply_filters(jobs, filters, user=request.user), filters)
+    page = listing.page(listing.for_rows(_workspace_jobs(request, workspace)), filters, user=request.user)
     return {
         "workspace": workspace,
         "filters": filters,
         "page": page,
+        "rows": listing.rows(page.jobs),
         "counts_url": _url("job_counts", filters.query()),
         "next_url": _url("job_list", filters.query(after=page.next_cursor)) if page.next_cursor else None,
         "prev_url": _url("job_list", filters.query(before=page.prev_cursor)) if page.prev_cursor else None,
         "first_url": _url("job_list", filters.query()) if filters.after or filters.before else None,
         "poll_url": _poll_url(filters, page.active_jobs),
-        "checked": set(),
     }
 
 
@@ -118,8 +117,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
     context = _list_context(request, workspace, filters)
     if _partial(request):
         return render(request, "jobs/_results.html", context)
-    context["owners"] = listing.owner_choices(workspace, filters.owner)
-    context["choices"] = listing.filter_choices()
+    context["choices"] = listing.filter_choices(filters, listing.owner_choices(workspace, filters.owner))
     return render(request, "jobs/list.html", context)
 
 
@@ -128,11 +126,11 @@ def job_list(request: HttpRequest) -> HttpResponse:
 def job_rows(request: HttpRequest) -> HttpResponse:
     """The list's poll: re-renders only the watched rows whose status moved, keeping their checkboxes."""
     watch = listing.parse_watch(request.GET.get("watch", ""))
-    jobs = list(access.jobs_for(request.user).filter(pk__in=watch).select_related("owner"))
+    jobs = list(listing.for_rows(access.jobs_for(request.user).filter(pk__in=watch)))
     changed = [job for job in jobs if listing.row_state(job) != watch[job.pk]]
     filters = listing.Filters.from_query(request.GET)
     return render(request, "jobs/_rows.html", {
-        "changed": changed, "checked": set(_ids(request.GET.getlist("job"))),
+        "rows": listing.rows(changed, checked=_ids(request.GET.getlist("job"))),
         "poll_url": _poll_url(filters, [job for job in jobs if job.is_active]),
         "counts_url": _url("job_counts", filters.query()),
     })
@@ -141,18 +139,17 @@ def job_rows(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def job_counts(request: HttpRequest) -> HttpResponse:
-    """Jobs per status under the list's filters (all but the status one): one GROUP BY, loaded after the
-    rows so a count over a large workspace never holds the page back."""
+    """Jobs per status under the list's filters (all but the status one), each counted up to a cap; loaded
+    after the rows so counting never holds the page back."""
     filters = listing.Filters.from_query(request.GET)
-    jobs = listing.apply_filters(_workspace_jobs(request, current_workspace(request)), filters,
-                                 user=request.user, with_status=False)
-    return render(request, "jobs/_counts.html", {"status_links": _status_links(filters, listing.counts(jobs))})
+    counts = listing.counts(_workspace_jobs(request, current_workspace(request)), filters, user=request.user)
+    return render(request, "jobs/_counts.html", {"status_links": _status_links(filters, counts)})
 
 
 @login_required
 @require_GET
 def job_row(request: HttpRequest, pk: int) -> HttpResponse:
-    return render(request, "jobs/_row.html", {"job": access.get_job(request.user, pk), "checked": set()})
+    return render(request, "jobs/_row.html", {"rows": listing.rows([access.get_job(request.user, pk)])})
 
 
 @login_required
@@ -167,8 +164,8 @@ def jobs_stop(request: HttpRequest) -> HttpResponse:
         for result in results:
             messages.info(request, f"{result.name}: {result.text}")
         return redirect("job_list")
-    rows = list(access.jobs_for(request.user).filter(pk__in=found).select_related("owner"))
-    return render(request, "jobs/_bulk_result.html", {"results": results, "rows": rows, "checked": set()})
+    rows = listing.rows(listing.for_rows(access.jobs_for(request.user).filter(pk__in=found)))
+    return render(request, "jobs/_bulk_result.html", {"results": results, "rows": rows})
 
 
 # --- job page -------------------------------------------------------------------------------------------

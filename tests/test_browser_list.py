@@ -78,6 +78,16 @@ def test_filters_and_pages_change_the_url_and_back_brings_the_list_back(stack, m
     page.wait_for_url(re.compile(r"status=Succeeded"))
     expect(rows(page).filter(has_text="bert")).to_have_count(0)
 
+    # Search syntax of the name index (quotes, OR, a parenthesis) is only text: no match, no error.
+    page.fill("#f-q", '"gpt" OR (')
+    page.wait_for_url(re.compile(r"q=%22gpt"))
+    expect(page.locator("#job-rows .empty")).to_contain_text("No jobs match")
+    page.fill("#f-q", "GPT-0")
+    page.wait_for_url(re.compile(r"q=GPT-0"))
+    expect(rows(page)).to_have_count(10)
+    page.fill("#f-q", "")
+    page.wait_for_url(re.compile(r"status=Succeeded(?!.*q=)"))
+
     # A shared link opens the same list in a fresh page.
     shared = page.url
     other = page.context.new_page()

@@ -10,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from jobs import listing
+from jobs import status as st
 from jobs.models import Job, Workspace
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -122,6 +123,180 @@ def test_query_round_trips_the_filters_without_defaults(ws):
     assert filters().query() == {}
 
 
+# --- name search -------------------------------------------------------------------------------------------
+# On SQLite a name search of 3+ characters goes through the FTS5 trigram index of migration 0007 (jobs.listing,
+# "name search"); whichever plan it takes, the rows must be exactly those of Django's icontains. On PostgreSQL
+# (this module runs there too) the same tests check the trigram-indexed icontains.
+
+NAMES = [
+    "bert-pretrain", "BERT-finetune", "roberta-large", "resnet50", "ResNet-101", 'say "hello"', 'quote"inside',
+    "a AND b", "x OR y", "NOT this", "NEAR(a b)", "star*gazer", "(paren)", "col:value", "^caret", "-minus",
+    "+plus", "100%", "under_score", "back\\slash", "über-run", "Über-Run", "ÜBER", "émile", "Émile", "straße",
+    "STRASSE", "日本語モデル", "emoji-🚀-run", "ab", "a", "spaced  name", "trailing.", "İstanbul", "ıi-dotless",
+    "ǅemal", "ǆemal",
+]
+TERMS = ['"', "'", '""', "AND", "and", "*", "(", ")", "^", ":", "a", "ab", "AN", "bert", "BERT", "ert", "ResNet",
+         'say "', '"hello"', 'e"i', "a AND b", "OR", "x OR", "NOT", "NEAR(", "NEAR(a", "star*", "*gazer", "col:",
+         "^car", "-min", "+pl", "100%", "%", "_", "r_s", "\\", "back\\s", "über", "ÜBER", "Über", "émile",
+         "ÉMILE", "straße", "STRASSE", "ss", "日本", "語モデ", "🚀", "-🚀-", "spaced  name", "İst", "ist", "ıi",
+         "I", "ǅem", "ǆEM", "nothing-matches-this"]
+PLANS = {  # (FEW_NAME_MATCHES, SCAN_ROWS_PER_ROW): small data, so the thresholds are set to force each plan
+    "default": None,
+    "through the index": (10**9, 250),
+    "walk the page order": (0, 10**6),
+    "walk, then the index": (0, 0),
+}
+
+
+@pytest.fixture
+def named_jobs(ws):
+    created = [make_job(ws, name=name, created=T0 + timedelta(seconds=i % 5)) for i, name in enumerate(NAMES)]
+    make_job(Workspace.objects.create(name="other", dlc_workspace_id="x"), name="bert-elsewhere")
+    return created
+
+
+@pytest.fixture
+def name_index_state():
+    yield
+    listing._index_ready.clear()  # a test that changed the schema was rolled back
+
+
+def icontains(ws, term: str) -> list[int]:
+    return list(Job.objects.filter(workspace=ws, display_name__icontains=term).order_by("-created_at", "-id")
+                .values_list("pk", flat=True))
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_name_search_returns_exactly_what_icontains_does(ws, named_jobs, plan, monkeypatch):
+    if PLANS[plan]:
+        if connection.vendor != "sqlite":
+            pytest.skip("plans of SQLite's name index")
+        monkeypatch.setattr(listing, "FEW_NAME_MATCHES", PLANS[plan][0])
+        monkeypatch.setattr(listing, "SCAN_ROWS_PER_ROW", PLANS[plan][1])
+    scope = Job.objects.filter(workspace=ws)
+    wrong = {}
+    for term in TERMS:
+        found = walk(scope, q=term, size=3)
+        if found != icontains(ws, term):
+            wrong[term] = (found, icontains(ws, term))
+    assert not wrong
+    assert len(walk(scope, q="bert", size=3)) == 3 and walk(scope, q="nothing-matches-this") == []
+    # Non-ASCII case is ASCII-only in icontains on SQLite (its LIKE); the index must not widen it.
+    if connection.vendor == "sqlite":
+        assert [Job.objects.get(pk=pk).display_name for pk in walk(scope, q="über")] == ["über-run"]
+
+
+def test_name_search_plans_by_how_common_the_term_is(ws, monkeypatch):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's name index")
+    for i in range(40):  # the 25 newest are "common", the rest "other", one of them "rare"
+        make_job(ws, name=f"{'common' if i >= 15 else 'rare' if i == 4 else 'other'}-{i}",
+                 created=T0 + timedelta(seconds=i))
+    scope = Job.objects.filter(workspace=ws)
+
+    def search(term: str) -> tuple[list[int], list[str]]:
+        with CaptureQueriesContext(connection) as ctx:
+            found = [int(n.split("-")[1]) for n in names(listing.page(scope, filters(q=term, size=10)).jobs)]
+        return found, [q["sql"] for q in ctx.captured_queries]
+
+    monkeypatch.setattr(listing, "FEW_NAME_MATCHES", 5)
+    monkeypatch.setattr(listing, "SCAN_ROWS_PER_ROW", 2)  # a window of 22 rows for a page of 10 (+1)
+    assert listing.name_index_ready(connection.alias)  # looked up once per process, here before counting queries
+    found, sqls = search("rare")  # 1 match: count the candidates, read them through the index
+    assert found == [4] and len(sqls) == 2 and "MATCH" in sqls[1]
+    found, sqls = search("common")  # 25 matches, the newest rows: the walk fills the page
+    assert found == list(range(39, 29, -1)) and len(sqls) == 3
+    assert "MATCH" not in sqls[2] and "LIKE" in sqls[2]
+    found, sqls = search("other")  # 14 matches, none in the window: the index after all
+    assert found == [14, 13, 12, 11, 10, 9, 8, 7, 6, 5] and len(sqls) == 4 and "MATCH" in sqls[3]
+    found, sqls = search("ot")  # too short for trigrams: the walk, as icontains always did
+    assert len(found) == 10 and len(sqls) == 1 and "MATCH" not in sqls[0]
+
+
+def test_renamed_and_deleted_jobs_leave_the_index(ws, name_index_state):
+    kept = make_job(ws, name="alpha-kept")
+    renamed = make_job(ws, name="alpha-renamed")
+    gone = make_job(ws, name="alpha-deleted")
+    scope = Job.objects.filter(workspace=ws)
+    renamed.display_name = "omega-renamed"
+    renamed.save()
+    Job.objects.filter(pk=kept.pk).update(display_name="ALPHA-kept-by-update")
+    gone.delete()
+    Job.objects.bulk_create([Job(workspace=ws, display_name="alpha-bulk", created_at=T0)])
+    assert names(listing.page(scope, filters(q="alpha")).jobs) == ["alpha-bulk", "ALPHA-kept-by-update"]
+    assert names(listing.page(scope, filters(q="omega")).jobs) == ["omega-renamed"]
+    assert names(listing.page(scope, filters(q="deleted")).jobs) == []
+    if connection.vendor == "sqlite":
+        # The index itself holds no stale name (a stale one would only cost time: icontains filters again).
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT rowid FROM {listing.NAME_INDEX} WHERE {listing.NAME_INDEX} MATCH %s",
+                           [listing.fts_phrase("alpha")])
+            assert sorted(r[0] for r in cursor.fetchall()) == sorted(
+                Job.objects.filter(display_name__icontains="alpha").values_list("pk", flat=True))
+
+
+def test_fts_query_syntax_in_a_search_is_only_text(ws, named_jobs):
+    if connection.vendor != "sqlite":
+        pytest.skip("FTS5 query syntax")
+    assert listing.fts_phrase('say "hi" AND *') == '"say ""hi"" AND *"'
+    with connection.cursor() as cursor:
+        for term in [*TERMS, 'x" OR "y', '" AND', "col:a", "NEAR(a b, 2)", "a*", "{a b}", '"""']:
+            cursor.execute(f"SELECT rowid FROM {listing.NAME_INDEX} WHERE {listing.NAME_INDEX} MATCH %s",
+                           [listing.fts_phrase(term)])  # raises on a syntax error
+            cursor.fetchall()
+
+
+def test_without_the_index_name_search_scans_with_the_same_results(ws, named_jobs, name_index_state):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's name index")
+    before = {term: walk(Job.objects.filter(workspace=ws), q=term) for term in ("bert", "über", '"hello"')}
+    listing.drop_name_index(connection)  # as on a SQLite without FTS5's trigram tokenizer (the test's transaction
+    assert not listing.name_index_ready("default")  # rolls the drop back)
+    with CaptureQueriesContext(connection) as ctx:
+        after = {term: walk(Job.objects.filter(workspace=ws), q=term) for term in before}
+    assert after == before and not any("MATCH" in q["sql"] for q in ctx.captured_queries)
+
+
+def test_migrations_leave_the_index_and_its_triggers_and_repair_puts_them_back(ws, name_index_state):
+    if connection.vendor != "sqlite":
+        assert not listing.repair_name_index(connection)
+        return
+    assert listing.name_index_ready("default"), "migration 0007 installs the index with its triggers"
+    job = make_job(ws, name="before-rebuild")
+    # What Django's SQLite schema editor does to jobs_job for most column changes drops its triggers.
+    with connection.cursor() as cursor:
+        for trigger in listing.NAME_INDEX_TRIGGERS:
+            cursor.execute(f"DROP TRIGGER {trigger}")
+    Job.objects.filter(pk=job.pk).update(display_name="renamed-while-unindexed")
+    listing._index_ready.clear()
+    assert not listing.name_index_ready("default")
+    assert listing.repair_name_index(connection) and listing.name_index_ready("default")
+    assert not listing.repair_name_index(connection), "nothing to repair twice"
+    with CaptureQueriesContext(connection) as ctx:
+        found = names(listing.page(Job.objects.all(), filters(q="unindexed")).jobs)
+    assert found == ["renamed-while-unindexed"] and "MATCH" in ctx.captured_queries[-1]["sql"]
+
+
+def test_name_search_counts_through_the_index_or_by_status_agree(ws, named_jobs, monkeypatch, settings):
+    settings.DLC_LIST_COUNT_CAP = 2
+    for i, status in enumerate(["Failed", "Failed", "Failed", "Running"]):
+        make_job(ws, name=f"bert-{i}", status=status)
+    scope = Job.objects.filter(workspace=ws)
+    expected = {"Running": "2+", "Failed": "2+"}  # + bert-pretrain, BERT-finetune, roberta-large: Running
+    monkeypatch.setattr(listing, "COUNT_THROUGH_INDEX_MAX", 10**9)
+    listing.name_index_ready(connection.alias)  # looked up once per process: not this test's business
+    with CaptureQueriesContext(connection) as ctx:
+        counts = listing.counts(scope, filters(q="BERT"))
+    assert {s: str(n) for s, n in counts.by_status.items()} == expected and len(ctx.captured_queries) <= 2
+    assert "GROUP BY" in ctx.captured_queries[-1]["sql"]
+    monkeypatch.setattr(listing, "COUNT_THROUGH_INDEX_MAX", 2)  # the term is "too common" to count through it
+    counts = listing.counts(scope, filters(q="BERT"))
+    if connection.vendor == "sqlite":  # by status, capped: the same figures
+        assert {s: str(n) for s, n in counts.by_status.items()} == expected
+    else:  # the statuses of the first 3 matches, as lower bounds (each capped at 2)
+        assert all(n.more for n in counts.by_status.values()) and 2 <= counts.total.n <= 3
+
+
 # --- keyset pagination -----------------------------------------------------------------------------------
 
 
@@ -195,25 +370,59 @@ def test_one_query_per_page_whatever_its_size_or_depth(ws, users, size, django_a
 # --- counts ------------------------------------------------------------------------------------------------
 
 
-def test_counts_by_status_in_one_group_by(ws, django_assert_num_queries):
+def test_counts_by_status_in_one_query_each_status_capped(ws, django_assert_num_queries):
     for status, n in [("Running", 3), ("Succeeded", 2), ("Failed", 1), ("Submitting", 1)]:
         for _ in range(n):
             make_job(ws, status=status)
     with django_assert_num_queries(1) as captured:
         counts = listing.counts(Job.objects.all())
-    assert "GROUP BY" in captured.captured_queries[0]["sql"].upper()
-    assert counts.by_status == {"Running": 3, "Succeeded": 2, "Failed": 1, "Submitting": 1}
-    assert (counts.total, counts.active, counts.finished) == (7, 4, 3)
+    sql = captured.captured_queries[0]["sql"]
+    # One capped subquery per known status and one for any other: never more than cap + 1 rows each.
+    assert sql.count(f"LIMIT {listing.count_cap() + 1}") == len(st.ALL) + 1
+    assert {s: str(n) for s, n in counts.by_status.items()} == {"Running": "3", "Succeeded": "2", "Failed": "1",
+                                                                 "Submitting": "1"}
+    assert (str(counts.total), str(counts.active), str(counts.finished)) == ("7", "4", "3")
     assert [c[0] for c in counts.chips()] == ["Submitting", "Running", "Succeeded", "Failed"]
 
 
-def test_counts_follow_the_other_filters_but_not_the_status(ws):
-    make_job(ws, name="bert", status="Running")
-    make_job(ws, name="bert", status="Failed")
-    make_job(ws, name="gpt", status="Running")
-    f = filters(q="bert", status="Running")
-    counts = listing.counts(listing.apply_filters(Job.objects.all(), f, with_status=False))
-    assert counts.by_status == {"Running": 1, "Failed": 1}
+def test_counts_are_exact_up_to_the_cap_and_n_plus_beyond(ws, settings):
+    settings.DLC_LIST_COUNT_CAP = 3
+    # "Mystery" is a status DLC might add one day: counted too, and active (it is not a known terminal one).
+    for status, n in [("Running", 2), ("Failed", 3), ("Succeeded", 4), ("Queuing", 9), ("Mystery", 4)]:
+        for _ in range(n):
+            make_job(ws, status=status)
+    counts = listing.counts(Job.objects.all())
+    assert {s: str(n) for s, n in counts.by_status.items()} == {
+        "Running": "2", "Failed": "3", "Succeeded": "3+", "Queuing": "3+", "Mystery": "3+"}
+    # Sums of counts that stopped are lower bounds: "at least".
+    assert (str(counts.total), str(counts.active), str(counts.finished)) == ("14+", "8+", "6+")
+    assert [c[0] for c in counts.chips()] == ["Queuing", "Running", "Succeeded", "Failed", "Mystery"]
+    settings.DLC_LIST_COUNT_CAP = 1000
+    assert str(listing.counts(Job.objects.all()).total) == "22"
+    assert str(listing.Tally(12345, True)) == "12,345+"
+
+
+def test_counts_follow_the_other_filters_but_not_the_status(ws, users, settings):
+    settings.DLC_LIST_COUNT_CAP = 2
+    ann, bob = users
+    for _ in range(3):
+        make_job(ws, ann, name="bert-a", status="Running")
+    make_job(ws, ann, name="bert-b", status="Failed", job_type="TFJob")
+    make_job(ws, bob, name="bert-c", status="Failed")
+    make_job(ws, ann, name="gpt", status="Running")
+    make_job(ws, ann, name="bert-old", status="Failed", created=T0 - timedelta(days=3))
+    f = filters(q="bert", status="Running", owner="me", created_from=T0.date().isoformat())
+    counts = listing.counts(Job.objects.all(), f, user=ann)
+    assert {s: str(n) for s, n in counts.by_status.items()} == {"Running": "2+", "Failed": "1"}
+    f = filters(q="bert", framework="TFJob")
+    assert {s: str(n) for s, n in listing.counts(Job.objects.all(), f).by_status.items()} == {"Failed": "1"}
+
+
+def test_counts_of_nothing_visible_are_empty(ws, django_assert_num_queries):
+    make_job(ws)
+    with django_assert_num_queries(0):
+        counts = listing.counts(Job.objects.none(), filters(q="job"))
+    assert counts.by_status == {} and str(counts.total) == "0"
 
 
 # --- the poll of active rows --------------------------------------------------------------------------------
