@@ -1,6 +1,13 @@
-"""The one permission helper: every view and API endpoint asks here what a user may see and do."""
+"""The one permission helper: every view and API endpoint asks here what a user may see and do.
+
+An API token's scope is applied here too, so no API view can forget it: jobs.apitokens puts the token's
+TokenScope on the user it authenticates (`user.token_scope`), and every function below narrows its answer by
+it. Session users carry no scope and are judged by their memberships alone.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -11,9 +18,31 @@ from jobs.models import Job, Membership, Workspace
 RANK = {Membership.VIEWER: 0, Membership.MEMBER: 1, Membership.ADMIN: 2}
 
 
+@dataclass(frozen=True)
+class TokenScope:
+    """What an API token narrows its user's rights to: one workspace (None: all of theirs), and read-only or not."""
+
+    workspace_id: int | None = None
+    read_only: bool = False
+
+
+def scope_of(user) -> TokenScope | None:
+    return getattr(user, "token_scope", None)
+
+
+def _in_scope(user, rows: QuerySet, field: str) -> QuerySet:
+    scope = scope_of(user)
+    if scope is None or scope.workspace_id is None:
+        return rows
+    return rows.filter(**{field: scope.workspace_id})
+
+
 def role_in(user, workspace: Workspace) -> str | None:
     if not user.is_authenticated:
         return None
+    scope = scope_of(user)
+    if scope is not None and scope.workspace_id is not None and workspace.pk != scope.workspace_id:
+        return None  # before the superuser check: a scoped token of a superuser is scoped too
     if user.is_superuser:
         return Membership.ADMIN
     membership = Membership.objects.filter(user=user, workspace=workspace).first()
@@ -21,15 +50,13 @@ def role_in(user, workspace: Workspace) -> str | None:
 
 
 def workspaces_for(user) -> QuerySet[Workspace]:
-    if user.is_superuser:
-        return Workspace.objects.all()
-    return Workspace.objects.filter(memberships__user=user)
+    rows = Workspace.objects.all() if user.is_superuser else Workspace.objects.filter(memberships__user=user)
+    return _in_scope(user, rows, "pk")
 
 
 def jobs_for(user) -> QuerySet[Job]:
-    if user.is_superuser:
-        return Job.objects.all()
-    return Job.objects.filter(workspace__memberships__user=user)
+    rows = Job.objects.all() if user.is_superuser else Job.objects.filter(workspace__memberships__user=user)
+    return _in_scope(user, rows, "workspace_id")
 
 
 def jobs_in(user, workspace: Workspace | None) -> QuerySet[Job]:
@@ -50,6 +77,9 @@ def can(user, action: str, *, workspace: Workspace, job: Job | None = None) -> b
         return False
     if action == "view":
         return True
+    scope = scope_of(user)
+    if scope is not None and scope.read_only:
+        return False
     if action in {"create", "clone"}:
         return RANK[role] >= RANK[Membership.MEMBER]
     if action == "stop":
@@ -62,8 +92,12 @@ def can(user, action: str, *, workspace: Workspace, job: Job | None = None) -> b
 
 
 def require(user, action: str, *, workspace: Workspace, job: Job | None = None) -> None:
-    if not can(user, action, workspace=workspace, job=job):
-        raise PermissionDenied(f"You may not {action} here.")
+    if can(user, action, workspace=workspace, job=job):
+        return
+    scope = scope_of(user)
+    if scope is not None and scope.read_only and role_in(user, workspace) is not None:
+        raise PermissionDenied(f"This API token is read-only: it may not {action}. Use a read-write token.")
+    raise PermissionDenied(f"You may not {action} here.")
 
 
 def get_job(user, pk: int, action: str = "view") -> Job:

@@ -61,9 +61,11 @@ class AuditEventAdmin(admin.ModelAdmin):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["name", "user", "prefix", "created_at", "last_used_at", "revoked_at"]
+    list_display = ["name", "user", "prefix", "workspace", "read_only", "created_at", "expires_at", "last_used_at",
+                    "revoked_at"]
     exclude = ["token_hash"]
-    readonly_fields = ["user", "name", "prefix", "created_at", "last_used_at"]
+    # The scope too: an edit here must not widen a token its owner chose to narrow.
+    readonly_fields = ["user", "name", "prefix", "workspace", "read_only", "created_at", "expires_at", "last_used_at"]
 
     def has_add_permission(self, request) -> bool:
         return False  # tokens are created by their owner, who alone sees the plaintext once

@@ -19,6 +19,11 @@ from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, Workspace
 
 API_VERSION = "1.0.0"
+TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
+               "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
+               "read-only (every call that changes something answers 403: create, clone, stop) or read-write; and "
+               "an expiry of 7, 30, 90 (the default) or 365 days, or none. An expired token answers 401 with "
+               "`\"code\": \"token_expired\"`; a revoked or unknown one 401 without it.")
 
 
 # --- representation ---------------------------------------------------------------------------------------
@@ -331,7 +336,7 @@ def openapi_document(server: str) -> dict[str, Any]:
         "info": {"title": "DLC Console API", "version": API_VERSION,
                  "description": "Jobs of the console's workspaces. Authenticate with a personal token "
                                 "(`Authorization: Bearer dlcc_...`, create one on /account/api) or a signed-in "
-                                "session (which must also send X-CSRFToken on POST)."},
+                                "session (which must also send X-CSRFToken on POST). " + TOKEN_SCOPE},
         "servers": [{"url": server}],
         "security": [{"bearer": []}, {"session": []}],
         "paths": {
@@ -378,11 +383,15 @@ def openapi_document(server: str) -> dict[str, Any]:
         },
         "components": {
             "securitySchemes": {
-                "bearer": {"type": "http", "scheme": "bearer", "description": "Personal API token"},
+                "bearer": {"type": "http", "scheme": "bearer", "description": "Personal API token. " + TOKEN_SCOPE},
                 "session": {"type": "apiKey", "in": "cookie", "name": "sessionid"},
             },
-            "responses": {"Error": {"description": "Error", "content": {"application/json": {"schema": {
-                "type": "object", "properties": {"error": {"type": "string"}}}}}}},
+            "responses": {"Error": {"description": "Error: 401 no or bad credentials (`code` token_expired: the "
+                                                   "token expired), 403 not permitted (also: a read-only token on "
+                                                   "an unsafe call), 404 not found or outside the token's workspace",
+                                    "content": {"application/json": {"schema": {
+                                        "type": "object", "properties": {"error": {"type": "string"},
+                                                                         "code": {"type": "string"}}}}}}},
             "schemas": {
                 "CreateJobBody": {"type": "object", "description": "The PAI-DLC CreateJob request body "
                                   "(POST /api/v1/jobs of the PAI-DLC 2020-12-03 API). A registry password in "

@@ -2,6 +2,9 @@
 
 A token is `dlcc_` plus 43 random URL-safe characters. Only its SHA-256 is stored, so a database dump
 does not let anyone call the API; the plaintext is shown once, when it is created.
+
+A token may be scoped to one workspace and to read-only, and may expire. The scope travels on the user that
+api_view hands the view (`user.token_scope`), where jobs.access applies it to every question it answers.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import functools
 import hashlib
 import secrets
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -18,23 +21,54 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from jobs.models import ApiToken
+from jobs import access, audit
+from jobs.access import TokenScope
+from jobs.models import ApiToken, AuditEvent, Workspace
 
 TOKEN_PREFIX = "dlcc_"
 # Refreshing last_used_at on every call would turn each read into a write; a minute is precise enough.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
 
 
+class TokenExpired(Exception):
+    """A known, unrevoked token past its expiry: refused with a 401 that says so, unlike an unknown token."""
+
+    def __init__(self, expires_at) -> None:
+        super().__init__(expires_at)
+        self.expires_at = expires_at
+
+
 def digest(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def create_token(user, name: str) -> tuple[ApiToken, str]:
-    """A new token for user; returns the row and the plaintext, which is never available again."""
+def create_token(user, name: str, *, workspace: Workspace | None = None, read_only: bool = False,
+                 expires_in_days: int | None = None) -> tuple[ApiToken, str]:
+    """A new token for user; returns the row and the plaintext, which is never available again.
+
+    `workspace` None reaches all of the user's workspaces; `expires_in_days` None never expires. The caller
+    checks that the user belongs to `workspace` (TokenForm does); a token of a workspace they leave sees nothing.
+    """
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days is not None else None
     token = ApiToken.objects.create(user=user, name=name.strip()[:100] or "token", prefix=raw[:12],
-                                    token_hash=digest(raw))
+                                    token_hash=digest(raw), workspace=workspace, read_only=read_only,
+                                    expires_at=expires_at)
     return token, raw
+
+
+def scope_details(token: ApiToken) -> dict[str, object]:
+    """The token's scope as the audit log records it (never the token: only its recognisable prefix)."""
+    return {"name": token.name, "prefix": token.prefix,
+            "scope": f"workspace {token.workspace.name}" if token.workspace else "all workspaces",
+            "read_only": token.read_only, "expires_at": token.expires_at.isoformat() if token.expires_at else "never"}
+
+
+def record(user, token: ApiToken, event: str) -> None:
+    """Audit a token event in every workspace the token reaches: its one workspace, or all of the user's."""
+    workspaces = [token.workspace] if token.workspace else access.workspaces_for(user)
+    for workspace in workspaces:
+        audit.record(user, AuditEvent.TOKEN, workspace=workspace, event=event, **scope_details(token))
 
 
 def revoke(user, token_id: int) -> ApiToken | None:
@@ -47,16 +81,21 @@ def revoke(user, token_id: int) -> ApiToken | None:
 
 
 def user_for_token(raw: str):
-    """The active user a token belongs to, or None for unknown, revoked or inactive-user tokens."""
+    """The active user a token belongs to, carrying the token's scope; None for unknown, revoked or
+    inactive-user tokens. Raises TokenExpired for an expired one."""
     if not raw.startswith(TOKEN_PREFIX):
         return None
     token = ApiToken.objects.select_related("user").filter(token_hash=digest(raw), revoked_at=None).first()
     if token is None or not token.user.is_active:
         return None
     now = timezone.now()
+    if token.expires_at is not None and token.expires_at <= now:
+        raise TokenExpired(token.expires_at)
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    user = token.user  # a fresh instance of this request's own: the scope cannot reach a session's user
+    user.token_scope = TokenScope(workspace_id=token.workspace_id, read_only=token.read_only)
+    return user
 
 
 def bearer(request: HttpRequest) -> str | None:
@@ -69,7 +108,8 @@ def api_user(request: HttpRequest):
     """The caller of an API request: `Authorization: Bearer <token>` or the signed-in session; None if neither.
 
     A request that presents a token is judged by the token alone (no fallback to the session), and
-    `request.api_token_auth` tells whether it did, since only session requests need a CSRF token.
+    `request.api_token_auth` tells whether it did, since only session requests need a CSRF token. Raises
+    TokenExpired for an expired token.
     """
     raw = bearer(request)
     request.api_token_auth = raw is not None
@@ -83,25 +123,38 @@ def error(status: int, message: str, **extra) -> JsonResponse:
     return JsonResponse({"error": message, **extra}, status=status)
 
 
+def _unauthorized(message: str, challenge: str = "", **extra) -> JsonResponse:
+    response = error(401, message, **extra)
+    response["WWW-Authenticate"] = 'Bearer realm="dlc-console"' + (f", {challenge}" if challenge else "")
+    return response
+
+
 def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Wrap an API view: authenticate with api_user, enforce CSRF for session callers, answer errors in JSON.
 
     The view receives the caller as `request.api_user`. Token callers are CSRF-exempt (a browser cannot
-    attach the header cross-site); session callers are not.
+    attach the header cross-site); session callers are not. For a token caller `request.user` is the token's
+    scoped user as well, so a view that reads request.user (e.g. views.current_workspace) cannot step outside
+    the token's scope through a session cookie sent alongside.
     """
 
     @csrf_exempt
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        user = api_user(request)
+        try:
+            user = api_user(request)
+        except TokenExpired as exc:
+            when = f"{exc.expires_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+            return _unauthorized(f"This API token expired at {when}: create a new one on /account/api.",
+                                 'error="invalid_token", error_description="The token expired"', code="token_expired")
         if user is None:
-            response = error(401, "Authentication required: sign in or send Authorization: Bearer <token>.")
-            response["WWW-Authenticate"] = 'Bearer realm="dlc-console"'
-            return response
+            return _unauthorized("Authentication required: sign in or send Authorization: Bearer <token>.")
         if not request.api_token_auth:
             rejected = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, None, (), {})
             if rejected is not None:
                 return error(403, "CSRF check failed: send the X-CSRFToken header, or use an API token.")
+        else:
+            request.user = user
         request.api_user = user
         try:
             return view(request, *args, **kwargs)

@@ -306,15 +306,15 @@ def audit_log(request: HttpRequest, ws: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def api_tokens(request: HttpRequest) -> HttpResponse:
     """The caller's tokens. A new token is shown in this one response only, never stored in plaintext."""
-    form = TokenForm(request.POST or None)
+    form = TokenForm(request.POST or None, user=request.user)
     new_token = None
     if request.method == "POST" and form.is_valid():
-        token, new_token = apitokens.create_token(request.user, form.cleaned_data["name"])
-        for workspace in access.workspaces_for(request.user):
-            audit.record(request.user, AuditEvent.TOKEN, workspace=workspace, event="created", name=token.name,
-                         prefix=token.prefix)
-        form = TokenForm()
-    tokens = request.user.api_tokens.all()
+        data = form.cleaned_data
+        token, new_token = apitokens.create_token(request.user, data["name"], workspace=data["workspace"],
+                                                  read_only=data["read_only"], expires_in_days=data["expiry"])
+        apitokens.record(request.user, token, "created")
+        form = TokenForm(user=request.user)
+    tokens = request.user.api_tokens.select_related("workspace")
     return render(request, "portal/api.html", {"form": form, "tokens": tokens, "new_token": new_token})
 
 
@@ -324,9 +324,7 @@ def api_token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     token = apitokens.revoke(request.user, pk)
     if token is None:
         raise PermissionDenied("Not your token.")
-    for workspace in access.workspaces_for(request.user):
-        audit.record(request.user, AuditEvent.TOKEN, workspace=workspace, event="revoked", name=token.name,
-                     prefix=token.prefix)
+    apitokens.record(request.user, token, "revoked")
     messages.success(request, f"Token {token.name} revoked.")
     return redirect("api_tokens")
 

@@ -10,7 +10,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.core.validators import RegexValidator
 
-from jobs import catalog, export, spec
+from jobs import access, catalog, export, spec
 from jobs.models import AuditEvent, Membership, Workspace
 from jobs.templates_lib import LOCKABLE
 
@@ -243,7 +243,30 @@ class AuditFilterForm(forms.Form):
 
 
 class TokenForm(forms.Form):
+    """A new API token's name and scope. Missing scope fields mean what a token meant before scopes existed
+    (all workspaces, read-write), except the expiry, which defaults to 90 days as the page offers."""
+
+    EXPIRY_CHOICES = [("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year"),
+                      ("never", "No expiry")]
+
     name = forms.CharField(max_length=100, help_text="What the token is for, e.g. 'CI pipeline'.")
+    workspace = forms.ModelChoiceField(
+        queryset=Workspace.objects.none(), required=False, empty_label="All my workspaces",
+        help_text="The token sees nothing of any other workspace.",
+        error_messages={"invalid_choice": "Choose one of your workspaces (or all of them)."},
+    )
+    read_only = forms.BooleanField(required=False, label="Read-only",
+                                   help_text="It lists and reads only: no create, clone or stop.")
+    expiry = forms.ChoiceField(choices=EXPIRY_CHOICES, required=False, initial="90", label="Expires in")
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["workspace"].queryset = access.workspaces_for(user).order_by("name")
+
+    def clean_expiry(self) -> int | None:
+        """Days until the token expires, None for never."""
+        value = self.cleaned_data.get("expiry") or "90"
+        return None if value == "never" else int(value)
 
 
 class TemplateSaveForm(forms.Form):

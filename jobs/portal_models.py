@@ -97,7 +97,11 @@ class AuditEvent(models.Model):
 
 
 class ApiToken(models.Model):
-    """A personal API token. Only its SHA-256 is stored; the token itself is shown once at creation."""
+    """A personal API token. Only its SHA-256 is stored; the token itself is shown once at creation.
+
+    Its scope narrows its user's rights, never widens them: one workspace (or all of the user's), read-only or
+    not, and an expiry. jobs.access applies the scope to every API request (see access.TokenScope).
+    """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)
@@ -106,6 +110,11 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # CASCADE, not SET_NULL: a token scoped to a deleted workspace must not become an all-workspaces token.
+    workspace = models.ForeignKey("jobs.Workspace", on_delete=models.CASCADE, null=True, blank=True,
+                                  related_name="+", help_text="The one workspace the token reaches; empty: all.")
+    read_only = models.BooleanField(default=False, help_text="Reads only: no create, clone or stop.")
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Empty: never expires.")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -116,6 +125,10 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
 
 
 class JobTemplate(models.Model):
