@@ -19,7 +19,8 @@ from alibabacloud_credentials.provider import (
 from alibabacloud_pai_dlc20201203 import models as dlc_models
 from alibabacloud_pai_dlc20201203.client import Client
 from alibabacloud_tea_openapi import exceptions as api_exceptions
-from alibabacloud_tea_openapi.utils_models import Config
+from alibabacloud_tea_openapi.utils import Utils as OpenApiUtils
+from alibabacloud_tea_openapi.utils_models import Config, OpenApiRequest, Params
 from darabonba.runtime import RuntimeOptions
 from django.conf import settings
 from django.utils import timezone
@@ -176,12 +177,28 @@ def create_job(workspace, body: dict[str, Any]) -> str:
     return _call(client_for(workspace).create_job_with_options, request).job_id
 
 
+# ListJobs exactly as the SDK's list_jobs_with_options sends it (same action, path, query and signature), but
+# through the client's generic call_api, which hands back the JSON: the SDK would parse every 100-job page into
+# models only for us to turn them back into dicts: about a fifth of the console's CPU in a 10k-job sync cycle.
+_LIST_JOBS = Params(action="ListJobs", version="2020-12-03", protocol="HTTPS", pathname="/api/v1/jobs",
+                    method="GET", auth_type="AK", style="ROA", req_body_type="json", body_type="json")
+
+
 def list_jobs(workspace, **query: Any) -> tuple[list[dict[str, Any]], int]:
-    """One ListJobs page as plain dicts (the wire JSON), and the total count."""
+    """One ListJobs page as plain dicts (the wire JSON, fields the SDK's models lack included), and the total."""
     query.setdefault("WorkspaceId", workspace.dlc_workspace_id or None)
-    request = dlc_models.ListJobsRequest().from_map({k: v for k, v in query.items() if v is not None})
-    body = _call(client_for(workspace).list_jobs_with_options, request)
-    return [j.to_map() for j in (body.jobs or [])], int(body.total_count or 0)
+    try:
+        request = dlc_models.ListJobsRequest().from_map({k: v for k, v in query.items() if v is not None})
+        request.validate()
+        shrink = dlc_models.ListJobsShrinkRequest()
+        OpenApiUtils.convert(request, shrink)
+        if request.tags is not None:
+            shrink.tags_shrink = OpenApiUtils.array_to_string_with_specified_style(request.tags, "Tags", "json")
+        wire = OpenApiRequest(headers={}, query=OpenApiUtils.query(shrink.to_map()))
+        body = client_for(workspace).call_api(_LIST_JOBS, wire, _runtime())["body"] or {}
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a DLCError for the caller
+        raise classify(exc) from exc
+    return list(body.get("Jobs") or []), int(body.get("TotalCount") or 0)
 
 
 def tag_of(item: dict[str, Any]) -> str | None:

@@ -187,8 +187,12 @@ def test_sync_of_500_active_jobs_uses_a_list_jobs_call_per_page_plus_one(transac
     foreign = [client.create_job(sdk.CreateJobRequest().from_map(job_body("sleep 60", f"cli-{n}"))).body.job_id
                for n in range(3)]
     for _ in range(8):
+        active = Job.objects.filter(workspace=ws).exclude(status__in=["Succeeded", "Failed", "Stopped"]).count()
         counts = cycle()
-        assert counts.get("ListJobs", 0) <= budget and not counts.get("GetJob"), counts
+        # The budget is the active jobs' pages plus one: an import page that ends between the three new jobs
+        # leaves a cycle with 501 or 502 active jobs, which takes a sixth page.
+        assert counts.get("ListJobs", 0) <= math.ceil(active / dlc.LIST_PAGE_SIZE) + 1, (active, counts)
+        assert not counts.get("GetJob"), counts
         if Job.objects.filter(dlc_job_id__in=foreign).count() == 3:
             break
     assert Job.objects.filter(dlc_job_id__in=foreign, imported=True, owner=None).count() == 3
@@ -200,3 +204,188 @@ def test_sync_of_500_active_jobs_uses_a_list_jobs_call_per_page_plus_one(transac
     counts = cycle()
     assert counts.get("ListJobs", 0) <= math.ceil(503 / dlc.LIST_PAGE_SIZE) + 1 and not counts.get("GetJob")
     assert Job.objects.get(dlc_job_id=ids[-1]).status == "Stopped"
+
+
+@pytest.fixture(name="small")
+def fixture_small(transactional_db, quiet_stack, localdlc_factory, settings, tmp_path):
+    """A private localdlc with room for two running jobs (2 emulated cores each): the rest queue."""
+    backend = localdlc_factory(cpu=4, memory_gib=16, creating_seconds=0.05, env_preparing_seconds=0.05)
+    settings.LOCALDLC_CREDENTIALS_FILE = str(
+        write_credentials(tmp_path / "small.ini", backend.access_key_id, backend.access_key_secret)
+    )
+    return backend, make_workspace(backend.endpoint)
+
+
+def test_a_page_of_mixed_changes_is_written_in_a_batch_exactly(small):
+    """One ListJobs page where rows change in different sets of fields, written by the batched write: each row
+    read back holds exactly what DLC said (or its own values where nothing changed), and a field the cycle
+    had no change for is not written even when someone else changed it meanwhile."""
+    from django.utils import timezone
+
+    from jobs import dlc, lifecycle
+    from jobs.models import Job
+
+    backend, ws = small
+    remote = {}
+    for name, command in [("ender", "true"), ("runner", "sleep 60"), ("stopper", "sleep 60"), ("quiet", "sleep 60"),
+                          ("status-only", "sleep 60"), ("queued-a", "sleep 60"), ("queued-b", "sleep 60")]:
+        remote[name] = dlc.create_job(ws, job_body(command, name))
+        if name in ("ender", "runner"):  # in this order: the ender frees its cores before the others arrive
+            backend.wait_for_status(remote[name], ["Succeeded"] if name == "ender" else ["Running"], timeout=20)
+    backend.wait_for_status(remote["stopper"], ["Running"], timeout=20)
+    for name in ("quiet", "status-only", "queued-a", "queued-b"):
+        backend.wait_for_status(remote[name], ["Queuing"], timeout=20)
+
+    submitted = timezone.now()
+    rows = {name: Job.objects.create(
+        workspace=ws, display_name=name, job_type="PyTorchJob", body=job_body("sleep 60", name), dlc_job_id=job_id,
+        status="Creating", submitted_at=submitted, status_history=[{"Status": "Creating", "StartTime": "then"}],
+    ) for name, job_id in remote.items()}
+    items = {i["JobId"]: i for i in dlc.list_jobs(ws, JobIds=",".join(remote.values()), PageSize=100)[0]}
+    # "quiet" is already up to date; "status-only" differs from DLC in its status alone.
+    for name in ("quiet", "status-only"):
+        lifecycle.take_remote(rows[name], items[remote[name]])
+        rows[name].save()
+    Job.objects.filter(pk=rows["status-only"].pk).update(status="Creating")
+    asked = timezone.now()
+    Job.objects.filter(pk=rows["stopper"].pk).update(stop_requested_at=asked)
+    # Rows the cycle must not touch: an ended job of this workspace, and an active one of another workspace.
+    done = Job.objects.create(workspace=ws, display_name="done", dlc_job_id="dlc-gone", status="Failed",
+                              reason_message="it's 100% \"done\"", pods=[{"PodId": "p"}])
+    elsewhere = Job.objects.create(workspace=make_workspace(backend.endpoint), display_name="elsewhere",
+                                   dlc_job_id=remote["quiet"], status="Creating")
+    before = {r.pk: r for r in Job.objects.filter(pk__in=[done.pk, elsewhere.pk])}
+
+    # The page's ListJobs answers late; meanwhile someone else edits a field "status-only" has no change for.
+    backend.set_faults({"action": "ListJobs", "mode": "delay", "delay": 1.0, "count": 1})
+    calls = backend.stats()["calls"].get("ListJobs", 0)
+    result: dict = {}
+
+    def cycle() -> None:
+        from django.db import connection
+
+        try:
+            result["ended"] = lifecycle.sync_active(ws)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=cycle)
+    thread.start()
+    wait_for(lambda: backend.stats()["calls"].get("ListJobs", 0) > calls, timeout=10, what="the page asked")
+    Job.objects.filter(pk=rows["status-only"].pk).update(reason_message="edited meanwhile")
+    thread.join(30)
+    assert result["ended"] == [rows["ender"].pk]
+
+    after = {r.display_name: r for r in Job.objects.filter(workspace=ws).exclude(pk=done.pk)}
+    stamps = {r.synced_at for r in after.values()}
+    assert len(stamps) == 1 and None not in stamps, "one synced_at stamp for the page, on every row it saw"
+    for name, row in after.items():
+        item = items[remote[name]]
+        pods = [{k: v for k, v in p.items() if k != "Duration"} for p in item["Pods"]]
+        assert (row.sub_status, row.status_history, row.pods) == (item.get("SubStatus") or "", item["StatusHistory"],
+                                                                   pods), name
+        assert row.reason_code == item["ReasonCode"], name
+        assert row.started_at == (lifecycle._dt(item["GmtRunningTime"]) if name in ("ender", "runner", "stopper")
+                                  else None), name
+    assert after["ender"].status == "Succeeded"
+    assert after["ender"].finished_at == lifecycle._dt(items[remote["ender"]]["GmtFinishTime"])
+    assert after["runner"].status == "Running" and after["runner"].finished_at is None
+    assert after["stopper"].status == "Stopping" and after["stopper"].stop_requested_at == asked
+    for name in ("quiet", "status-only", "queued-a", "queued-b"):
+        assert after[name].status == "Queuing" and after[name].finished_at is None, name
+    assert after["quiet"].reason_message == items[remote["quiet"]]["ReasonMessage"]
+    assert after["status-only"].reason_message == "edited meanwhile", "a field with no change was written"
+    assert after["queued-a"].reason_message == items[remote["queued-a"]]["ReasonMessage"] != ""
+    for name, row in after.items():  # what the sync never writes
+        assert (row.display_name, row.body, row.submitted_at) == (name, job_body("sleep 60", name), submitted)
+    for row in Job.objects.filter(pk__in=before):
+        old = before[row.pk]
+        assert [getattr(row, f.attname) for f in Job._meta.concrete_fields] == [
+            getattr(old, f.attname) for f in Job._meta.concrete_fields], row.display_name
+
+
+def test_list_jobs_answers_the_same_whether_localdlc_pages_in_sql_or_in_python(small):
+    """localdlc cuts a ListJobs page in SQL when no filter looks inside the jobs; a filter every job passes
+    (Accessibility=PRIVATE) takes the other path. Both must answer the same, for every order, page and window."""
+    from jobs import dlc
+
+    backend, ws = small
+    ids = [dlc.create_job(ws, job_body("sleep 60", f"page-{n}")) for n in range(12)]
+    ids += [dlc.create_job(ws, job_body("sleep 60", f"other-{n}", WorkspaceId="other")) for n in range(3)]
+    client = backend.client()
+
+    def answer(**query) -> tuple[list, int]:
+        body = client.list_jobs(sdk.ListJobsRequest().from_map(query)).body
+        jobs = [{k: v for k, v in j.to_map().items() if k != "Duration"} for j in body.jobs or []]
+        return jobs, body.total_count
+
+    def settled() -> bool:  # two jobs running, the others queued: no answer changes between two calls
+        statuses = [(j["Status"], [p["Status"] for p in j.get("Pods", [])]) for j in answer(PageSize=100)[0]]
+        return sorted(statuses).count(("Running", ["Running"])) == 2 and statuses.count(("Queuing", ["Pending"])) == 13
+
+    wait_for(settled, timeout=20, what="two jobs running, the rest queued")
+    created = sorted(j["GmtCreateTime"] for j in answer(PageSize=100)[0])
+    queries = [
+        {}, {"PageSize": 5}, {"PageSize": 5, "PageNumber": 3}, {"PageSize": 4, "PageNumber": 2, "Order": "asc"},
+        {"WorkspaceId": "local", "PageSize": 100}, {"WorkspaceId": "other", "Order": "asc"},
+        {"StartTime": created[4], "PageSize": 100, "Order": "asc"}, {"EndTime": created[9], "StartTime": created[0]},
+        {"JobIds": ",".join(ids[2:9]), "PageSize": 3, "PageNumber": 2},
+        {"JobIds": ",".join(ids[::2]), "WorkspaceId": "local", "PageSize": 100, "Order": "asc"},
+        {"JobId": ids[-1]}, {"PageSize": 10, "PageNumber": 9},
+    ]
+    answered = 0
+    for query in queries:
+        fast = answer(**query)
+        assert fast == answer(**query, Accessibility="PRIVATE"), query
+        answered += bool(fast[0])
+    assert answered >= len(queries) - 2, "most of these pages hold jobs, or the comparison proves little"
+    assert answer(PageSize=100)[1] == 15
+    assert [j["JobId"] for j in answer(PageSize=100, Order="asc")[0]] == ids  # oldest first, as created
+
+
+def test_the_batched_write_stores_values_as_save_would(transactional_db):
+    """Values that trip up hand-made SQL (quotes, %, backslashes, non-ASCII, JSON of every kind, microseconds,
+    NULL) come back as they went in; rows and fields not named are left alone; and a value save() refuses is
+    refused too (an over-long status on PostgreSQL)."""
+    from datetime import UTC, datetime
+
+    from django.db import DatabaseError, transaction
+
+    from jobs import batchwrite
+    from jobs.models import Job, Workspace
+
+    ws = Workspace.objects.create(name="bw", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="local")
+    jobs = [Job.objects.create(workspace=ws, display_name=name, dlc_job_id=f"dlc-{name}", status="Queuing",
+                               reason_message="kept", finished_at=datetime(2026, 1, 1, tzinfo=UTC)) for name in "abcd"]
+    a, b, c, untouched = jobs
+    tricky = {"Message": "it's 100% \"done\" %s %(x)s \\ ünïcode ✓", "n": [1, 2.5, None, True, {"k": []}]}
+    a.status, a.status_history, a.finished_at = "Running", [tricky], None
+    b.reason_message, b.started_at = "%(x)s and %s and '' and \\", datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    c.pods, c.reason_message = [tricky, "a plain string"], "not named, so not written"
+    a.reason_message = "not named either"
+    assert batchwrite.update_changed([(a, ["status", "status_history", "finished_at"]),
+                                      (b, ["reason_message", "started_at"]), (c, ["pods"]), (untouched, [])]) == 3
+
+    def row(job) -> list:
+        fresh = Job.objects.get(pk=job.pk)
+        return [getattr(fresh, f.attname) for f in Job._meta.concrete_fields]
+
+    a.reason_message = c.reason_message = "kept"
+    for job in jobs:
+        assert row(job) == [getattr(job, f.attname) for f in Job._meta.concrete_fields], job.display_name
+
+    with pytest.raises(TypeError):
+        batchwrite.update_changed([(a, ["status"]), (ws, ["name"])])
+    with pytest.raises(ValueError, match="no_such_field"):
+        batchwrite.update_changed([(a, ["no_such_field"])])
+
+    a.status = "x" * 33  # the column is varchar(32): PostgreSQL refuses it, SQLite does not check
+    refused = []
+    for write in (lambda: a.save(update_fields=["status"]), lambda: batchwrite.update_changed([(a, ["status"])])):
+        try:
+            with transaction.atomic():
+                write()
+            refused.append(False)
+        except DatabaseError:
+            refused.append(True)
+    assert refused[0] == refused[1], f"save() refused: {refused[0]}, the batched write: {refused[1]}"
