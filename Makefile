@@ -16,13 +16,11 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/python manage.py runconsole
 
-## Install what the tests need (Redis, Chromium, PostgreSQL) and run every test on SQLite, then every test
-## that touches the database (marker `postgres`, set in tests/conftest.py) again on a throwaway PostgreSQL cluster.
-## Both passes always run; the target fails if either did.
+## Install what the tests need (Redis, Chromium, PostgreSQL) and run every test on SQLite and, alongside it,
+## every test that touches the database (marker `postgres`, set in tests/conftest.py) on a throwaway PostgreSQL
+## cluster (scripts/test-both-databases.sh). Fails if either pass failed.
 test: $(STAMP) system-deps
-	env -u DATABASE_URL $(BIN)/python -m pytest $(PYTEST_ARGS); sqlite=$$?; \
-	bash scripts/install-postgres.sh run $(BIN)/python -m pytest -m postgres $(PYTEST_ARGS); postgres=$$?; \
-	test $$sqlite -eq 0 -a $$postgres -eq 0
+	bash scripts/test-both-databases.sh $(BIN)/python $(PYTEST_ARGS)
 
 ## Only the PostgreSQL pass of `make test`.
 test-postgres: $(STAMP) system-deps
