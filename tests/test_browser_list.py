@@ -10,7 +10,6 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from jobs import lifecycle
 from jobs.models import Job
 from tests.conftest import PASSWORD
 from tests.support.browser import sign_in
@@ -19,21 +18,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 
 @pytest.fixture
-def submit(stack, workspace, settings):
-    """Submit a job the way the worker does (jobs.lifecycle.submit) to the stack's localdlc; the stack's
-    beat then syncs it like any other."""
-    settings.LOCALDLC_CREDENTIALS_FILE = str(stack.credentials_file)
-
-    def run(owner, name: str, command: str) -> Job:
-        body = {"DisplayName": name, "JobType": "PyTorchJob", "UserCommand": command,
-                "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "registry.example/pytorch:2.3",
-                              "EcsSpec": "ecs.g6.large"}]}
-        job = Job.objects.create(workspace=workspace, owner=owner, display_name=name, job_type="PyTorchJob",
-                                 body=body)
-        assert lifecycle.submit(job.pk) == "created"
-        return job
-
-    return run
+def submit(submit_to_stack):
+    return submit_to_stack
 
 
 def rows(page):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from jobs.models import Membership, Workspace
+from jobs import lifecycle
+from jobs.models import Job, Membership, Workspace
 
 
 @pytest.fixture
@@ -34,3 +35,21 @@ def people(ws):
     Membership.objects.create(user=people["olga"], workspace=elsewhere, role="member")
     people["elsewhere"] = elsewhere
     return people
+
+
+@pytest.fixture
+def submit_to_stack(stack, workspace, settings):
+    """Submit a job the way the worker does (jobs.lifecycle.submit) to the stack's localdlc; the stack's
+    beat then syncs it like any other."""
+    settings.LOCALDLC_CREDENTIALS_FILE = str(stack.credentials_file)
+
+    def run(owner, name: str, command: str) -> Job:
+        body = {"DisplayName": name, "JobType": "PyTorchJob", "UserCommand": command,
+                "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "registry.example/pytorch:2.3",
+                              "EcsSpec": "ecs.g6.large"}]}
+        job = Job.objects.create(workspace=workspace, owner=owner, display_name=name, job_type="PyTorchJob",
+                                 body=body)
+        assert lifecycle.submit(job.pk) == "created"
+        return job
+
+    return run
