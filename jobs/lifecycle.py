@@ -367,7 +367,24 @@ def _apply_page(page: list[Job], items: list[dict[str, Any]]) -> list[int]:
         batchwrite.update_changed(changes.values())
         if unchanged:
             Job.objects.filter(pk__in=unchanged).update(synced_at=stamp)
+        _keep_stopping([pk for pk, (job, names) in changes.items() if "status" in names])
     return ended
+
+
+def _keep_stopping(pks: list[int]) -> None:
+    """Put back "Stopping" on rows whose stop was asked after this cycle read them.
+
+    take_remote keeps a stop-requested row "Stopping", but only for the stop it saw when the page was loaded;
+    a user's stop in between was overwritten by the page's write, and the row showed the old status until the
+    next cycle. Run after the write, in its transaction: the write holds the rows (PostgreSQL) or the database
+    (SQLite), so a stop is either seen here or written after us.
+    """
+    if not pks:
+        return
+    asked = (Job.objects.filter(pk__in=pks, stop_requested_at__isnull=False)
+             .exclude(status__in=[*st.TERMINAL, "Stopping"]).values_list("pk", "stop_error"))
+    if fix := [pk for pk, error in asked if not error]:
+        Job.objects.filter(pk__in=fix).update(status="Stopping")
 
 
 def _check_missing(job: Job) -> bool:

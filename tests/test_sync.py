@@ -273,6 +273,9 @@ def test_a_page_of_mixed_changes_is_written_in_a_batch_exactly(small):
     thread.start()
     wait_for(lambda: backend.stats()["calls"].get("ListJobs", 0) > calls, timeout=10, what="the page asked")
     Job.objects.filter(pk=rows["status-only"].pk).update(reason_message="edited meanwhile")
+    # A user stops "runner" after the cycle read it (what lifecycle.request_stop writes for a job on DLC).
+    late = timezone.now()
+    Job.objects.filter(pk=rows["runner"].pk).update(stop_requested_at=late, status="Stopping")
     thread.join(30)
     assert result["ended"] == [rows["ender"].pk]
 
@@ -289,7 +292,8 @@ def test_a_page_of_mixed_changes_is_written_in_a_batch_exactly(small):
                                   else None), name
     assert after["ender"].status == "Succeeded"
     assert after["ender"].finished_at == lifecycle._dt(items[remote["ender"]]["GmtFinishTime"])
-    assert after["runner"].status == "Running" and after["runner"].finished_at is None
+    assert after["runner"].status == "Stopping", "a stop asked during the cycle is not overwritten by its write"
+    assert after["runner"].finished_at is None and after["runner"].stop_requested_at == late
     assert after["stopper"].status == "Stopping" and after["stopper"].stop_requested_at == asked
     for name in ("quiet", "status-only", "queued-a", "queued-b"):
         assert after[name].status == "Queuing" and after[name].finished_at is None, name
