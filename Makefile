@@ -17,8 +17,8 @@ run: $(STAMP)
 	$(BIN)/python manage.py runconsole
 
 ## Install what the tests need (Redis, Chromium, PostgreSQL) and run every test on SQLite and, alongside it,
-## every test that touches the database (marker `postgres`, set in tests/conftest.py) on a throwaway PostgreSQL
-## cluster (scripts/test-both-databases.sh). Fails if either pass failed.
+## every integration test and every test that touches the database (marker `postgres`, tests/conftest.py) on
+## a throwaway PostgreSQL cluster (scripts/test-both-databases.sh). Fails if either pass failed.
 test: $(STAMP) system-deps
 	bash scripts/test-both-databases.sh $(BIN)/python $(PYTEST_ARGS)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test`: every test on SQLite and, at the same time, every test that touches the database (marker
+# `make test`: every test on SQLite and, at the same time, every integration or database test (marker
 # `postgres`, tests/conftest.py) on a throwaway PostgreSQL cluster. Most of the suite's time is spent waiting
 # on real processes (jobs running on localdlc, the beat's sync), so the two passes overlap well even on two
 # cores. The PostgreSQL pass writes to a log that is printed once the SQLite pass is done, so each pass reads
@@ -23,7 +23,7 @@ sqlite=$?
 wait "$pg_pid"
 postgres=$?
 echo
-echo "== PostgreSQL: every test that touches the database"
+echo "== PostgreSQL: every integration test and every test that touches the database"
 cat "$pg_log"
 echo
 echo "== SQLite pass: exit $sqlite; PostgreSQL pass: exit $postgres"

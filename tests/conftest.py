@@ -18,16 +18,17 @@ pytest_plugins = ["tests.support.localdlc", "tests.support.browser", "tests.supp
 
 PASSWORD = "correct-horse-battery"
 
-# `make test` runs everything on SQLite, then every test that touches the database again on PostgreSQL
-# (production's database): SQL, transactions and locking differ by database, and the integration tests are
-# where they meet the worker, beat and web processes. Tests that never open the database (localdlc's own,
-# the spec's pure rules) would only repeat themselves.
+# `make test` runs everything on SQLite and, alongside, every integration test and every test that touches the
+# database on PostgreSQL (production's database): SQL, transactions and locking differ by database, and the
+# integration tests are where they meet the worker, beat and web processes. Unit tests that never open the
+# database (the spec's pure rules, forms without a model) would only repeat themselves.
 DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "stack"}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.get_closest_marker("django_db") or DB_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if (item.get_closest_marker("django_db") or item.get_closest_marker("integration")
+                or DB_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.postgres)
 
 
