@@ -393,3 +393,14 @@ def test_the_batched_write_stores_values_as_save_would(transactional_db):
         except DatabaseError:
             refused.append(True)
     assert refused[0] == refused[1], f"save() refused: {refused[0]}, the batched write: {refused[1]}"
+
+
+def test_job_rows_leave_room_for_the_syncs_updates_on_postgresql(db):
+    """Migration 0009: the sync's updates of unindexed columns can stay on the row's page (heap-only tuples)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a PostgreSQL storage parameter")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'jobs_job'")
+        assert "fillfactor=80" in (cursor.fetchone()[0] or [])
