@@ -12,7 +12,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from alibabacloud_pai_dlc20201203 import models as sdk
 
 from tests.conftest import PASSWORD
 from tests.support.waiting import wait_for
+from tests.support.wizard import credentials_file
 
 pytestmark = pytest.mark.integration
 
@@ -81,13 +81,6 @@ def all_jobs(client) -> list[Any]:
     return client.list_jobs(sdk.ListJobsRequest(page_size=100, start_time="2000-01-01T00:00:00Z")).body.jobs or []
 
 
-def write_credentials(path: Path, access_key_id: str, access_key_secret: str) -> Path:
-    path.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {access_key_id}\n"
-                    f"access_key_secret = {access_key_secret}\n")
-    path.chmod(0o600)
-    return path
-
-
 @contextmanager
 def use_broker(url: str) -> Iterator[None]:
     """Point this test process's Celery producer at a stack's Redis (its URL is only known at run time)."""
@@ -131,7 +124,7 @@ def fixture_backend(localdlc_factory):
 def fixture_ws(transactional_db, quiet_stack, backend, settings, tmp_path):
     """A console workspace bound to a private localdlc, with in-process settings that reach it."""
     settings.LOCALDLC_CREDENTIALS_FILE = str(
-        write_credentials(tmp_path / "creds.ini", backend.access_key_id, backend.access_key_secret)
+        credentials_file(backend, tmp_path, "creds.ini")
     )
     # Short timeouts keep the "may still be in flight" window (connect + read + 2 s) short.
     settings.DLC_CONNECT_TIMEOUT_MS = 500

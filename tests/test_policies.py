@@ -10,6 +10,7 @@ import pytest
 from jobs import policies, spec
 from jobs.models import WorkspacePolicy
 from tests import portal_fixtures as pf
+from tests.support.wizard import credentials_file
 
 
 @pytest.fixture
@@ -104,10 +105,7 @@ def real_backend(team, localdlc, tmp_path, settings):
     """Alpha bound to a real localdlc (its AccessKey pair in an INI file), so instance types are known."""
     from django.core.cache import cache
 
-    path = tmp_path / "creds.ini"
-    path.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {localdlc.access_key_id}\n"
-                    f"access_key_secret = {localdlc.access_key_secret}\n")
-    settings.LOCALDLC_CREDENTIALS_FILE = str(path)
+    settings.LOCALDLC_CREDENTIALS_FILE = str(credentials_file(localdlc, tmp_path))
     team.alpha.endpoint = localdlc.endpoint
     team.alpha.save()
     cache.clear()

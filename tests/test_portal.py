@@ -92,12 +92,8 @@ def test_settings_page_is_for_admins_only(team):
 
 
 @pytest.fixture
-def localdlc_credentials(localdlc, tmp_path, settings):
-    """Point the console's localdlc credentials at the test localdlc's AccessKey pair (an INI file)."""
-    path = tmp_path / "localdlc-credentials.ini"
-    path.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {localdlc.access_key_id}\n"
-                    f"access_key_secret = {localdlc.access_key_secret}\n")
-    settings.LOCALDLC_CREDENTIALS_FILE = str(path)
+def localdlc_credentials(localdlc, local_creds):
+    """The test localdlc, its AccessKey pair in the console's credentials file (tests.support.pages)."""
     return localdlc
 
 

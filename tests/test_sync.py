@@ -10,6 +10,7 @@ import pytest
 import requests
 from alibabacloud_pai_dlc20201203 import models as sdk
 
+from tests.support.wizard import credentials_file
 from tests.test_lifecycle import (  # noqa: F401 - fixture_* register the fixtures used here by name
     fixture_backend,
     fixture_quiet_stack,
@@ -19,7 +20,6 @@ from tests.test_lifecycle import (  # noqa: F401 - fixture_* register the fixtur
     make_workspace,
     use_broker,
     wait_for,
-    write_credentials,
 )
 from tests.test_skeleton_flow import signed_in_session
 
@@ -141,7 +141,7 @@ def test_sync_of_500_active_jobs_uses_a_list_jobs_call_per_page_plus_one(transac
     # 2 emulated cores: one job runs, the other 499 queue (active, yet no 500 processes on the test machine).
     big = localdlc_factory(cpu=2, memory_gib=16, creating_seconds=0.05, env_preparing_seconds=0.05)
     settings.LOCALDLC_CREDENTIALS_FILE = str(
-        write_credentials(tmp_path / "big.ini", big.access_key_id, big.access_key_secret)
+        credentials_file(big, tmp_path, "big.ini")
     )
     ws = make_workspace(big.endpoint)
 
@@ -211,7 +211,7 @@ def fixture_small(transactional_db, quiet_stack, localdlc_factory, settings, tmp
     """A private localdlc with room for two running jobs (2 emulated cores each): the rest queue."""
     backend = localdlc_factory(cpu=4, memory_gib=16, creating_seconds=0.05, env_preparing_seconds=0.05)
     settings.LOCALDLC_CREDENTIALS_FILE = str(
-        write_credentials(tmp_path / "small.ini", backend.access_key_id, backend.access_key_secret)
+        credentials_file(backend, tmp_path, "small.ini")
     )
     return backend, make_workspace(backend.endpoint)
 

@@ -7,14 +7,13 @@ from django.contrib.auth import get_user_model
 
 from jobs import lifecycle
 from jobs.models import Job, Membership, Workspace
+from tests.support.wizard import credentials_file
 
 
 @pytest.fixture
 def local_creds(localdlc, tmp_path, settings):
     """The console's credentials for the test's localdlc, in the INI profile the console reads."""
-    path = tmp_path / "localdlc-credentials.ini"
-    path.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {localdlc.access_key_id}\n"
-                    f"access_key_secret = {localdlc.access_key_secret}\n")
+    path = credentials_file(localdlc, tmp_path)
     settings.LOCALDLC_CREDENTIALS_FILE = str(path)
     return path
 

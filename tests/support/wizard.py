@@ -60,9 +60,9 @@ def form_data(base: str = "public", **changes: Any) -> dict[str, str]:
     return data
 
 
-def credentials_file(localdlc, directory: Path) -> Path:
+def credentials_file(localdlc, directory: Path, name: str = "localdlc-credentials.ini") -> Path:
     """An alibabacloud_credentials INI with the localdlc instance's AccessKey pair (as the stack writes)."""
-    path = directory / "localdlc-credentials.ini"
+    path = directory / name
     path.write_text(f"[localdlc]\ntype = access_key\naccess_key_id = {localdlc.access_key_id}\n"
                     f"access_key_secret = {localdlc.access_key_secret}\n")
     path.chmod(0o600)
