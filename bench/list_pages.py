@@ -231,6 +231,8 @@ def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
             if any(counts_ms):
                 record("list", f"{kind}: counts query p50 (in the page)", p50(counts_ms), "ms", size=size, db=db)
             record("list", f"{kind}: all queries p50", p50(db_ms), "ms", size=size, db=db)
+            record("list", f"{kind}: all queries / floor", p50(db_ms) / f50, "x", size=size, db=db,
+                   note="the SQL a page costs, session and auth included, against the floor")
             record("list", f"{kind}: outside the DB p50", p50([v - d for v, d in zip(view_ms, db_ms, strict=True)]),
                    "ms", size=size, db=db, note="middleware, view code, template")
             record("list", f"{kind}: queries per page", queries, "", size=size, db=db, note=f"{shown} rows shown")

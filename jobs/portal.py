@@ -48,6 +48,12 @@ def _current_workspace(request: HttpRequest) -> Workspace | None:
     return current_workspace(request)
 
 
+def _user_workspaces(request: HttpRequest) -> list[Workspace]:
+    from jobs.views import user_workspaces
+
+    return user_workspaces(request)
+
+
 def nav(request: HttpRequest) -> dict[str, Any]:
     """Context processor: the workspace switcher and the admin links of the top bar.
 
@@ -68,7 +74,7 @@ def nav(request: HttpRequest) -> dict[str, Any]:
         return bool(workspace and access.can(user, "manage", workspace=workspace))
 
     return {
-        "nav_workspaces": SimpleLazyObject(lambda: list(access.workspaces_for(user))),
+        "nav_workspaces": SimpleLazyObject(lambda: _user_workspaces(request)),
         "nav_workspace": SimpleLazyObject(current),
         "nav_is_admin": SimpleLazyObject(is_admin),
     }

@@ -19,14 +19,19 @@ from jobs.models import Job, Workspace
 log = logging.getLogger(__name__)
 
 
+def user_workspaces(request: HttpRequest) -> list[Workspace]:
+    """The user's workspaces with their roles, read once per request: the top bar, the current workspace and
+    the permission checks of a page all use this one query."""
+    if not hasattr(request, "_user_workspaces"):
+        request._user_workspaces = access.workspaces_with_roles(request.user)
+    return request._user_workspaces
+
+
 def current_workspace(request: HttpRequest) -> Workspace | None:
-    """The workspace the user chose (else their first), looked up once per request: the top bar asks too."""
-    if not hasattr(request, "_current_workspace"):
-        workspaces = access.workspaces_for(request.user)
-        chosen = request.session.get("workspace_id")
-        found = workspaces.filter(pk=chosen).first() if chosen is not None else None
-        request._current_workspace = found or workspaces.first()
-    return request._current_workspace
+    """The workspace the user chose (else their first)."""
+    workspaces = user_workspaces(request)
+    chosen = request.session.get("workspace_id")
+    return next((ws for ws in workspaces if ws.pk == chosen), workspaces[0] if workspaces else None)
 
 
 def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | None = None,

@@ -107,6 +107,28 @@ def test_next_links_walk_every_row_once_and_pages_cost_the_same_queries(client, 
     assert not any("OFFSET" in q["sql"].upper() for q in big.captured_queries)
 
 
+def test_a_page_reads_the_users_workspaces_and_roles_in_one_query(client, people, ws):
+    """Session, user, the user's workspaces with their roles (top bar, current workspace, permission checks),
+    the rows and the owner choices: five queries for a whole page, four for an HTMX page (SQLite's name search
+    adds its plan's own, see test_listing), however many workspaces the user is in."""
+    from jobs.models import Membership, Workspace
+
+    ada = people["ada"]  # an admin: the top bar asks for the settings link too
+    other = Workspace.objects.create(name="Zeta")  # after "Local": "Local" stays the current workspace
+    Membership.objects.create(user=ada, workspace=other, role="viewer")
+    make_job(ws, ada, name="mine")
+    client.force_login(ada)
+    with CaptureQueriesContext(connection) as page:
+        html = client.get("/").content.decode()
+    tables = [re.search(r'FROM "(\w+)"', q["sql"]).group(1) for q in page.captured_queries]
+    assert tables == ["django_session", "auth_user", "jobs_workspace", "jobs_job", "auth_user"], tables
+    assert row_ids(html) == [Job.objects.get(display_name="mine").pk]
+    assert "Workspace settings" in html and html.count(f'<option value="{other.pk}"') == 1
+    with CaptureQueriesContext(connection) as partial:
+        client.get("/?status=Succeeded", **HTMX)
+    assert len(partial.captured_queries) == 4
+
+
 def test_previous_link_returns_to_the_page_before(client, people, ws):
     for i in range(25):
         make_job(ws, people["alice"], name=f"j{i}", created=T0 + timedelta(seconds=i))
