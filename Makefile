@@ -13,8 +13,9 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 ## Start the whole console (web, Celery worker and beat, Redis, localdlc); prints the URL and demo login.
+# `exec`: no shell in between, so make is runconsole's parent and runconsole stops everything when make dies.
 run: $(STAMP)
-	$(BIN)/python manage.py runconsole
+	exec $(BIN)/python manage.py runconsole
 
 ## Install what the tests need (Redis, Chromium, PostgreSQL) and run every test on SQLite and, alongside it,
 ## every integration test and every test that touches the database (marker `postgres`, tests/conftest.py) on

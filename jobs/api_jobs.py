@@ -16,14 +16,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from jobs import access, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
-from jobs.models import Job, JobTemplate, Workspace
+from jobs.models import Job, JobTemplate, Membership, Workspace
 
-API_VERSION = "1.0.0"
+API_VERSION = "1.1.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop) or read-write; and "
                "an expiry of 7, 30, 90 (the default) or 365 days, or none. An expired token answers 401 with "
-               "`\"code\": \"token_expired\"`; a revoked or unknown one 401 without it.")
+               "`\"code\": \"token_expired\"`; a revoked or unknown one 401 without it. GET /api/v1/workspaces "
+               "shows what the token may do in each workspace: `read_only`, and `effective_role` (viewer when "
+               "read-only, else your role).")
 
 
 # --- representation ---------------------------------------------------------------------------------------
@@ -301,9 +303,19 @@ _PUT_SECRET = {"registry_password": _put_registry_password, "ray_redis_password"
 @api_view
 @require_GET
 def workspaces(request: HttpRequest) -> JsonResponse:
+    """The caller's workspaces (a workspace-scoped token: its one workspace), each with what the caller may do.
+
+    `role` stays the user's membership role, as before; `read_only` and `effective_role` say what this
+    credential may do with it: a read-only token may only read, which is a viewer's right, whatever the role.
+    """
+    user = request.api_user
+    scope = access.scope_of(user)
+    read_only = bool(scope and scope.read_only)
     rows = []
-    for ws in access.workspaces_for(request.api_user):
-        rows.append({"id": ws.pk, "name": ws.name, "role": access.role_in(request.api_user, ws),
+    for ws in access.workspaces_for(user):
+        role = access.role_in(user, ws)
+        rows.append({"id": ws.pk, "name": ws.name, "role": role,
+                     "effective_role": Membership.VIEWER if read_only else role, "read_only": read_only,
                      "region": ws.region, "dlc_workspace_id": ws.dlc_workspace_id,
                      "policy": policies.hints_for(ws)})
     return JsonResponse({"workspaces": rows})
@@ -317,6 +329,7 @@ def openapi(request: HttpRequest) -> JsonResponse:
 
 def openapi_document(server: str) -> dict[str, Any]:
     err = {"$ref": "#/components/responses/Error"}
+    roles = [role for role, _ in Membership.ROLES]
     validation = {"description": "Invalid body: messages keyed by field path (e.g. JobSpecs[0].PodCount).",
                   "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ValidationErrors"}}}}
     job_ok = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}}
@@ -340,8 +353,11 @@ def openapi_document(server: str) -> dict[str, Any]:
         "servers": [{"url": server}],
         "security": [{"bearer": []}, {"session": []}],
         "paths": {
-            "/api/v1/workspaces": {"get": {"summary": "Your workspaces, your role and their guardrails",
-                                           "responses": {"200": {"description": "Workspaces"}, "401": err}}},
+            "/api/v1/workspaces": {"get": {
+                "summary": "Your workspaces (a workspace-scoped token: its one workspace), your role, what this "
+                           "credential may do there, and their guardrails",
+                "responses": {"200": {"description": "Workspaces", "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/WorkspaceList"}}}}, "401": err}}},
             "/api/v1/jobs": {
                 "get": {"summary": "List jobs (keyset pagination like the list page)", "parameters": list_params,
                         "responses": {"200": {"description": "A page of jobs", "content": {"application/json": {
@@ -411,6 +427,19 @@ def openapi_document(server: str) -> dict[str, Any]:
                     "cloned_from": {"type": "integer", "nullable": True}, "body": {"type": "object"},
                     "pods": {"type": "array", "items": {"type": "object"}},
                     "created_at": {"type": "string", "format": "date-time"}}},
+                "WorkspaceList": {"type": "object", "properties": {"workspaces": {"type": "array", "items": {
+                    "type": "object", "properties": {
+                        "id": {"type": "integer"}, "name": {"type": "string"},
+                        "role": {"type": "string", "enum": roles,
+                                 "description": "Your membership role (admin for a superuser)."},
+                        "effective_role": {"type": "string", "enum": roles,
+                                           "description": "The role this request acts with: viewer for a read-only "
+                                                          "token (it may only read), else `role`."},
+                        "read_only": {"type": "boolean",
+                                      "description": "True when the request used a read-only token: every call "
+                                                     "that changes something answers 403."},
+                        "region": {"type": "string"}, "dlc_workspace_id": {"type": "string"},
+                        "policy": {"type": "object", "description": "The workspace's guardrails."}}}}}},
                 "JobPage": {"type": "object", "properties": {
                     "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
                     "next": {"type": "string", "nullable": True}, "previous": {"type": "string", "nullable": True}}},

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, timedelta
 
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
@@ -71,13 +72,25 @@ def record(user, token: ApiToken, event: str) -> None:
         audit.record(user, AuditEvent.TOKEN, workspace=workspace, event=event, **scope_details(token))
 
 
-def revoke(user, token_id: int) -> ApiToken | None:
-    """Revoke one of user's own tokens; None when it is not theirs (or does not exist)."""
-    token = ApiToken.objects.filter(user=user, pk=token_id).first()
-    if token and token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
-    return token
+def revoke(user, token_id: int) -> tuple[ApiToken | None, bool]:
+    """Revoke one of user's own tokens and audit it: (the token, whether this call revoked it).
+
+    (None, False) when the token is not theirs or does not exist. Revoking is idempotent: only the call whose
+    conditional UPDATE flips revoked_at records the "revoked" event, so a second click, a resent form or two
+    concurrent requests leave one event and the first revocation time.
+    """
+    token = ApiToken.objects.select_related("workspace").filter(user=user, pk=token_id).first()
+    if token is None:
+        return None, False
+    now = timezone.now()
+    with transaction.atomic():
+        revoked = ApiToken.objects.filter(pk=token.pk, revoked_at=None).update(revoked_at=now) == 1
+        if revoked:
+            token.revoked_at = now
+            record(user, token, "revoked")
+    if not revoked:
+        token.refresh_from_db(fields=["revoked_at"])
+    return token, revoked
 
 
 def user_for_token(raw: str):

@@ -327,11 +327,13 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def api_token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
-    token = apitokens.revoke(request.user, pk)
+    token, revoked = apitokens.revoke(request.user, pk)
     if token is None:
         raise PermissionDenied("Not your token.")
-    apitokens.record(request.user, token, "revoked")
-    messages.success(request, f"Token {token.name} revoked.")
+    if revoked:
+        messages.success(request, f"Token {token.name} revoked.")
+    else:
+        messages.info(request, f"Token {token.name} was already revoked.")
     return redirect("api_tokens")
 
 

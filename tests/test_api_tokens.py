@@ -46,6 +46,7 @@ def test_bearer_token_authenticates_and_updates_last_used(team):
     answer = anonymous.get("/api/v1/workspaces", HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert answer.status_code == 200
     assert answer.json()["workspaces"] == [{"id": team.alpha.pk, "name": "Alpha", "role": "member",
+                                           "effective_role": "member", "read_only": False,
                                            "region": "cn-hangzhou", "dlc_workspace_id": "alpha", "policy": {}}]
     assert ApiToken.objects.get().last_used_at is not None
 
@@ -73,6 +74,30 @@ def test_revoked_tokens_and_inactive_users_are_refused(team):
     team.users["viewer"].is_active = False
     team.users["viewer"].save()
     assert pf.client_for().get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {raw2}").status_code == 401
+
+
+def test_revoking_twice_records_one_event_and_keeps_the_first_time(both):
+    def revoked_events():
+        return list(AuditEvent.objects.filter(action="token", details__event="revoked"))
+
+    member = both.users["member"]
+    client = pf.client_for(member)
+    token, raw = apitokens.create_token(member, "ci")  # all workspaces: one event in each of Alpha and Beta
+    url = f"/account/api/tokens/{token.pk}/revoke"
+    first = client.post(url, follow=True)
+    assert first.status_code == 200 and "Token ci revoked." in first.text
+    events = revoked_events()
+    assert sorted(e.workspace.name for e in events) == ["Alpha", "Beta"]
+    revoked_at = ApiToken.objects.get().revoked_at
+    assert revoked_at is not None
+
+    again = client.post(url, follow=True)
+    assert revoked_events() == events, "a second revoke is no event"
+    assert again.status_code == 200 and "Token ci was already revoked." in again.text
+    assert ApiToken.objects.get().revoked_at == revoked_at
+    assert call(raw, "GET", "/api/v1/jobs").status_code == 401
+    assert apitokens.revoke(member, token.pk) == (token, False)
+    assert revoked_events() == events
 
 
 def test_nobody_revokes_someone_elses_token(team):
@@ -206,6 +231,41 @@ def test_every_answer_of_the_permission_helper_honours_the_scope(both, superuser
         with pytest.raises(Http404):
             lookup(scoped, pk)
         assert lookup(user, pk).pk == pk, "the same user's session reaches it"
+
+
+def workspace_rows(raw: str | None, client=None) -> dict[str, dict]:
+    answer = call(raw, "GET", "/api/v1/workspaces", client=client) if raw else client.get("/api/v1/workspaces")
+    assert answer.status_code == 200, answer.content
+    return {w["name"]: {k: w[k] for k in ("role", "effective_role", "read_only")} for w in answer.json()["workspaces"]}
+
+
+@pytest.mark.parametrize("role", ["viewer", "member", "admin"])
+def test_the_workspace_list_says_what_the_token_may_do(both, role):
+    user = both.users[role]
+    _, reader = apitokens.create_token(user, "ro", read_only=True)
+    _, writer = apitokens.create_token(user, "rw")
+    _, alpha_reader = apitokens.create_token(user, "alpha ro", workspace=both.alpha, read_only=True)
+    as_viewer = {"role": role, "effective_role": "viewer", "read_only": True}
+    as_role = {"role": role, "effective_role": role, "read_only": False}
+
+    assert workspace_rows(reader) == {"Alpha": as_viewer, "Beta": as_viewer}
+    assert workspace_rows(writer) == {"Alpha": as_role, "Beta": as_role}
+    assert workspace_rows(alpha_reader) == {"Alpha": as_viewer}
+    assert workspace_rows(None, client=pf.client_for(user)) == {"Alpha": as_role, "Beta": as_role}, "a session"
+    # What the list says is what the API does: a read-only token's create is refused, a read-write one's is not
+    # (for a member or an admin).
+    create = f"/api/v1/jobs?workspace={both.alpha.pk}"
+    assert call(reader, "POST", create, new_body("ro")).status_code == 403
+    assert call(writer, "POST", create, new_body("rw")).status_code == (403 if role == "viewer" else 201)
+
+
+def test_the_openapi_document_describes_the_workspace_list(db):
+    answer = pf.client_for().get("/api/v1/openapi.json")
+    document = answer.json()
+    ref = document["paths"]["/api/v1/workspaces"]["get"]["responses"]["200"]["content"]["application/json"]
+    name = ref["schema"]["$ref"].rsplit("/", 1)[1]
+    row = document["components"]["schemas"][name]["properties"]["workspaces"]["items"]["properties"]
+    assert {"id", "name", "role", "effective_role", "read_only", "region", "dlc_workspace_id", "policy"} <= set(row)
 
 
 def test_a_scoped_token_of_a_superuser_is_scoped_too(both):

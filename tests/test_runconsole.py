@@ -1,4 +1,5 @@
-"""`make run` starts every service, and SIGTERM stops the whole process tree, leaving no child behind."""
+"""`make run` starts every service, and stopping it, however it happens, leaves no child behind: SIGTERM to make,
+make killed outright (SIGKILL, which nothing can forward), or the terminal closing (SIGHUP to make's group)."""
 
 import os
 import signal
@@ -12,16 +13,32 @@ from consoleapp.stack import BASE_DIR, alive, descendants, free_port
 
 pytestmark = pytest.mark.integration
 
+SERVICES = ("redis-server", "localdlc", "worker", "beat", "runserver")
 
-def test_make_run_starts_everything_and_sigterm_leaves_no_child(tmp_path: Path):
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+@pytest.fixture
+def make_run(tmp_path: Path):
+    """Start `make run` in its own session; yields (make's Popen, every process below make once it is up).
+
+    Whatever the test leaves running is killed by pid afterwards: the services run in sessions of their own,
+    so killing make's group would not reach them.
+    """
     env = dict(os.environ, DLC_DATA_DIR=str(tmp_path), DLC_PORT=str(free_port()), LOCALDLC_PORT=str(free_port()))
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen(
         ["make", "--no-print-directory", "run"], cwd=BASE_DIR, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
-    output = []
+    tree: list[int] = []
     try:
+        output = []
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             line = proc.stdout.readline()
@@ -33,16 +50,46 @@ def test_make_run_starts_everything_and_sigterm_leaves_no_child(tmp_path: Path):
         text = "".join(output)
         assert "DLC Console is up" in text, text
         assert "Sign in as demo / demo" in text
-        tree = descendants(proc.pid)
-        names = " ".join(Path(f"/proc/{p}/cmdline").read_text().replace("\0", " ") for p in tree if alive(p))
-        for service in ("redis-server", "localdlc", "worker", "beat", "runserver"):
+        tree.extend(descendants(proc.pid))
+        names = " ".join(cmdline(p) for p in tree if alive(p))
+        for service in SERVICES:
             assert service in names, f"{service} not running: {names}"
-
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-        time.sleep(0.5)
-        left = [p for p in tree if alive(p)]
-        assert left == [], f"processes left behind: {left}"
+        assert any("manage.py runconsole" in cmdline(p) for p in tree)
+        yield proc, tree
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in [proc.pid, *tree]:
+            if alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+def left_behind(tree: list[int], timeout: float) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(alive(p) for p in tree):
+        time.sleep(0.2)
+    return [f"{p}: {cmdline(p)}" for p in tree if alive(p)]
+
+
+def test_make_run_starts_everything_and_sigterm_leaves_no_child(make_run):
+    proc, tree = make_run
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    assert left_behind(tree, 5) == []
+
+
+@pytest.mark.parametrize("how", ["SIGKILL to make", "SIGHUP to make's group"])
+def test_when_make_dies_without_passing_a_signal_on_runconsole_stops_everything(make_run, how):
+    # Make forwards SIGTERM to its recipe, but a SIGKILL cannot be forwarded, and on SIGHUP make relies on the
+    # group having received it too: runconsole must notice its launcher's death, and treat SIGHUP as a stop.
+    proc, tree = make_run
+    if how == "SIGKILL to make":
+        proc.kill()
+    else:
+        os.killpg(proc.pid, signal.SIGHUP)
+    proc.wait(timeout=30)
+    # The stack's own stop waits up to 10 s for the services before killing what is left.
+    assert left_behind(tree, 30) == [], f"after {how}"
