@@ -312,7 +312,7 @@ def workspaces(request: HttpRequest) -> JsonResponse:
     scope = access.scope_of(user)
     read_only = bool(scope and scope.read_only)
     rows = []
-    for ws in access.workspaces_for(user):
+    for ws in access.workspaces_with_roles(user):  # one query, roles included
         role = access.role_in(user, ws)
         rows.append({"id": ws.pk, "name": ws.name, "role": role,
                      "effective_role": Membership.VIEWER if read_only else role, "read_only": read_only,
