@@ -149,6 +149,24 @@ def _time_fetches() -> None:
         setattr(utils.CursorWrapper, name, timed_fetch)
 
 
+BARE_URL = "/bench-bare-request"
+
+
+def _bare_request(request):
+    from django.http import HttpResponse
+
+    return HttpResponse(request.user.get_username())
+
+
+def _add_bare_view() -> None:
+    """Serve BARE_URL from the project's URLconf, in this process only: what any signed-in page costs before
+    it does anything (middleware, session, user), beside which "3x a 0.2 ms query" can be judged."""
+    from django.contrib.auth.decorators import login_required
+    from django.urls import get_resolver, path
+
+    get_resolver().url_patterns.insert(0, path(BARE_URL.lstrip("/"), login_required(_bare_request)))
+
+
 def count_queries(client, params: dict[str, str]) -> tuple[int, int]:
     with QueryLog() as log:
         answer = client.get("/", params)
@@ -170,6 +188,7 @@ def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
     print(f"  name index: {'FTS5 trigram (migration 0007)' if name_index else 'none' if not pg else 'pg_trgm'}; "
           f"counts capped at {listing.count_cap():,}", flush=True)
     _time_fetches()
+    _add_bare_view()
     workspace, _ = Workspace.objects.get_or_create(name="bench-list", defaults={"dlc_workspace_id": "ws-bench"})
     owners = seed.make_users(workspace)
     viewer, _ = get_user_model().objects.get_or_create(username="bench-viewer")
@@ -189,6 +208,9 @@ def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
             print(f"  seeded {size - have:,} jobs in {time.perf_counter() - started:.1f} s ({db})", flush=True)
             have = size
         heading(f"job list, {size:,} jobs, {db}")
+        bare = p50(timed(lambda: client.get(BARE_URL), runs * 2))
+        record("list", "bare signed-in request p50", bare, "ms", size=size, db=db,
+               note="a view that only reads request.user, through the same middleware: Django's own floor")
         for kind, (params, floor_params) in pages(workspace.pk, size, name_index).items():
             view_ms, db_ms, rows_ms, counts_ms, floor_ms = [], [], [], [], []
 
