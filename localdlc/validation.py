@@ -1,6 +1,6 @@
 """Request validation, emulating what the remote PAI-DLC service rejects.
 
-Deliberately independent of the console's jobs/spec.py: this module plays the *server*, so a console bug
+Deliberately independent of the console's jobs/spec/: this module plays the *server*, so a console bug
 that sends a bad body shows up as the server's HTTP 400 InvalidParameter (message naming the field), the
 way it would against the real endpoint. Every check here runs before anything is stored, so a rejected
 CreateJob leaves no job behind.

@@ -1,0 +1,233 @@
+"""Shared parts of the CreateJob spec (jobs/spec/__init__.py has the field table and the public API): the fields and
+their defaults, the secret paths, Context and Policy, the error sink and value parsing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobs import catalog as C
+
+SECTIONS = ("basic", "environment", "resources", "vpc", "fault_tolerance", "ram_role")
+
+# Default value of every field; also the list of known fields.
+FIELDS: dict[str, dict[str, Any]] = {
+    "basic": {"name": "", "tags": [], "description": "", "workspace_id": ""},
+    "environment": {
+        "image_type": "official", "image": "", "registry_username": "", "registry_password": "",
+        "datasets": [], "storages": [], "command": "", "envs": [], "libs_mode": "none", "libs": "",
+        "requirements_dir": "", "code_mode": "none", "code_source_id": "", "code_branch": "",
+        "code_commit": "", "code_mount_path": "", "code_upload_uri": "",
+    },
+    "resources": {
+        "resource_type": "general", "source": "public", "quota_id": "", "priority": None,
+        "framework": "PyTorch", "roles": [], "node_scheduling": False, "idle_resources": False,
+        "cpu_affinity": False, "scheduling_policy": "intelligent", "bid_method": "", "spot_discount": None,
+        "spot_price": None, "max_duration": 30, "max_duration_unit": "days", "retention": None,
+        "retention_unit": "hours", "dsw": False, "advanced": "",
+    },
+    "vpc": {"vpc_id": "", "switch_id": "", "security_group_id": "", "extended_cidrs": [], "gateway": "public"},
+    "fault_tolerance": {"enabled": False, "args": "", "sanity_check": False, "sanity_args": ""},
+    "ram_role": {"mode": "none", "role_arn": ""},
+}
+ROW_FIELDS: dict[str, dict[str, Any]] = {
+    "tags": {"key": "", "value": ""},
+    "envs": {"key": "", "value": ""},
+    "datasets": {"kind": "custom", "id": "", "version": "", "read_only": None, "mount_path": ""},
+    "storages": {"type": "oss", "uri": "", "mount_path": "", "options": ""},
+    "roles": {"role": "Worker", "count": 1, "instance_type": "", "cpu": None, "gpu": None, "memory_gib": None,
+              "shared_memory_gib": None, "node_names": ""},
+}
+
+# Stands for a secret kept outside the body (inverse() puts it back when the hints say a secret exists).
+SECRET_PLACEHOLDER = "********"
+# Wire paths of secrets: build() leaves them out unless include_secrets=True; strip_secrets() removes them.
+SECRET_PATHS = ("JobSpecs[*].ImageConfig.Password", "Settings.AdvancedSettings.RayRedisPassword")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Context and guardrail policy
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Workspace guardrails. The default has no limits."""
+
+    allowed_sources: frozenset[str] | None = None  # subset of catalog.SOURCES
+    max_nodes: int | None = None  # total PodCount over all roles
+    max_gpus: int | None = None  # total GPUs of the job
+    max_duration_minutes: int | None = None  # cap on JobMaxRunningTimeMinutes; also makes it required
+    allowed_image_prefixes: tuple[str, ...] | None = None
+    required_tag_keys: tuple[str, ...] = ()
+    default_tags: Mapping[str, str] = field(default_factory=dict)  # prefilled by defaults()
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a rule needs beyond the wizard data or the body."""
+
+    region: str = "cn-hangzhou"
+    # ListEcsSpecs catalog: {instance_type: {cpu, gpu, memory, resource_type "ECS"|"Lingjun"}} (PascalCase
+    # keys of EcsSpec.to_map() work too). None = unknown: public-resource limits become a note.
+    specs: Mapping[str, Mapping[str, Any]] | None = None
+    # {quota_id: {"resource_type": "general"|"lingjun", "general_computing_2_0": bool}}
+    quotas: Mapping[str, Mapping[str, Any]] | None = None
+    # {dataset_id: {"type": "CPFS"|..., "uri": ...}} from ListDatasets, for the CPFS-needs-VPC rule.
+    datasets: Mapping[str, Mapping[str, Any]] | None = None
+    hints: Mapping[str, Any] | None = None  # used by validate(body): see hints_from_sections()
+    policy: Policy | None = None  # None = no guardrails
+    reserved_tags: int = 0  # tag slots the console uses itself (e.g. the idempotency tag)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Value parsing: forms send strings, inverse() sends wire values, garbage must never raise.
+# ---------------------------------------------------------------------------------------------------------
+
+
+class _Errors:
+    def __init__(self) -> None:
+        self.d: dict[str, list[str]] = {}
+
+    def add(self, path: str, message: str) -> None:
+        messages = self.d.setdefault(path, [])
+        if message not in messages:
+            messages.append(message)
+
+    def has(self, path: str) -> bool:
+        return path in self.d
+
+
+def _section(data: Any, name: str) -> Mapping:
+    value = data.get(name) if isinstance(data, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return (value if isinstance(value, str) else str(value)).strip()
+
+
+def _secret(value: Any) -> str:
+    # Passwords keep their spaces.
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+_BIG = 10**15  # larger numbers are typos or garbage; refusing them keeps arithmetic safe
+_NUMBER_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _int(value: Any) -> tuple[int | None, bool]:
+    """(whole number or None when empty, ok)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, True
+    if isinstance(value, bool):
+        return None, False
+    if isinstance(value, int):
+        return (value, True) if abs(value) < _BIG else (None, False)
+    if isinstance(value, float):
+        return (int(value), True) if value.is_integer() and abs(value) < _BIG else (None, False)
+    if isinstance(value, str) and re.fullmatch(r"[+-]?\d{1,18}", value.strip()):
+        return int(value.strip()), True
+    return None, False
+
+
+def _num(value: Any) -> tuple[int | float | None, bool]:
+    """(finite number or None when empty, ok); integral values come back as int."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, True
+    if isinstance(value, bool):
+        return None, False
+    if isinstance(value, int):
+        return (value, True) if abs(value) < _BIG else (None, False)
+    if isinstance(value, str) and _NUMBER_RE.fullmatch(value.strip()):
+        value = float(value.strip())
+    if isinstance(value, float) and value == value and abs(value) < _BIG:
+        return (int(value) if value.is_integer() else value), True
+    return None, False
+
+
+def _bool(value: Any) -> tuple[bool | None, bool]:
+    """(True/False or None when empty, ok)."""
+    if value is None or value == "":
+        return None, True
+    if isinstance(value, bool):
+        return value, True
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value), True
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in ("true", "on", "1", "yes", "ro"):
+            return True, True
+        if word in ("false", "off", "0", "no", "rw"):
+            return False, True
+    return None, False
+
+
+def _fmt_num(value: int | float) -> str:
+    return str(value) if isinstance(value, int) else repr(value)
+
+
+def _split_minutes(minutes: Any, preferred: str | None) -> tuple[Any, str]:
+    if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes <= 0:
+        return minutes, "minutes"
+    if preferred in C.DURATION_UNITS and minutes % C.DURATION_UNITS[preferred] == 0:
+        return minutes // C.DURATION_UNITS[preferred], preferred
+    for unit in ("days", "hours", "minutes"):
+        if minutes % C.DURATION_UNITS[unit] == 0:
+            return minutes // C.DURATION_UNITS[unit], unit
+    return minutes, "minutes"
+
+
+def _rows(value: Any, path: str, e: _Errors) -> list[Mapping]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, Mapping) and path.endswith(("tags", "envs")):
+        return [{"key": k, "value": v} for k, v in value.items()]  # a plain map is fine for key/value lists
+    if not isinstance(value, list):
+        e.add(path, "Expected a list of rows.")
+        return []
+    rows = []
+    for i, row in enumerate(value):
+        if not isinstance(row, Mapping):
+            e.add(f"{path}[{i}]", "Expected an object with the row's fields.")
+            row = {}
+        rows.append(row)
+    return rows
+
+
+def _choice(section: Mapping, key: str, choices: Mapping | tuple, path: str, e: _Errors, default: str) -> str:
+    value = section.get(key)
+    if value is None or value == "":
+        return default
+    text = _text(value)
+    if text not in choices:
+        e.add(path, f"Choose one of: {', '.join(choices)}.")
+        return default
+    return text
+
+
+def _flag(section: Mapping, key: str, path: str, e: _Errors) -> bool:
+    value, ok = _bool(section.get(key))
+    if not ok:
+        e.add(path, "Must be on or off.")
+    return bool(value)
+
+
+def _number(section: Mapping, key: str, path: str, e: _Errors, message: str, whole: bool = False):
+    value, ok = (_int if whole else _num)(section.get(key))
+    if not ok:
+        e.add(path, message)
+    return value
+
+
+def _names(value: Any) -> list[str]:
+    # Lists of names may come as a list or as text separated by commas or whitespace.
+    if isinstance(value, list | tuple):
+        return [t for t in (_text(v) for v in value) if t]
+    return [t for t in re.split(r"[\s,]+", _text(value)) if t]

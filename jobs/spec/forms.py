@@ -1,0 +1,81 @@
+"""Helpers for forms: defaults, hidden and inapplicable fields, inferred hints, secrets out and back in."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Mapping
+
+from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE
+from jobs.spec.base import FIELDS, ROW_FIELDS, SECRET_PLACEHOLDER, Context, Policy, _secret
+from jobs.spec.body_check import _hints_for
+from jobs.spec.norm import _norm, format_advanced, parse_advanced
+
+# ---------------------------------------------------------------------------------------------------------
+# Helpers for forms
+# ---------------------------------------------------------------------------------------------------------
+
+
+def defaults(context: Context | None = None) -> dict:
+    """A fresh wizard: console defaults, one Worker role, the policy's default tags."""
+    ctx = context or Context()
+    sections = copy.deepcopy(FIELDS)
+    policy = ctx.policy or Policy()
+    sections["basic"]["tags"] = [{"key": k, "value": v} for k, v in policy.default_tags.items()]
+    sections["resources"]["roles"] = [dict(ROW_FIELDS["roles"])]
+    return sections
+
+
+def hidden_fields(sections: Mapping, role_count: int = 0) -> set[str]:
+    """Section paths the current choices hide (APPLICABLE), role fields included, for forms to leave out."""
+    n, _ = _norm(sections)
+    hidden = {path for path, pred in APPLICABLE.items() if pred(n)}
+    for i in range(role_count):
+        hidden |= {f"resources.roles[{i}].{key}" for key, pred in ROLE_APPLICABLE.items() if pred(n)}
+    return hidden
+
+
+def infer_hints(body: Mapping, context: Context | None = None, hints: Mapping | None = None) -> dict:
+    """Hints for a body that came without them (an imported job): what the quota or instance types tell."""
+    ctx = context or Context()
+    return _hints_for(body or {}, dataclasses.replace(ctx, hints=dict(hints or {})))
+
+
+def prune_inapplicable(sections: Mapping) -> dict:
+    """A copy with the fields the current choices hide reset to their defaults (see APPLICABLE)."""
+    n, _ = _norm(sections)
+    out = copy.deepcopy(dict(sections)) if isinstance(sections, Mapping) else {}
+    for path, pred in APPLICABLE.items():
+        section, name = path.split(".")
+        if pred(n) and isinstance(out.get(section), dict) and name in out[section]:
+            out[section][name] = copy.deepcopy(FIELDS[section][name])
+    roles = out.get("resources", {}).get("roles") if isinstance(out.get("resources"), dict) else None
+    if isinstance(roles, list):
+        for role in roles:
+            for key, pred in ROLE_APPLICABLE.items():
+                if isinstance(role, dict) and key in role and pred(n):
+                    role[key] = ROW_FIELDS["roles"][key]
+    return out
+
+
+def extract_secrets(sections: Mapping) -> dict[str, str]:
+    """The secret values of the wizard data by name ("registry_password", "RayRedisPassword"), for storing
+    them encrypted next to the job; placeholders are not secrets."""
+    n, _ = _norm(sections)
+    found = {"registry_password": n["environment"]["registry_password"],
+             "RayRedisPassword": _secret((n["resources"]["advanced"] or {}).get("RayRedisPassword"))}
+    return {k: v for k, v in found.items() if v and v != SECRET_PLACEHOLDER}
+
+
+def fill_secrets(sections: Mapping, secrets: Mapping[str, str]) -> dict:
+    """A copy of the wizard data with SECRET_PLACEHOLDER replaced by the stored secrets (edit and resubmit)."""
+    out = copy.deepcopy(dict(sections)) if isinstance(sections, Mapping) else {}
+    env, res = out.get("environment"), out.get("resources")
+    if isinstance(env, dict) and env.get("registry_password") == SECRET_PLACEHOLDER and "registry_password" in secrets:
+        env["registry_password"] = secrets["registry_password"]
+    if isinstance(res, dict) and "RayRedisPassword" in secrets:
+        advanced, _message = parse_advanced(res.get("advanced"))
+        if advanced and advanced.get("RayRedisPassword") == SECRET_PLACEHOLDER:
+            advanced["RayRedisPassword"] = secrets["RayRedisPassword"]
+            res["advanced"] = format_advanced(advanced)
+    return out

@@ -1,0 +1,273 @@
+"""The normalised view of the wizard data that rules, build and notes read, and the text format of the
+advanced framework settings (parse_advanced / format_advanced)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from jobs import catalog as C
+from jobs.spec.base import (
+    FIELDS,
+    SECTIONS,
+    _bool,
+    _choice,
+    _Errors,
+    _flag,
+    _int,
+    _names,
+    _number,
+    _rows,
+    _secret,
+    _section,
+    _text,
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# Normalised view: every field parsed once, typed; field-level parse errors collected on the way.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _norm(sections: Any) -> tuple[dict, _Errors]:
+    e = _Errors()
+    if sections is not None and not isinstance(sections, Mapping):
+        e.add("", "The wizard data must be an object with the six sections.")
+    for name in SECTIONS:
+        if isinstance(sections, Mapping) and sections.get(name) is not None \
+                and not isinstance(sections.get(name), Mapping):
+            e.add(name, "Expected an object with the section's fields.")
+    n: dict[str, dict] = {}
+    n["basic"] = _norm_basic(_section(sections, "basic"), e)
+    n["environment"] = _norm_environment(_section(sections, "environment"), e)
+    n["resources"] = _norm_resources(_section(sections, "resources"), e)
+    n["vpc"] = _norm_vpc(_section(sections, "vpc"), e)
+    n["fault_tolerance"] = _norm_fault_tolerance(_section(sections, "fault_tolerance"), e)
+    n["ram_role"] = _norm_ram_role(_section(sections, "ram_role"), e)
+    return n, e
+
+
+def _pairs(value: Any, path: str, e: _Errors) -> list[tuple[int, str, str]]:
+    """Key/value rows as (row index, key, value); blank rows are skipped."""
+    pairs = []
+    for i, row in enumerate(_rows(value, path, e)):
+        key, val = _text(row.get("key")), _text(row.get("value"))
+        if key or val:
+            pairs.append((i, key, val))
+    return pairs
+
+
+def _norm_basic(s: Mapping, e: _Errors) -> dict:
+    return {
+        "name": _text(s.get("name")),
+        "tags": _pairs(s.get("tags"), "basic.tags", e),
+        "description": _text(s.get("description")),
+        "workspace_id": _text(s.get("workspace_id")),
+    }
+
+
+def _norm_environment(s: Mapping, e: _Errors) -> dict:
+    p = "environment"
+    datasets = []
+    for i, row in enumerate(_rows(s.get("datasets"), f"{p}.datasets", e)):
+        rp = f"{p}.datasets[{i}]"
+        read_only, ok = _bool(row.get("read_only"))
+        if not ok:
+            e.add(f"{rp}.read_only", "Choose read-only (RO) or read-write (RW).")
+        datasets.append({
+            "kind": _choice(row, "kind", C.DATASET_KINDS, f"{rp}.kind", e, "custom"),
+            "id": _text(row.get("id")),
+            "version": _text(row.get("version")),
+            "read_only": read_only,
+            "mount_path": _text(row.get("mount_path")),
+        })
+    storages = []
+    for i, row in enumerate(_rows(s.get("storages"), f"{p}.storages", e)):
+        rp = f"{p}.storages[{i}]"
+        uri = _text(row.get("uri"))
+        # The type can be left out: the URI tells it (as in inverse()).
+        default_type = _storage_type_from_uri(uri) or "oss"
+        storages.append({
+            "type": _choice(row, "type", C.STORAGE_TYPES, f"{rp}.type", e, default_type),
+            "uri": uri,
+            "mount_path": _text(row.get("mount_path")),
+            "options": _text(row.get("options")),
+        })
+    return {
+        "image_type": _choice(s, "image_type", C.IMAGE_TYPES, f"{p}.image_type", e, "official"),
+        "image": _text(s.get("image")),
+        "registry_username": _text(s.get("registry_username")),
+        "registry_password": _secret(s.get("registry_password")),
+        "datasets": datasets,
+        "storages": storages,
+        "command": _text(s.get("command")),
+        "envs": _pairs(s.get("envs"), f"{p}.envs", e),
+        "libs_mode": _choice(s, "libs_mode", C.LIBS_MODES, f"{p}.libs_mode", e, "none"),
+        "libs": _names(s.get("libs")) if isinstance(s.get("libs"), list) else _text(s.get("libs")).split(),
+        "requirements_dir": _text(s.get("requirements_dir")),
+        "code_mode": _choice(s, "code_mode", C.CODE_MODES, f"{p}.code_mode", e, "none"),
+        "code_source_id": _text(s.get("code_source_id")),
+        "code_branch": _text(s.get("code_branch")),
+        "code_commit": _text(s.get("code_commit")),
+        "code_mount_path": _text(s.get("code_mount_path")),
+        "code_upload_uri": _text(s.get("code_upload_uri")),
+    }
+
+
+def _storage_type_from_uri(uri: str) -> str | None:
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return None
+    if scheme == "oss":
+        return "oss"
+    if scheme == C.BMCPFS_URI_SCHEME:
+        return "bmcpfs"
+    if scheme == "nas":
+        for kind, prefix in C.NAS_ID_PREFIX.items():
+            if rest.startswith(prefix):
+                return kind
+        return "nas"
+    return None
+
+
+def _norm_duration(s: Mapping, key: str, e: _Errors, label: str) -> int | None:
+    path = f"resources.{key}"
+    value, ok = _int(s.get(key))
+    if not ok or (value is not None and value <= 0):
+        e.add(path, f"{label} must be a positive whole number.")
+        return None
+    unit = _choice(s, f"{key}_unit", C.DURATION_UNITS, f"{path}_unit", e, FIELDS["resources"][f"{key}_unit"])
+    return None if value is None else value * C.DURATION_UNITS[unit]
+
+
+def _norm_resources(s: Mapping, e: _Errors) -> dict:
+    p = "resources"
+    roles = []
+    for i, row in enumerate(_rows(s.get("roles"), f"{p}.roles", e)):
+        rp = f"{p}.roles[{i}]"
+        roles.append({
+            "role": _text(row.get("role")),
+            "count": _number(row, "count", f"{rp}.count", e, "The number of nodes must be a whole number.",
+                             whole=True),
+            "instance_type": _text(row.get("instance_type")),
+            "cpu": _number(row, "cpu", f"{rp}.cpu", e, "CPU cores must be a number."),
+            "gpu": _number(row, "gpu", f"{rp}.gpu", e, "GPUs must be a whole number.", whole=True),
+            "memory_gib": _number(row, "memory_gib", f"{rp}.memory_gib", e, "Memory must be a number of GiB."),
+            "shared_memory_gib": _number(row, "shared_memory_gib", f"{rp}.shared_memory_gib", e,
+                                         "Shared memory must be a number of GiB."),
+            "node_names": _names(row.get("node_names")),
+        })
+    advanced, message = parse_advanced(s.get("advanced"))
+    if message:
+        e.add(f"{p}.advanced", message)
+    return {
+        "resource_type": _choice(s, "resource_type", C.RESOURCE_TYPES, f"{p}.resource_type", e, "general"),
+        "source": _choice(s, "source", C.SOURCES, f"{p}.source", e, "public"),
+        "quota_id": _text(s.get("quota_id")),
+        "priority": _number(s, "priority", f"{p}.priority", e, "Priority must be a whole number from 1 to 9.",
+                            whole=True),
+        "framework": _text(s.get("framework")),
+        "roles": roles,
+        "node_scheduling": _flag(s, "node_scheduling", f"{p}.node_scheduling", e),
+        "idle_resources": _flag(s, "idle_resources", f"{p}.idle_resources", e),
+        "cpu_affinity": _flag(s, "cpu_affinity", f"{p}.cpu_affinity", e),
+        "scheduling_policy": _choice(s, "scheduling_policy", C.SCHEDULING_POLICIES, f"{p}.scheduling_policy",
+                                     e, "intelligent"),
+        "bid_method": _choice(s, "bid_method", C.BID_METHODS, f"{p}.bid_method", e, ""),
+        "spot_discount": _number(s, "spot_discount", f"{p}.spot_discount", e,
+                                 "The discount must be a whole percentage from 10 to 90.", whole=True),
+        "spot_price": _number(s, "spot_price", f"{p}.spot_price", e, "The maximum price must be a number."),
+        "max_duration": _norm_duration(s, "max_duration", e, "The maximum duration"),
+        "retention": _norm_duration(s, "retention", e, "The retention period"),
+        "dsw": _flag(s, "dsw", f"{p}.dsw", e),
+        "advanced": advanced,
+    }
+
+
+def _norm_vpc(s: Mapping, e: _Errors) -> dict:
+    return {
+        "vpc_id": _text(s.get("vpc_id")),
+        "switch_id": _text(s.get("switch_id")),
+        "security_group_id": _text(s.get("security_group_id")),
+        "extended_cidrs": _names(s.get("extended_cidrs")),
+        "gateway": "" if s.get("gateway") == "" else _choice(s, "gateway", C.GATEWAYS, "vpc.gateway", e, "public"),
+    }
+
+
+def _norm_fault_tolerance(s: Mapping, e: _Errors) -> dict:
+    p = "fault_tolerance"
+    return {
+        "enabled": _flag(s, "enabled", f"{p}.enabled", e),
+        "args": _text(s.get("args")),
+        "sanity_check": _flag(s, "sanity_check", f"{p}.sanity_check", e),
+        "sanity_args": _text(s.get("sanity_args")),
+    }
+
+
+def _norm_ram_role(s: Mapping, e: _Errors) -> dict:
+    return {
+        "mode": _choice(s, "mode", C.RAM_ROLE_MODES, "ram_role.mode", e, "none"),
+        "role_arn": _text(s.get("role_arn")),
+    }
+
+
+def _split_top_level(text: str, sep: str) -> list[str]:
+    """Split on sep outside {...} / [...] / quotes, so RayRuntimeEnv={pip: x, env_vars: {...}} survives."""
+    parts, depth, quote, current = [], 0, "", []
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth = max(0, depth - 1)
+        elif ch == sep and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def parse_advanced(value: Any) -> tuple[dict | None, str]:
+    """Advanced framework configuration: `k=v,k=v` text or a JSON object -> (dict or None, error message)."""
+    if isinstance(value, Mapping):
+        return dict(value), ""
+    text = _text(value)
+    if not text:
+        return None, ""
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            return None, f"Invalid JSON: {exc}."
+        if not isinstance(parsed, dict):
+            return None, "The JSON must be an object of parameter names to values."
+        return parsed, ""
+    result: dict[str, str] = {}
+    for item in _split_top_level(text, ","):
+        if not item.strip():
+            continue
+        key, sep, val = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            return None, f"Expected key=value entries separated by commas (or a JSON object); got '{item.strip()}'."
+        if key in result:
+            return None, f"'{key}' is given twice."
+        result[key] = val.strip()
+    return result or None, ""
+
+
+def format_advanced(settings: Mapping) -> str:
+    """The inverse of parse_advanced(): `k=v,...` when that format can carry the values, else JSON."""
+    plain = all(
+        isinstance(v, str) and not re.search(r"[,={}\[\]\"']", k + v) and v == v.strip() and v
+        for k, v in settings.items()
+    ) and all(k == k.strip() and k for k in settings)
+    if plain:
+        return ",".join(f"{k}={v}" for k, v in settings.items())
+    return json.dumps(dict(settings), ensure_ascii=False, separators=(",", ":"), default=str)

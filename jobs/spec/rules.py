@@ -1,0 +1,614 @@
+"""The validation rules of the wizard data (RULES) and validate_sections()."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jobs import catalog as C
+from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE, _env, _field, _is_set, _res
+from jobs.spec.base import Context, Policy, _Errors, _fmt_num, _int, _num, _split_minutes, _text
+from jobs.spec.norm import _norm, _storage_type_from_uri
+from jobs.spec.wire import _build
+
+# ---------------------------------------------------------------------------------------------------------
+# Rules. Each takes the normalised view, the context and the error sink; paths are section paths.
+# ---------------------------------------------------------------------------------------------------------
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+_TAG_KEY_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+_ENV_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ARN_RE = re.compile(r"acs:ram::\d+:role/[A-Za-z0-9.\-]{1,64}")
+_OSS_URI_RE = re.compile(r"oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](\.[A-Za-z0-9.\-]+)?(/\S*)?")
+_NAS_URI_RE = re.compile(r"nas://(?P<id>[A-Za-z0-9\-]+)\.(?P<region>[a-z0-9\-]+)(/\S*)?")
+_BMCPFS_URI_RE = re.compile(C.BMCPFS_URI_SCHEME + r"://[A-Za-z0-9\-]+(/\S*)?")
+_ID_RES = {
+    "vpc_id": (re.compile(r"vpc-[A-Za-z0-9]+"), "A VPC id looks like vpc-xxxxxxxx."),
+    "switch_id": (re.compile(r"vsw-[A-Za-z0-9]+"), "A vSwitch id looks like vsw-xxxxxxxx."),
+    "security_group_id": (re.compile(r"sg-[A-Za-z0-9]+"), "A security group id looks like sg-xxxxxxxx."),
+}
+
+
+def _has_url(text: str) -> bool:
+    lowered = text.lower()
+    return "http://" in lowered or "https://" in lowered
+
+
+def _path_problem(path: str) -> str | None:
+    if not path.startswith("/"):
+        return "Enter an absolute container path, e.g. /mnt/data."
+    if path.rstrip("/") == "":
+        return "The root directory cannot be a mount path."
+    if re.search(r"\s", path) or "/../" in path + "/":
+        return "The path must not contain spaces or '..'."
+    return None
+
+
+def _rule_basic(n: dict, ctx: Context, e: _Errors) -> None:
+    name = n["basic"]["name"]
+    if not name:
+        e.add("basic.name", "Enter a job name.")
+    elif len(name) > C.MAX_NAME_LENGTH:
+        e.add("basic.name", f"The job name must be at most {C.MAX_NAME_LENGTH} characters.")
+    elif not _NAME_RE.fullmatch(name):
+        e.add("basic.name", "The job name may contain only letters, digits, '_', '.' and '-'.")
+    tags = n["basic"]["tags"]
+    limit = C.MAX_TAGS - ctx.reserved_tags
+    if len(tags) > limit:
+        e.add("basic.tags", f"At most {limit} tags are allowed.")
+    seen: set[str] = set()
+    for i, key, value in tags:
+        kp, vp = f"basic.tags[{i}].key", f"basic.tags[{i}].value"
+        if not key:
+            e.add(kp, "Enter a tag key.")
+        if key.lower().startswith(("aliyun", "acs:")):
+            e.add(kp, "Tag keys must not start with 'aliyun' or 'acs:'.")
+        if _has_url(key):
+            e.add(kp, "Tag keys must not contain 'http://' or 'https://'.")
+        if len(key) > C.MAX_TAG_KEY_LENGTH:
+            e.add(kp, f"Tag keys must be at most {C.MAX_TAG_KEY_LENGTH} characters.")
+        if key and not _TAG_KEY_RE.fullmatch(key):
+            e.add(kp, "Tag keys may contain only letters, digits, '-', '_' and '.'.")
+        if key in seen:
+            e.add(kp, f"The tag key '{key}' is used twice.")
+        seen.add(key)
+        if _has_url(value):
+            e.add(vp, "Tag values must not contain 'http://' or 'https://'.")
+        if len(value) > C.MAX_TAG_VALUE_LENGTH:
+            e.add(vp, f"Tag values must be at most {C.MAX_TAG_VALUE_LENGTH} characters.")
+
+
+def _rule_image(n: dict, ctx: Context, e: _Errors) -> None:
+    env = _env(n)
+    image = env["image"]
+    if not image:
+        e.add("environment.image", "Choose or enter an image.")
+    elif re.search(r"\s", image):
+        e.add("environment.image", "The image address must not contain spaces.")
+    if env["image_type"] == "address":
+        if env["registry_username"] and not env["registry_password"]:
+            e.add("environment.registry_password", "Enter the registry password too: credentials need both.")
+        if env["registry_password"] and not env["registry_username"]:
+            e.add("environment.registry_username", "Enter the registry username too: credentials need both.")
+
+
+def _dataset_is_cpfs(ctx: Context, dataset_id: str) -> bool:
+    info = (ctx.datasets or {}).get(dataset_id)
+    if not isinstance(info, Mapping):
+        return False
+    kind = _text(info.get("type") or info.get("DataSourceType")).lower()
+    return kind == "cpfs" or _storage_type_from_uri(_text(info.get("uri") or info.get("Uri"))) == "cpfs"
+
+
+def _rule_data(n: dict, ctx: Context, e: _Errors) -> None:
+    env, has_vpc = _env(n), bool(n["vpc"]["vpc_id"])
+    mounts: list[tuple[str, str, str]] = []  # (section path, mount path, label)
+    for i, d in enumerate(env["datasets"]):
+        p = f"environment.datasets[{i}]"
+        if not d["id"]:
+            e.add(f"{p}.id", "Choose a dataset.")
+        if d["kind"] == "public" and d["read_only"] is not True:
+            e.add(f"{p}.read_only", "Public datasets can only be mounted read-only.")
+        if d["mount_path"]:
+            mounts.append((f"{p}.mount_path", d["mount_path"], f"dataset #{i + 1}"))
+        if d["id"] and not has_vpc and _dataset_is_cpfs(ctx, d["id"]):
+            e.add(f"{p}.id", "A CPFS dataset needs a VPC that matches the CPFS VPC (set it in the VPC section); "
+                  "otherwise the job can stay in EnvPreparing for a long time.")
+    for i, s in enumerate(env["storages"]):
+        p = f"environment.storages[{i}]"
+        kind = s["type"]
+        problem = _storage_uri_problem(kind, s["uri"])
+        if problem:
+            e.add(f"{p}.uri", problem)
+        if kind == "bmcpfs" and _res(n)["resource_type"] != "lingjun":
+            e.add(f"{p}.type", "BMCPFS is only available with Lingjun resources.")
+        if kind == "cpfs" and not has_vpc:
+            e.add(f"{p}.type", "CPFS storage needs a VPC that matches the CPFS VPC (set it in the VPC section).")
+        if not s["mount_path"]:
+            e.add(f"{p}.mount_path", "Enter the container mount path, e.g. /mnt/data.")
+        else:
+            mounts.append((f"{p}.mount_path", s["mount_path"], f"storage #{i + 1}"))
+        for message in _storage_option_problems(kind, s["options"]):
+            e.add(f"{p}.options", message)
+    if env["code_mode"] in ("git", "upload") and env["code_mount_path"]:
+        mounts.append(("environment.code_mount_path", env["code_mount_path"], "the code"))
+    used: dict[str, str] = {}
+    for path, mount, label in mounts:
+        problem = _path_problem(mount)
+        if problem:
+            e.add(path, problem)
+            continue
+        key = mount.rstrip("/")
+        if key in used:
+            e.add(path, f"The mount path {mount} is already used by {used[key]}.")
+        used.setdefault(key, label)
+
+
+def _storage_uri_problem(kind: str, uri: str) -> str | None:
+    if not uri:
+        return "Enter the storage path (URI)."
+    if kind == "oss":
+        return None if _OSS_URI_RE.fullmatch(uri) else "An OSS path looks like oss://<bucket>.<endpoint>/<path>."
+    if kind == "bmcpfs":
+        return None if _BMCPFS_URI_RE.fullmatch(uri) else "A BMCPFS path looks like bmcpfs://<file-system-id>/<path>."
+    match = _NAS_URI_RE.fullmatch(uri)
+    if not match:
+        return "A NAS/CPFS path looks like nas://<file-system-id>.<region>/<path>."
+    fs_id, prefix = match["id"], C.NAS_ID_PREFIX.get(kind)
+    if prefix and not fs_id.startswith(prefix):
+        return f"{C.STORAGE_TYPES[kind]} file system ids start with '{prefix}'."
+    if not prefix:
+        for other, other_prefix in C.NAS_ID_PREFIX.items():
+            if fs_id.startswith(other_prefix):
+                return f"This is a {C.STORAGE_TYPES[other]} file system id; choose {C.STORAGE_TYPES[other]}."
+    return None
+
+
+def _positive_int(value: Any) -> int | None:
+    number, ok = _int(value)
+    return number if ok and number is not None and number > 0 and not isinstance(value, float) else None
+
+
+def _storage_option_problems(kind: str, text: str) -> list[str]:
+    if not text:
+        return []
+    try:
+        options = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return [f"Advanced settings must be a JSON object, e.g. {{\"mountType\":\"ossfs\"}}: {exc}."]
+    if not isinstance(options, dict):
+        return ["Advanced settings must be a JSON object."]
+    allowed = C.STORAGE_OPTION_KEYS.get(kind, ())
+    problems = []
+    for key, value in options.items():
+        if kind == "oss" and key.startswith(C.OSS_OPTION_PREFIX):
+            if not isinstance(value, str | int) or isinstance(value, bool):
+                problems.append(f"{key} must be a string or a number.")
+        elif key not in allowed:
+            label = C.STORAGE_TYPES.get(kind, kind)
+            known = ", ".join(allowed) if allowed else "none"
+            problems.append(f"Unknown advanced setting '{key}' for {label} (supported: {known}).")
+        elif key == "mountType" and value not in C.OSS_MOUNT_TYPES:
+            problems.append("mountType must be 'ossfs'.")
+        elif key == "nconnect" and _positive_int(value) is None:
+            problems.append("nconnect must be a positive integer, e.g. {\"nconnect\":\"4\"}.")
+    return problems
+
+
+def _rule_command_envs_libs(n: dict, ctx: Context, e: _Errors) -> None:
+    env = _env(n)
+    if not env["command"]:
+        e.add("environment.command", "Enter a startup command.")
+    if len(env["envs"]) > C.MAX_ENVS:
+        e.add("environment.envs", f"At most {C.MAX_ENVS} environment variables are allowed.")
+    seen: set[str] = set()
+    for i, key, _value in env["envs"]:
+        kp = f"environment.envs[{i}].key"
+        if not key:
+            e.add(kp, "Enter a variable name.")
+        elif not _ENV_KEY_RE.fullmatch(key):
+            e.add(kp, "Variable names may contain letters, digits and '_', and must not start with a digit.")
+        elif key in seen:
+            e.add(kp, f"The variable {key} is set twice.")
+        seen.add(key)
+    if env["libs_mode"] == "list" and not env["libs"]:
+        e.add("environment.libs", "Enter at least one library name (separate names with spaces).")
+    if env["libs_mode"] == "requirements":
+        if not env["requirements_dir"]:
+            e.add("environment.requirements_dir", "Enter the container path of requirements.txt (or its folder).")
+        elif _path_problem(env["requirements_dir"]):
+            e.add("environment.requirements_dir", _path_problem(env["requirements_dir"]))
+    if env["code_mode"] == "git" and not env["code_source_id"]:
+        e.add("environment.code_source_id", "Choose a code source.")
+    if env["code_mode"] == "upload":
+        if not env["code_mount_path"]:
+            e.add("environment.code_mount_path", "Enter the container path where the uploaded code is mounted.")
+        if not env["code_upload_uri"]:
+            e.add("environment.code_upload_uri", "Upload the code first: the CreateJob API cannot upload local "
+                  "code, so the console mounts the uploaded copy from OSS.")
+        elif not _OSS_URI_RE.fullmatch(env["code_upload_uri"]):
+            e.add("environment.code_upload_uri", "The uploaded code location must be an oss:// path.")
+
+
+def _spec_info(ctx: Context, instance_type: str) -> Mapping | None:
+    if ctx.specs is None:
+        return None
+    info = ctx.specs.get(instance_type)
+    return info if isinstance(info, Mapping) else None
+
+
+def _info_value(info: Mapping, name: str) -> Any:
+    # Accept our snake_case keys and ListEcsSpecs' PascalCase ones (Cpu, Gpu, Memory, ResourceType).
+    pascal = "".join(part.capitalize() for part in name.split("_"))
+    return info.get(name, info.get(pascal))
+
+
+def _resource_kind(value: Any) -> str | None:
+    word = _text(value).lower()
+    return {"ecs": "general", "general": "general", "lingjun": "lingjun"}.get(word)
+
+
+def _job_totals(n: dict, ctx: Context) -> tuple[float | None, int | None, int]:
+    """(total CPU cores, total GPUs, total nodes); None when an instance type is unknown."""
+    res = _res(n)
+    cpu: float | None = 0
+    gpu: int | None = 0
+    nodes = 0
+    for role in res["roles"]:
+        count = role["count"] if isinstance(role["count"], int) and role["count"] > 0 else 0
+        nodes += count
+        if res["source"] == "quota":
+            role_cpu, role_gpu = role["cpu"] or 0, role["gpu"] or 0
+        else:
+            info = _spec_info(ctx, role["instance_type"])
+            role_cpu = _num(_info_value(info, "cpu"))[0] if info else None
+            role_gpu = _int(_info_value(info, "gpu"))[0] if info else None
+        cpu = None if cpu is None or role_cpu is None else cpu + count * role_cpu
+        gpu = None if gpu is None or role_gpu is None else gpu + count * role_gpu
+    return cpu, gpu, nodes
+
+
+def _rule_resources(n: dict, ctx: Context, e: _Errors) -> None:
+    res = _res(n)
+    lingjun, source = res["resource_type"] == "lingjun", res["source"]
+    if lingjun and ctx.region not in C.LINGJUN_REGION_IDS:
+        e.add("resources.resource_type", f"Lingjun resources are not offered in {ctx.region}; they are offered "
+              f"in {', '.join(sorted(C.LINGJUN_REGION_IDS))}.")
+    if source == "quota":
+        if not res["quota_id"]:
+            e.add("resources.quota_id", "Choose a resource quota.")
+        info = (ctx.quotas or {}).get(res["quota_id"])
+        kind = _resource_kind(info.get("resource_type")) if isinstance(info, Mapping) else None
+        if kind and kind != res["resource_type"]:
+            e.add("resources.quota_id", f"This quota holds {C.RESOURCE_TYPES[kind]}, not "
+                  f"{C.RESOURCE_TYPES[res['resource_type']]}.")
+        low, high = C.PRIORITY_RANGE
+        if res["priority"] is not None and not low <= res["priority"] <= high:
+            e.add("resources.priority", "Priority must be from 1 (lowest) to 9 (highest).")
+    if source == "spot":
+        _rule_spot(n, e)
+    if res["cpu_affinity"] and lingjun:
+        e.add("resources.cpu_affinity", "CPU affinity only takes effect on general computing resource quotas.")
+    if source == "quota" and res["node_scheduling"]:
+        for i, role in enumerate(res["roles"]):
+            if not role["node_names"]:
+                e.add(f"resources.roles[{i}].node_names", "Choose the nodes for this role (node-specific "
+                      "scheduling is on).")
+    _rule_framework_roles(n, ctx, e)
+    if source == "public":
+        cpu, gpu, _nodes = _job_totals(n, ctx)
+        if gpu is not None and gpu > C.PUBLIC_MAX_GPUS:
+            e.add("resources.roles", f"Public resources allow at most {C.PUBLIC_MAX_GPUS} GPUs per job (this job "
+                  f"asks for {gpu}); use a resource quota or ask your account manager for more.")
+        if cpu is not None and cpu > C.PUBLIC_MAX_CPUS:
+            e.add("resources.roles", f"Public resources allow at most {C.PUBLIC_MAX_CPUS} CPU cores per job "
+                  f"(this job asks for {_fmt_num(cpu)}); use a resource quota or ask your account manager for more.")
+
+
+def _rule_spot(n: dict, e: _Errors) -> None:
+    res = _res(n)
+    lingjun = res["resource_type"] == "lingjun"
+    if not res["bid_method"]:
+        e.add("resources.bid_method", "Choose a bid method: by discount or by price.")
+    elif res["bid_method"] == "price" and lingjun:
+        e.add("resources.bid_method", "Lingjun preemptible resources only support bidding by discount.")
+    if res["bid_method"] == "discount":
+        if res["spot_discount"] is None:
+            e.add("resources.spot_discount", "Choose the maximum discount (10% to 90%).")
+        elif res["spot_discount"] not in C.SPOT_DISCOUNTS:
+            e.add("resources.spot_discount", "The discount must be one of 10%, 20%, ... 90%.")
+    if res["bid_method"] == "price":
+        if res["spot_price"] is None:
+            e.add("resources.spot_price", "Enter the maximum price (CNY per minute).")
+        elif res["spot_price"] <= 0:
+            e.add("resources.spot_price", "The maximum price must be greater than 0.")
+    if lingjun:
+        vpc = n["vpc"]
+        if not vpc["vpc_id"]:
+            e.add("vpc.vpc_id", "Lingjun preemptible resources require a VPC, vSwitch and security group.")
+        if not vpc["switch_id"]:
+            e.add("vpc.switch_id", "Lingjun preemptible resources require a vSwitch.")
+
+
+def _rule_framework_roles(n: dict, ctx: Context, e: _Errors) -> None:
+    res = _res(n)
+    name, source = res["framework"], res["source"]
+    fw = C.FRAMEWORKS.get(name)
+    if not name:
+        e.add("resources.framework", "Choose a framework.")
+    elif fw is None:
+        e.add("resources.framework", f"Unknown framework '{name}'; choose one of {', '.join(C.FRAMEWORKS)}.")
+    elif fw.job_type is None:
+        e.add("resources.framework", f"'{name}' has no documented CreateJob JobType, so this console cannot "
+              "submit it; choose a concrete framework.")
+    elif res["resource_type"] == "lingjun" and source == "quota" and not fw.lingjun_quota:
+        allowed = ", ".join(f.name for f in C.FRAMEWORKS.values() if f.lingjun_quota)
+        e.add("resources.framework", f"With a Lingjun resource quota only these frameworks are supported: {allowed}.")
+    roles = res["roles"]
+    if not roles:
+        e.add("resources.roles", "Add at least one role.")
+    seen: set[str] = set()
+    for i, role in enumerate(roles):
+        p = f"resources.roles[{i}]"
+        role_name = role["role"]
+        if not role_name:
+            e.add(f"{p}.role", "Choose a role.")
+        elif fw and role_name not in fw.roles and not (
+            fw.custom_worker_roles and re.fullmatch(C.RAY_CUSTOM_ROLE_PATTERN, role_name)
+        ):
+            extra = " and custom Worker-<name> roles" if fw.custom_worker_roles else ""
+            e.add(f"{p}.role", f"{fw.name} jobs support the roles {', '.join(fw.roles)}{extra}.")
+        elif role_name in seen:
+            e.add(f"{p}.role", f"The role {role_name} appears twice.")
+        seen.add(role_name)
+        count = role["count"]
+        if count is None:
+            if not e.has(f"{p}.count"):
+                e.add(f"{p}.count", "Enter the number of nodes.")
+        elif count < 1:
+            e.add(f"{p}.count", "The number of nodes must be at least 1.")
+        elif role_name == "Chief" and count > 1:
+            e.add(f"{p}.count", "Only one Chief node is allowed.")
+        if source == "quota":
+            _rule_quota_role(role, p, e)
+        else:
+            _rule_instance_role(role, p, res["resource_type"], ctx, e)
+    if fw:
+        for required in fw.required:
+            if roles and required not in seen:
+                e.add("resources.roles", f"{fw.name} jobs need a {required} role.")
+
+
+def _rule_quota_role(role: dict, p: str, e: _Errors) -> None:
+    for key, label in (("cpu", "CPU cores"), ("memory_gib", "memory (GiB)")):
+        if role[key] is None:
+            if not e.has(f"{p}.{key}"):
+                e.add(f"{p}.{key}", f"Enter the {label}.")
+        elif role[key] <= 0:
+            e.add(f"{p}.{key}", f"The {label} must be greater than 0.")
+    if role["gpu"] is not None and role["gpu"] < 0:
+        e.add(f"{p}.gpu", "GPUs cannot be negative.")
+    shm, memory = role["shared_memory_gib"], role["memory_gib"]
+    if shm is not None and shm < 0:
+        e.add(f"{p}.shared_memory_gib", "Shared memory cannot be negative.")
+    elif shm is not None and memory is not None and shm > memory:
+        e.add(f"{p}.shared_memory_gib", "Shared memory cannot be larger than the role's memory.")
+
+
+def _rule_instance_role(role: dict, p: str, resource_type: str, ctx: Context, e: _Errors) -> None:
+    instance_type = role["instance_type"]
+    if not instance_type:
+        e.add(f"{p}.instance_type", "Choose an instance type.")
+    elif ctx.specs is not None:
+        info = _spec_info(ctx, instance_type)
+        if info is None:
+            e.add(f"{p}.instance_type", f"Unknown instance type {instance_type} (not offered by ListEcsSpecs).")
+        else:
+            kind = _resource_kind(_info_value(info, "resource_type"))
+            if kind and kind != resource_type:
+                e.add(f"{p}.instance_type", f"{instance_type} is a {C.RESOURCE_TYPES[kind]} instance type; the "
+                      f"job uses {C.RESOURCE_TYPES[resource_type]}.")
+
+
+def _bool_value(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def _port_list_problems(value: Any) -> list[str]:
+    if not isinstance(value, str) or not value.strip():
+        return ["customPortList must be a string like 10000;10001-10010."]
+    problems = []
+    for item in value.split(";"):
+        item = item.strip()
+        match = re.fullmatch(r"(\d{1,6})(?:-(\d{1,6}))?", item)
+        if not match:
+            problems.append(f"customPortList: '{item}' is not a port or a start-end range.")
+            continue
+        start, end = int(match[1]), int(match[2] or match[1])
+        if not (1 <= start <= 65535 and 1 <= end <= 65535):
+            problems.append(f"customPortList: ports must be from 1 to 65535 ('{item}').")
+        elif start > end:
+            problems.append(f"customPortList: the range '{item}' ends before it starts.")
+        elif start <= C.DEFAULT_MASTER_PORT <= end:
+            problems.append(f"customPortList must not include port {C.DEFAULT_MASTER_PORT} (the master's default "
+                            "port).")
+    return problems
+
+
+def _advanced_value_problems(key: str, value: Any) -> list[str]:
+    if key == "ReleaseResourcePolicy":
+        return [] if value in C.RELEASE_RESOURCE_POLICIES else ["ReleaseResourcePolicy only accepts 'pod-exit'."]
+    if key in C.ADVANCED_BOOL_KEYS:
+        return [] if _bool_value(value) is not None else [f"{key} must be true or false."]
+    if key in C.ADVANCED_POSITIVE_INT_KEYS:
+        return [] if _positive_int(value) is not None else [f"{key} must be a positive integer."]
+    if key == "customPortNumPerWorker":
+        number = _positive_int(value)
+        ok = number is not None and number <= C.MAX_CUSTOM_PORT_NUM
+        return [] if ok else [f"customPortNumPerWorker must be a whole number from 1 to {C.MAX_CUSTOM_PORT_NUM}."]
+    if key == "customPortList":
+        return _port_list_problems(value)
+    if key == "RayRuntimeEnv":
+        return [] if isinstance(value, str | dict) and value else ["RayRuntimeEnv must be a non-empty string."]
+    if key in C.ADVANCED_STRING_KEYS:
+        return [] if isinstance(value, str) and value else [f"{key} must be a non-empty string."]
+    return []
+
+
+def _rule_advanced(n: dict, ctx: Context, e: _Errors) -> None:
+    res = _res(n)
+    settings = res["advanced"]
+    if not settings:
+        return
+    path, framework = "resources.advanced", res["framework"]
+    allowed = C.ADVANCED_KEYS_ALL + C.ADVANCED_KEYS_BY_FRAMEWORK.get(framework, ())
+    for key, value in settings.items():
+        if key not in allowed:
+            owners = [f for f, keys in C.ADVANCED_KEYS_BY_FRAMEWORK.items() if key in keys]
+            e.add(path, f"'{key}' is only available for {owners[0]} jobs." if owners else
+                  f"Unknown advanced parameter '{key}'.")
+            continue
+        for message in _advanced_value_problems(key, value):
+            e.add(path, message)
+    if "customPortList" in settings and "customPortNumPerWorker" in settings:
+        e.add(path, "customPortList and customPortNumPerWorker are mutually exclusive; set only one.")
+    if res["resource_type"] == "lingjun" and "customPortNumPerWorker" in settings:
+        e.add(path, "customPortNumPerWorker is not supported on Lingjun resources (they have no custom ports).")
+    if _bool_value(settings.get("EnableJumboFrame")) is True:
+        info = (ctx.quotas or {}).get(res["quota_id"])
+        generation = info.get("general_computing_2_0") if isinstance(info, Mapping) else None
+        if res["source"] != "quota" or res["resource_type"] != "general" or generation is False:
+            e.add(path, "EnableJumboFrame is only supported on General Computing 2.0 resource quotas.")
+
+
+def _rule_vpc(n: dict, ctx: Context, e: _Errors) -> None:
+    vpc = n["vpc"]
+    for key, (pattern, message) in _ID_RES.items():
+        if vpc[key] and not pattern.fullmatch(vpc[key]):
+            e.add(f"vpc.{key}", message)
+    if not vpc["vpc_id"]:
+        for key, label in (("switch_id", "vSwitch"), ("security_group_id", "security group"),
+                           ("extended_cidrs", "extended CIDR blocks")):
+            if vpc[key]:
+                e.add(f"vpc.{key}", f"Choose a VPC first: the {label} belongs to it.")
+        if vpc["gateway"] == "private":
+            e.add("vpc.gateway", "The private gateway needs a VPC (with a NAT gateway, an EIP and SNAT entries).")
+    elif not vpc["security_group_id"]:
+        e.add("vpc.security_group_id", "Choose a security group for the VPC.")
+    for cidr in vpc["extended_cidrs"]:
+        try:
+            ipaddress.ip_network(cidr if "/" in cidr else "missing prefix", strict=True)
+        except ValueError:
+            e.add("vpc.extended_cidrs", f"'{cidr}' is not a CIDR block such as 192.168.0.0/16.")
+
+
+def _rule_fault_tolerance(n: dict, ctx: Context, e: _Errors) -> None:
+    ft, res = n["fault_tolerance"], _res(n)
+    for key in ("args", "sanity_args"):
+        try:
+            shlex.split(ft[key])
+        except ValueError as exc:
+            e.add(f"fault_tolerance.{key}", f"Could not parse the parameters: {exc}.")
+    if ft["sanity_check"]:
+        _cpu, gpus, _nodes = _job_totals(n, ctx)
+        supported = (res["resource_type"] == "lingjun" and res["source"] == "quota"
+                     and res["framework"] == "PyTorch" and (gpus or 0) > 0)
+        if not supported:
+            e.add("fault_tolerance.sanity_check", "The sanity check is only supported for PyTorch jobs on a "
+                  "Lingjun resource quota with at least one GPU.")
+
+
+def _rule_ram_role(n: dict, ctx: Context, e: _Errors) -> None:
+    ram = n["ram_role"]
+    if ram["mode"] == "custom":
+        if not ram["role_arn"]:
+            e.add("ram_role.role_arn", "Enter the ARN of the custom role.")
+        elif not _ARN_RE.fullmatch(ram["role_arn"]):
+            e.add("ram_role.role_arn", "A role ARN looks like acs:ram::<account-id>:role/<role-name>.")
+
+
+def _rule_applicable(n: dict, ctx: Context, e: _Errors) -> None:
+    for path, pred in APPLICABLE.items():
+        if _is_set(_field(n, path)):
+            message = pred(n)
+            if message:
+                e.add(path, message)
+    for i, role in enumerate(_res(n)["roles"]):
+        for key, pred in ROLE_APPLICABLE.items():
+            if _is_set(role[key]):
+                message = pred(n)
+                if message:
+                    e.add(f"resources.roles[{i}].{key}", message)
+
+
+def _fmt_minutes(minutes: int) -> str:
+    value, unit = _split_minutes(minutes, None)
+    return f"{value} {unit[:-1] if value == 1 else unit}"
+
+
+def _rule_policy(n: dict, ctx: Context, e: _Errors) -> None:
+    policy, res = ctx.policy or Policy(), _res(n)
+    if policy.allowed_sources is not None and res["source"] not in policy.allowed_sources:
+        allowed = ", ".join(C.SOURCES[s] for s in C.SOURCES if s in policy.allowed_sources) or "none"
+        e.add("resources.source", f"The workspace policy only allows these sources: {allowed}.")
+    cpu, gpus, nodes = _job_totals(n, ctx)
+    if policy.max_nodes is not None and nodes > policy.max_nodes:
+        e.add("resources.roles", f"The workspace policy allows at most {policy.max_nodes} nodes per job "
+              f"(this job has {nodes}).")
+    if policy.max_gpus is not None:
+        if gpus is None:
+            e.add("resources.roles", "The workspace policy limits GPUs, and the GPU count of an instance type is "
+                  "unknown.")
+        elif gpus > policy.max_gpus:
+            e.add("resources.roles", f"The workspace policy allows at most {policy.max_gpus} GPUs per job "
+                  f"(this job asks for {gpus}).")
+    cap = policy.max_duration_minutes
+    if cap is not None:
+        if res["max_duration"] is None:
+            e.add("resources.max_duration", f"The workspace policy requires a maximum duration of at most "
+                  f"{_fmt_minutes(cap)}.")
+        elif res["max_duration"] > cap:
+            e.add("resources.max_duration", f"The workspace policy allows at most {_fmt_minutes(cap)}.")
+    image, prefixes = _env(n)["image"], policy.allowed_image_prefixes
+    if image and prefixes is not None and not image.startswith(tuple(prefixes)):
+        e.add("environment.image", f"The workspace policy only allows images starting with: {', '.join(prefixes)}.")
+    keys = {key for _i, key, _v in n["basic"]["tags"]}
+    for key in policy.required_tag_keys:
+        if key not in keys:
+            e.add("basic.tags", f"The workspace policy requires the tag '{key}'.")
+
+
+RULES: tuple[Callable[[dict, Context, _Errors], None], ...] = (
+    _rule_basic,
+    _rule_image,
+    _rule_data,
+    _rule_command_envs_libs,
+    _rule_resources,
+    _rule_advanced,
+    _rule_vpc,
+    _rule_fault_tolerance,
+    _rule_ram_role,
+    _rule_applicable,
+    _rule_policy,
+)
+
+
+def validate_sections(sections: Mapping, context: Context | None = None) -> dict[str, list[str]]:
+    """Errors of the wizard data, keyed by section path ("resources.roles[0].count"); {} when valid."""
+    ctx = context or Context()
+    n, e = _norm(sections)
+    for rule in RULES:
+        rule(n, ctx, e)
+    if not e.d:
+        size = len(json.dumps(_build(n, None, "real"), ensure_ascii=False, default=str).encode())
+        if size > C.MAX_BODY_BYTES:
+            e.add("", f"The job is {size} bytes as JSON; CreateJob accepts at most {C.MAX_BODY_BYTES}.")
+    return e.d
