@@ -29,49 +29,65 @@ def update_changed(rows: Iterable[tuple[models.Model, Sequence[str]]], *, using:
     """Write, for each (instance, field names) pair, those fields of that instance to its row.
 
     Values are prepared by each model field (`pre_save` then `get_db_prep_save`), so JSON and datetimes are
-    adapted exactly as `save(update_fields=...)` would. All instances must be of one model and already saved.
+    adapted exactly as `save(update_fields=...)` would; names may be field names or attnames (`owner_id`), as
+    there. All instances must be of one model and already saved. A row named more than once ends as if the
+    pairs were saved in order: each field from the last pair naming it (on PostgreSQL, a row joined twice in
+    one UPDATE ... FROM takes an unpredictable one of them, in practice the first).
     Like `save()`, it runs in the caller's transaction (or autocommits); unlike it, it sends no signals.
-    Returns the number of rows written to.
+    Returns the number of rows written to (a row deleted meanwhile is not).
     """
-    groups: dict[frozenset[str], list[models.Model]] = {}
     model: type[models.Model] | None = None
+    columns: dict[str, models.Field] = {}  # by name and by attname
+    known: set[str] = set()
+    # pk -> field name -> the instance whose value that field gets.
+    sources: dict[object, dict[str, models.Model]] = {}
     for instance, names in rows:
         if not names:
             continue
         if model is None:
             model = type(instance)
+            columns = {f.name: f for f in model._meta.concrete_fields if not f.primary_key}
+            columns.update({f.attname: f for f in list(columns.values())})
+            known = set(columns)
         elif type(instance) is not model:
             raise TypeError(f"update_changed writes one model at a time: {model.__name__} and "
                             f"{type(instance).__name__}")
-        groups.setdefault(frozenset(names), []).append(instance)
+        if instance.pk is None:
+            raise ValueError(f"update_changed writes saved rows only: this {model.__name__} has no primary key")
+        unknown = set(names) - known
+        if unknown:
+            raise ValueError(f"{model.__name__} has no column to write for: {', '.join(sorted(unknown))}")
+        fields = sources.setdefault(instance.pk, {})
+        for name in names:
+            fields[columns[name].name] = instance
     if model is None:
         return 0
+    groups: dict[frozenset[str], list[tuple[object, dict[str, models.Model]]]] = {}
+    for pk, fields in sources.items():
+        groups.setdefault(frozenset(fields), []).append((pk, fields))
     meta = model._meta
     connection = connections[using or router.db_for_write(model)]
-    columns = {f.name: f for f in meta.concrete_fields if not f.primary_key}
     written = 0
     with connection.cursor() as cursor:
-        for names, instances in groups.items():
-            unknown = names - set(columns)
-            if unknown:
-                raise ValueError(f"{model.__name__} has no column to write for: {', '.join(sorted(unknown))}")
+        for names, members in groups.items():
             # In model order, so a set of names always makes the same statement.
-            fields = [f for f in columns.values() if f.name in names]
+            fields = [f for f in meta.concrete_fields if not f.primary_key and f.name in names]
             values = [
-                [*(f.get_db_prep_save(f.pre_save(obj, False), connection) for f in fields),
-                 meta.pk.get_db_prep_value(obj.pk, connection)]
-                for obj in instances
+                [*(f.get_db_prep_save(f.pre_save(sources_of[f.name], False), connection) for f in fields),
+                 meta.pk.get_db_prep_value(pk, connection)]
+                for pk, sources_of in members
             ]
             if connection.vendor == "postgresql":
                 for start in range(0, len(values), VALUES_ROWS):
                     chunk = values[start : start + VALUES_ROWS]
                     cursor.execute(_values_update(connection, meta, fields, len(chunk)),
                                    [value for row in chunk for value in row])
+                    written += max(cursor.rowcount, 0)
             else:
                 qn = connection.ops.quote_name
                 sets = ", ".join(f"{qn(f.column)} = %s" for f in fields)
                 cursor.executemany(f"UPDATE {qn(meta.db_table)} SET {sets} WHERE {qn(meta.pk.column)} = %s", values)
-            written += len(values)
+                written += max(cursor.rowcount, 0)
     return written
 
 

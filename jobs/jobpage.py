@@ -244,7 +244,10 @@ def when(value: Any) -> datetime | None:
         return value
     if not value or not isinstance(value, str):
         return None
-    parsed = parse_datetime(value)
+    try:
+        parsed = parse_datetime(value)
+    except ValueError:  # well formed but no such time (2026-02-30, +25:00): parse_datetime raises
+        return None
     if parsed and timezone.is_naive(parsed):
         parsed = parsed.replace(tzinfo=UTC)
     return parsed

@@ -13,7 +13,7 @@ import binascii
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, TypedDict
 
 from django import forms
@@ -73,7 +73,9 @@ def encode_cursor(job: Job, sort: str) -> str:
     for name, _ in SORTS[sort]:
         value = getattr(job, name)
         values.append(value.isoformat() if isinstance(value, datetime) else value)
-    raw = json.dumps({"s": sort, "v": values}, separators=(",", ":")).encode()
+    # UTF-8, not \u escapes: a name of 256 CJK characters or emoji would otherwise not fit the form's max_length,
+    # and its page's Next link would lead back to the first page.
+    raw = json.dumps({"s": sort, "v": values}, separators=(",", ":"), ensure_ascii=False).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -82,7 +84,7 @@ def decode_cursor(text: str, sort: str) -> list[Any]:
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         data = json.loads(raw)
-    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError) as exc:  # Recursion: "[[[[..."
         raise CursorError("unreadable cursor") from exc
     columns = SORTS[sort]
     values = data.get("v") if isinstance(data, dict) and data.get("s") == sort else None
@@ -91,17 +93,34 @@ def decode_cursor(text: str, sort: str) -> list[Any]:
     out: list[Any] = []
     for (name, _), value in zip(columns, values, strict=True):
         if name == "id":
-            if not isinstance(value, int) or isinstance(value, bool):
+            if not isinstance(value, int) or isinstance(value, bool) or not -2**63 <= value < 2**63:
                 raise CursorError("bad id in cursor")
         elif name in _DATETIME_COLUMNS:
-            parsed = parse_datetime(value) if isinstance(value, str) else None
-            if parsed is None:
-                raise CursorError("bad time in cursor")
-            value = parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
-        elif not isinstance(value, str):
+            value = _cursor_time(value)
+        elif not isinstance(value, str) or "\x00" in value or not _encodable(value):
+            # PostgreSQL refuses NUL in text, and neither database takes a lone surrogate ("\ud800" in JSON).
             raise CursorError("bad value in cursor")
         out.append(value)
     return out
+
+
+def _cursor_time(value: Any) -> datetime:
+    """A cursor's time, in UTC; CursorError for one no row can have (2026-13-45, +99:00, beyond year 1-9999 in UTC)."""
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+        if parsed is not None:
+            return (parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
+        pass
+    raise CursorError("bad time in cursor")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def keyset_q(columns: list[tuple[str, bool]], values: list[Any], *, forward: bool = True) -> Q:
@@ -126,6 +145,16 @@ def ordering(sort: str, *, reverse: bool = False) -> list[str]:
     return [("-" if desc != reverse else "") + name for name, desc in SORTS[sort]]
 
 
+# Days a date filter takes: the next day of 9999-12-31 does not exist, nor does 0001-01-01 00:00 east of UTC in UTC.
+FIRST_DAY, LAST_DAY = date(1900, 1, 1), date(9998, 12, 31)
+
+
+def _day_in_range(day: date | None) -> date | None:
+    if day is not None and not FIRST_DAY <= day <= LAST_DAY:
+        raise forms.ValidationError(f"Enter a date from {FIRST_DAY.isoformat()} to {LAST_DAY.isoformat()}.")
+    return day
+
+
 class ListFilters(forms.Form):
     """The list's GET parameters. Invalid values are reported at their field and otherwise ignored."""
 
@@ -142,6 +171,12 @@ class ListFilters(forms.Form):
                                   empty_value=DEFAULT_PAGE_SIZE, label="Per page")
     after = forms.CharField(required=False, max_length=2000)
     before = forms.CharField(required=False, max_length=2000)
+
+    def clean_created_from(self) -> date | None:
+        return _day_in_range(self.cleaned_data["created_from"])
+
+    def clean_created_to(self) -> date | None:
+        return _day_in_range(self.cleaned_data["created_to"])
 
     def clean_q(self) -> str:
         return self.cleaned_data["q"].strip()
@@ -526,15 +561,16 @@ def counts(jobs: QuerySet[Job], f: Filters | None = None, *, user=None) -> Count
     scope = jobs.order_by()
     jobs = apply_filters(scope, f, user=user, with_status=False, with_name=False)
     named = jobs.filter(display_name__icontains=f.q) if f.q else jobs
-    complete = True
+    complete, partial = True, set()
     if f.q and connections[jobs.db].vendor == "postgresql":
         found, complete = _first_matches_by_status(named, COUNT_THROUGH_INDEX_MAX)
     elif f.q and _name_index_serves(f.q, jobs.db) and (
             _count_candidates(f.q, jobs.db, COUNT_THROUGH_INDEX_MAX + 1) <= COUNT_THROUGH_INDEX_MAX):
         found = dict(named.filter(pk__in=_name_candidates(f.q)).values_list("status").annotate(n=Count("id")))
     else:
-        found = _capped_counts(named, scope, cap + 1)
-    return Counts({status: Tally(min(n, cap), n > cap or not complete) for status, n in found.items()})
+        found, partial = _capped_counts(named, scope, cap + 1)
+    return Counts({status: Tally(min(n, cap), n > cap or not complete or status in partial)
+                   for status, n in found.items()})
 
 
 def _first_matches_by_status(jobs: QuerySet[Job], limit: int) -> tuple[dict[str, int], bool]:
@@ -546,11 +582,13 @@ def _first_matches_by_status(jobs: QuerySet[Job], limit: int) -> tuple[dict[str,
     return found, sum(found.values()) <= limit
 
 
-def _capped_counts(jobs: QuerySet[Job], scope: QuerySet[Job], limit: int) -> dict[str, int]:
-    """Matches per status, each counted no further than limit, in one UNION ALL of per-status subqueries.
+def _capped_counts(jobs: QuerySet[Job], scope: QuerySet[Job], limit: int) -> tuple[dict[str, int], set[str]]:
+    """Matches per status, each counted no further than limit, in one UNION ALL of per-status subqueries; and the
+    statuses whose count is a lower bound although under the limit.
 
     `jobs` is `scope` with the filters applied: jobs of a status the console does not know (DLC may add one) are
-    found in the scope first, on the status index, and the filters checked on those few only.
+    found in the scope first, on the status index, and the filters checked on those few only. They share one
+    limit: when it is reached, each unknown status found may have more than it was counted with.
     """
     known = sorted(st.ALL)
     # "Not a known status" as ranges between them, so it seeks the status index instead of reading all of it.
@@ -570,12 +608,15 @@ def _capped_counts(jobs: QuerySet[Job], scope: QuerySet[Job], limit: int) -> dic
     branches.append(f"SELECT {len(known)}, u.status, COUNT(*) FROM ({sql}) u GROUP BY u.status")
     params += more
     found: dict[str, int] = {}
+    unknown_found = 0
     with connections[jobs.db].cursor() as cursor:
         cursor.execute(" UNION ALL ".join(branches), params)
         for k, status, n in cursor.fetchall():
             if n:
                 found[known[k] if k < len(known) else status] = n
-    return found
+                unknown_found += n if k >= len(known) else 0
+    partial = {s for s in found if s not in st.ALL} if unknown_found >= limit else set()
+    return found, partial
 
 
 
@@ -679,7 +720,8 @@ def parse_watch(text: str) -> dict[int, str]:
     watch: dict[int, str] = {}
     for item in text.split(",")[:MAX_WATCHED]:
         pk, _, status = item.partition(":")
-        if pk.isdigit() and status:
+        # ASCII digits only ("²".isdigit() is true, int("²") fails) and no longer than an id can be.
+        if pk.isascii() and pk.isdigit() and len(pk) <= 18 and status:
             watch[int(pk)] = status
     return watch
 

@@ -39,7 +39,10 @@ def read(job: Job, pod_id: str) -> list[str] | None:
 
 
 def _when(value: Any) -> datetime | None:
-    parsed = parse_datetime(str(value)) if value else None
+    try:
+        parsed = parse_datetime(str(value)) if value else None
+    except ValueError:  # well formed but no such time (2026-02-30): as if DLC had not said
+        return None
     if parsed is not None and timezone.is_naive(parsed):
         parsed = timezone.make_aware(parsed, timezone.get_fixed_timezone(0))
     return parsed
@@ -84,11 +87,45 @@ def fetch_lines(workspace, job_id: str, pod_id: str, start: datetime, end: datet
                           page_lines=page_lines))
 
 
+def fetch_newest(workspace, job_id: str, pod_id: str, start: datetime, end: datetime, *, limit: int,
+                 page_lines: int = PAGE_LINES) -> tuple[list[str], bool]:
+    """At least the last `limit` log lines of a pod between start and end (all of them if fewer), in order, and
+    whether earlier lines of the range were left unread.
+
+    Paged like fetch_lines, but from the end, and an earlier half is not asked for once the later one holds
+    `limit` lines: a range of millions of lines costs about as many calls as `limit` lines, not a call per page.
+    """
+    lines = dlc.get_pod_logs(
+        workspace, job_id, pod_id, max_lines=page_lines, read_timeout_ms=30000,
+        start_time=dlc.api_time(start), end_time=dlc.api_time(end),
+    )
+    if len(lines) < page_lines:
+        return lines, False
+    if len(lines) >= limit:  # the answer is the range's last lines
+        return lines, True
+    if end - start <= SHORTEST_RANGE:
+        return fetch_lines(workspace, job_id, pod_id, start, end, page_lines=page_lines), False
+    middle = start + (end - start) / 2
+    later, cut = fetch_newest(workspace, job_id, pod_id, middle + timedelta(microseconds=1), end, limit=limit,
+                              page_lines=page_lines)
+    if cut or len(later) >= limit:
+        return later, True
+    earlier, cut = fetch_newest(workspace, job_id, pod_id, start, middle, limit=limit - len(later),
+                                page_lines=page_lines)
+    return earlier + later, cut
+
+
+def _gone(err: dlc.DLCError) -> bool:
+    """DLC answered that the job or pod does not exist (any more): its log will not come back."""
+    return err.status == 404 or "NotFound" in err.code
+
+
 def archive(job_id: int, *, page_lines: int = PAGE_LINES) -> int:
     """Copy the logs of an ended job's pods into PodLog. Returns how many pods were archived now.
 
-    Idempotent: pods already archived are skipped. Raises dlc.DLCError on transient errors (retry);
-    a job or pod DLC no longer knows is skipped, its log is gone.
+    Idempotent: pods already archived are skipped. A pod DLC no longer knows (404, *NotFound) is skipped, its
+    log is gone; any other dlc.DLCError is raised, so the task retries and the sweep asks again later: a refused
+    signature or a missing permission is fixed some day, and marking the job archived would lose its logs.
     """
     job = Job.objects.select_related("workspace").get(pk=job_id)
     if not job.dlc_job_id or st.is_active(job.status):
@@ -110,7 +147,7 @@ def archive(job_id: int, *, page_lines: int = PAGE_LINES) -> int:
         try:
             lines = fetch_lines(job.workspace, job.dlc_job_id, pod_id, start, end, page_lines=page_lines)
         except dlc.DLCError as err:
-            if err.transient:
+            if not _gone(err):
                 raise
             log.warning("log of pod %s of job %s is gone: %s", pod_id, job.pk, err)
             continue

@@ -56,6 +56,7 @@ class Chunk:
     lines: list[tuple[int | None, SafeString]]  # (line number, or None in a live window; escaped, marked text)
     total: int = 0  # archived: lines in the whole log
     skipped: int = 0  # matching lines left out: the start of an archived first view, or of a huge tail burst
+    cut: bool = False  # tail: lines before those read were not even read (how many is not known)
     cursor: int | None = None  # live: the instant (epoch µs) read up to, the next tail request's `since`
     read: int = 0  # first view from DLC: lines read (the window a search covered)
     full: bool = False  # first view from DLC: the window came back full, so the log has earlier lines
@@ -84,9 +85,15 @@ def _pod(job: Job, pod_id: str) -> dict | None:
 
 
 def _floor(job: Job, pod_id: str) -> datetime:
-    """The earliest instant the pod can have logged at: no cursor is before it."""
+    """The earliest instant a cursor this console sent can be: none is before the job's row, nor the pod's start.
+
+    Not the pod's start alone: a pod restarted under the same name (a PyTorchJob's restart policy, fault
+    tolerance) comes back with a later GmtCreateTime, and the cursor of a page opened before the restart would be
+    refused at every tail request, which htmx does not show: the page would say "Following" and show nothing.
+    """
     pod = _pod(job, pod_id)
-    return logarchive.pod_range(job, pod)[0] if pod is not None else job.created_at - logarchive.MARGIN
+    row = job.created_at - logarchive.MARGIN
+    return min(logarchive.pod_range(job, pod)[0], row) if pod is not None else row
 
 
 def parse_cursor(raw: str, job: Job, pod_id: str, now: datetime | None = None) -> datetime:
@@ -152,23 +159,25 @@ def window(lines: list[str], cursor: datetime | None, query: str = "", *, size: 
 def tail(job: Job, pod_id: str, since: datetime, query: str = "", now: datetime | None = None) -> Chunk:
     """The lines stamped in (since, settled now], those matching the query, and the new cursor.
 
-    One GetPodLogs call, unless the range comes back full (a burst): then it is paged, so no line is lost;
-    beyond TAIL_MAX_LINES only the newest are sent and the others counted as skipped.
+    One GetPodLogs call, unless the range comes back full (a burst): then it is paged, so no line is lost, up to
+    TAIL_MAX_LINES lines: beyond, only the newest are read (from the end) and sent, and the gap is said.
     """
     until = settled(now)
     if until <= since or not job.dlc_job_id or _pod(job, pod_id) is None:
         return Chunk([], cursor=encode_cursor(since))
-    lines = logarchive.fetch_lines(job.workspace, job.dlc_job_id, pod_id, since + timedelta(microseconds=1), until,
-                                   page_lines=TAIL_PAGE_LINES)
-    return burst(lines, until, query)
+    lines, cut = logarchive.fetch_newest(job.workspace, job.dlc_job_id, pod_id, since + timedelta(microseconds=1),
+                                         until, limit=TAIL_MAX_LINES, page_lines=TAIL_PAGE_LINES)
+    return burst(lines, until, query, limit=TAIL_MAX_LINES, cut=cut)
 
 
-def burst(lines: list[str], cursor: datetime, query: str = "", *, limit: int = TAIL_MAX_LINES) -> Chunk:
-    """New lines for the tail: those matching the query, the newest `limit` of them."""
-    fresh = [text for text in lines if matches(text, query)]
-    skipped = max(0, len(fresh) - limit)
-    return Chunk([(None, highlight(text, query)) for text in fresh[skipped:]], skipped=skipped,
-                 cursor=encode_cursor(cursor))
+def burst(lines: list[str], cursor: datetime, query: str = "", *, limit: int = TAIL_MAX_LINES,
+          cut: bool = False) -> Chunk:
+    """New lines for the tail: those matching the query among the newest `limit` lines read; the matching ones
+    read before those are counted as skipped. `cut`: lines before all those read were not read at all."""
+    newest = max(0, len(lines) - limit)
+    skipped = sum(1 for text in lines[:newest] if matches(text, query))
+    return Chunk([(None, highlight(text, query)) for text in lines[newest:] if matches(text, query)],
+                 skipped=skipped, cut=cut, cursor=encode_cursor(cursor))
 
 
 def following(job: Job, pod: PodRow, cursor: int | None) -> bool:

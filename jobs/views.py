@@ -67,7 +67,8 @@ def _partial(request: HttpRequest) -> bool:
 
 
 def _ids(values: list[str], limit: int = 500) -> list[int]:
-    return [int(v) for v in values[:limit] if v.isdigit() and len(v) <= 18]  # longer: no row has it
+    # ASCII: "²".isdigit() is true, but int("²") fails. Longer: no row has it.
+    return [int(v) for v in values[:limit] if v.isascii() and v.isdigit() and len(v) <= 18]
 
 
 def _url(name: str, params: dict[str, str]) -> str:

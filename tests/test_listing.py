@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -139,7 +141,7 @@ TERMS = ['"', "'", '""', "AND", "and", "*", "(", ")", "^", ":", "a", "ab", "AN",
          'say "', '"hello"', 'e"i', "a AND b", "OR", "x OR", "NOT", "NEAR(", "NEAR(a", "star*", "*gazer", "col:",
          "^car", "-min", "+pl", "100%", "%", "_", "r_s", "\\", "back\\s", "über", "ÜBER", "Über", "émile",
          "ÉMILE", "straße", "STRASSE", "ss", "日本", "語モデ", "🚀", "-🚀-", "spaced  name", "İst", "ist", "ıi",
-         "I", "ǅem", "ǆEM", "nothing-matches-this"]
+         "I", "ǅem", "ǆEM", "nothing-matches-this", "bert" * 64, "e\u0301", "NEAR(a b, 2)", '"""']
 PLANS = {  # (FEW_NAME_MATCHES, SCAN_ROWS_PER_ROW): small data, so the thresholds are set to force each plan
     "default": None,
     "through the index": (10**9, 250),
@@ -435,3 +437,83 @@ def test_watch_lists_only_active_rows_and_parses_garbage_safely(ws):
     assert text == f"{running.pk}:Running"
     assert listing.parse_watch(text) == {running.pk: "Running"}
     assert listing.parse_watch("x:1,5,7:,:Running,9:Queuing") == {9: "Queuing"}
+    assert listing.parse_watch(f"²:Running,{'9' * 5000}:Running,{10**30}:Running,12:Queuing") == {12: "Queuing"}, (
+        "only ASCII digits no longer than an id: int('²') fails, and so does a 5000-digit number")
+
+
+# --- tampered input: an error at its field, never a 500 -------------------------------------------------------
+
+
+def cursor_of(obj) -> str:
+    return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(("sort", "values"), [
+    ("-created", ["2026-13-45T00:00:00", 1]),  # parse_datetime raises on a well-formed impossible date
+    ("-created", ["2026-01-01T00:00:00+99:00", 1]),
+    ("-created", ["0001-01-01T00:00:00+14:00", 1]),  # before year 1 in UTC: OverflowError on SQLite
+    ("-created", ["9999-12-31T23:59:59-14:00", 1]),
+    ("-created", ["2026-01-01T00:00:00", 10**30]),
+    ("name", ["a\x00b", 1]),  # PostgreSQL refuses NUL in text
+    ("name", ["\ud800", 1]),  # a lone surrogate: no database can encode it
+])
+def test_a_tampered_cursor_is_an_error_at_its_field_and_the_first_page_is_shown(ws, sort, values):
+    job = make_job(ws)
+    f = filters(sort=sort, after=cursor_of({"s": sort, "v": values}), before=cursor_of({"s": sort, "v": values}))
+    assert "out of date" in f.errors["after"][0] and f.after is None and f.before is None
+    assert listing.page(Job.objects.all(), f).jobs == [job]
+
+
+def test_a_deeply_nested_cursor_is_unreadable_not_a_recursion_error(ws):
+    f = filters(after=base64.urlsafe_b64encode(b"[" * 1400).decode())
+    assert "after" in f.errors and f.after is None
+
+
+def test_the_next_link_after_a_long_non_ascii_name_leads_to_the_next_page(ws):
+    """A cursor carries the name for the name sort: 256 emoji as JSON \\u escapes made it longer than the form
+    takes, so Next showed the first page again."""
+    first, second = (make_job(ws, name="😀" * 255 + digit) for digit in "12")
+    page = listing.page(Job.objects.all(), listing.Filters(sort="name", size=1))
+    assert page.jobs == [first]
+    f = filters(sort="name", after=page.next_cursor)
+    assert not f.errors and listing.page(Job.objects.all(), f).jobs == [second]
+
+
+@pytest.mark.parametrize("params", [{"created_to": "9999-12-31"}, {"created_from": "0001-01-01"},
+                                    {"created_from": "10000-01-01"}])
+def test_dates_at_the_ends_of_the_calendar_are_an_error_at_their_field(ws, settings, params):
+    settings.TIME_ZONE = "Asia/Tokyo"  # 0001-01-01 00:00 there is before year 1 in UTC
+    make_job(ws)
+    f = filters(**params)
+    (field,) = params
+    assert f.errors[field] and getattr(f, field) is None
+    assert len(listing.page(Job.objects.all(), f).jobs) == 1
+    assert str(listing.counts(Job.objects.all(), f).total) == "1"
+
+
+def test_two_unknown_statuses_over_the_cap_are_both_lower_bounds(ws, settings):
+    """The statuses the console does not know share one capped subquery: when it fills, a status counted under the
+    cap may still have more, and must say so rather than a wrong exact number."""
+    settings.DLC_LIST_COUNT_CAP = 3
+    for status in ("BrandNewA", "BrandNewB"):
+        for _ in range(3):
+            make_job(ws, status=status)
+    counts = listing.counts(Job.objects.all())
+    assert set(counts.by_status) == {"BrandNewA", "BrandNewB"}
+    for status, tally in counts.by_status.items():
+        assert tally.n == 3 or tally.more, (status, str(tally))
+    assert counts.total.more
+
+
+def test_the_list_views_answer_tampered_parameters_with_a_page_not_a_500(client, ws):
+    from jobs.models import Membership
+
+    user = get_user_model().objects.create_user("tamper")
+    Membership.objects.create(user=user, workspace=ws, role=Membership.MEMBER)
+    job = make_job(ws, user)
+    client.force_login(user)
+    bad_cursor = cursor_of({"s": "-created", "v": ["2026-02-30T00:00:00", 1]})
+    for url in (f"/?after={bad_cursor}", "/?created_to=9999-12-31", "/jobs/counts?created_to=9999-12-31",
+                "/jobs/rows?watch=²:Running", f"/jobs/rows?watch={job.pk}:Queuing&job=²"):
+        assert client.get(url).status_code == 200, url
+    assert client.post("/jobs/stop", {"job": ["²", str(job.pk)]}).status_code == 302

@@ -67,11 +67,25 @@ def test_a_malformed_or_impossible_cursor_is_refused_with_a_reason(raw, says):
 def test_a_cursor_just_past_the_allowed_bounds_is_refused():
     j = job()
     start, _ = logarchive.pod_range(j, j.pods[0])
-    too_early = podlogs.encode_cursor(start - timedelta(microseconds=1))
+    floor = min(start, j.created_at - logarchive.MARGIN)
+    assert podlogs.parse_cursor(str(podlogs.encode_cursor(floor)), j, "j-worker-0", NOW) == floor
+    too_early = podlogs.encode_cursor(floor - timedelta(microseconds=1))
     too_late = podlogs.encode_cursor(NOW + podlogs.CURSOR_AHEAD + timedelta(microseconds=1))
     for raw in (too_early, too_late):
         with pytest.raises(podlogs.BadCursor):
             podlogs.parse_cursor(str(raw), j, "j-worker-0", NOW)
+
+
+def test_a_cursor_sent_before_the_pod_restarted_is_still_accepted():
+    """A pod restarted under its name (restart policy, fault tolerance) is listed with a later GmtCreateTime. The
+    page opened before keeps tailing from its cursor: a 400 there would go unseen (htmx swaps no error) and the
+    tail would ask again every second, for nothing, while the page said "Following the log"."""
+    j = job()
+    sent = podlogs.encode_cursor(podlogs.settled(NOW - timedelta(minutes=5)))
+    j.pods[0]["GmtCreateTime"] = (NOW - timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert podlogs.parse_cursor(str(sent), j, "j-worker-0", NOW) == podlogs.decode_cursor(sent)
+    with pytest.raises(podlogs.BadCursor, match="before this pod"):
+        podlogs.parse_cursor(str(podlogs.encode_cursor(j.created_at - timedelta(minutes=2))), j, "j-worker-0", NOW)
 
 
 # --- live chunks -----------------------------------------------------------------------------------------
@@ -103,6 +117,8 @@ def test_a_tail_chunk_sends_the_matching_lines_and_skips_beyond_its_limit_saying
     searched = podlogs.burst(["tick 1", "tock", "tick 2"], cursor, "TICK")
     assert texts(searched) == ["<mark>tick</mark> 1", "<mark>tick</mark> 2"] and searched.skipped == 0
     assert podlogs.burst([], cursor).lines == []
+    cut = podlogs.burst(["l8", "l9"], cursor, cut=True)
+    assert cut.cut and texts(cut) == ["l8", "l9"] and not chunk.cut, "lines before those read were never read"
 
 
 def test_no_time_has_settled_since_the_cursor_means_no_dlc_call_and_the_same_cursor():

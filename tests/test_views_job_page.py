@@ -12,6 +12,7 @@ import time
 from datetime import timedelta
 from html import unescape
 
+import pytest
 from django.utils import timezone
 
 from jobs import dlc, jobpage, lifecycle, logarchive, podlogs
@@ -421,6 +422,31 @@ def test_a_burst_that_fills_a_tail_read_is_paged_and_the_tail_is_searched(client
         dlc.stop_job(ws, job.dlc_job_id)
 
 
+def test_a_tail_far_behind_reads_its_newest_lines_only(client, people, ws, localdlc, monkeypatch):
+    """A tail whose cursor is far behind (a laptop asleep for a night) sends only the newest TAIL_MAX_LINES lines,
+    and must read no more than those from DLC: paging the whole gap was one GetPodLogs call per page of it (a night
+    of a chatty pod: thousands of calls in one request). Pages of 100 and a limit of 250 stand in for 2000/10000."""
+    monkeypatch.setattr(podlogs, "TAIL_PAGE_LINES", 100)
+    monkeypatch.setattr(podlogs, "TAIL_MAX_LINES", 250)
+    printer = "import time\nfor i in range(1, 3001):\n    print(i, flush=True)\n    time.sleep(0.0003)\nprint('end')"
+    job = on_localdlc(ws, people["alice"], f"python3 -c \"{printer}\"; sleep 60", until=("Running",))
+    pod = job.pods[0]["PodId"]
+    try:
+        wait_for_last_line(ws, job, pod, "end")
+        client.force_login(people["alice"])
+        since = podlogs.encode_cursor(podlogs._floor(job, pod))
+        calls = pod_log_calls(localdlc)
+        html = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?since={since}", **HTMX).content.decode()
+        calls = pod_log_calls(localdlc) - calls
+        assert calls <= 40, f"{calls} GetPodLogs calls for the newest 250 of 3,001 lines"
+        shown = texts_of(html)
+        assert shown[-1] == "end" and shown == [*map(str, range(3002 - len(shown), 3001)), "end"]
+        assert len(shown) == 250, "the newest TAIL_MAX_LINES lines"
+        assert "Earlier lines were skipped here" in html and 'data-following="yes"' in tail_of(html)
+    finally:
+        dlc.stop_job(ws, job.dlc_job_id)
+
+
 def test_a_live_search_covers_the_last_1000_lines_and_says_so(client, people, ws):
     job = on_localdlc(ws, people["alice"], "seq 1 1500; sleep 60", until=("Running",))
     pod = job.pods[0]["PodId"]
@@ -509,8 +535,52 @@ def test_unreadable_logs_are_an_inline_error_retried_and_a_502_download(client, 
     assert client.get(f"/jobs/{job.pk}/pods/no-such-pod/logs").status_code == 404
 
 
+def test_an_archive_refused_for_a_reason_other_than_a_gone_log_is_retried_not_marked_done(people, ws, settings,
+                                                                                          tmp_path, local_creds):
+    """Only a job or pod DLC no longer knows means its log is gone. A refused signature (a rotated key) or a missing
+    permission was taken for that too: the job was marked archived, the sweep never asked again, and the log was
+    lost once DLC's retention passed."""
+    job = on_localdlc(ws, people["alice"], "echo one; echo two", name="archive-later")
+    wrong = tmp_path / "wrong.ini"
+    wrong.write_text(local_creds.read_text().replace("access_key_secret = ", "access_key_secret = x"))
+    settings.LOCALDLC_CREDENTIALS_FILE = str(wrong)
+    with pytest.raises(dlc.DLCError) as refused:
+        logarchive.archive(job.pk)
+    assert refused.value.code == "SignatureDoesNotMatch" and not refused.value.transient
+    job.refresh_from_db()
+    assert job.logs_archived_at is None and logarchive.read(job, job.pods[0]["PodId"]) is None
+    settings.LOCALDLC_CREDENTIALS_FILE = str(local_creds)
+    assert logarchive.archive(job.pk) == 1 and logarchive.read(job, job.pods[0]["PodId"]) == ["one", "two"]
+
+    gone = make_job(ws, people["alice"], name="gone", status="Succeeded", dlc_job_id="dlc-no-such-job",
+                    pods=[{"PodId": "dlc-no-such-job-worker-0", "Type": "Worker", "Status": "Succeeded"}])
+    assert logarchive.archive(gone.pk) == 0
+    gone.refresh_from_db()
+    assert gone.logs_archived_at is not None, "a log DLC no longer has is not asked for again"
+
+
 def test_a_job_without_pods_waits_for_them(client, people, ws):
     job = make_job(ws, people["alice"], status="Queuing", dlc_job_id="dlc-q")
     client.force_login(people["alice"])
     html = client.get(f"/jobs/{job.pk}/logs", **HTMX).content.decode()
     assert "Logs appear once a pod starts" in html and 'hx-trigger="every 2s"' in html
+
+
+def test_times_dlc_sends_that_no_calendar_has_are_shown_as_unknown_not_a_500(client, people, ws):
+    """parse_datetime raises for a well-formed impossible time (Feb 30th, month 13, +25:00) instead of returning
+    None: the page, the log panel and its tail read DLC's pod and history times."""
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-odd", created_at=timezone.now() - timedelta(minutes=5),
+                   status_history=[{"Status": "Running", "StartTime": "2026-13-01T00:00:00Z",
+                                    "EndTime": "2026-01-01T00:00:00+25:00"}],
+                   pods=[{"PodId": "dlc-odd-worker-0", "Type": "Worker", "Status": "Running",
+                          "GmtCreateTime": "2026-02-30T00:00:00Z", "GmtStartTime": "2026-02-30T00:00:01Z"}])
+    client.force_login(people["alice"])
+    page = client.get(f"/jobs/{job.pk}")
+    assert page.status_code == 200 and 'data-pod="dlc-odd-worker-0"' in page.content.decode()
+    since = podlogs.encode_cursor(timezone.now() - timedelta(minutes=1))
+    for url in (f"/jobs/{job.pk}/logs", f"/jobs/{job.pk}/pods/dlc-odd-worker-0/logs",
+                f"/jobs/{job.pk}/pods/dlc-odd-worker-0/logs?since={since}"):
+        answer = client.get(url, **HTMX)
+        assert answer.status_code == 200, url
+        assert "Could not read the log" in answer.content.decode(), "localdlc has no such job: said in place"
+    assert jobpage.when("2026-02-30T00:00:00Z") is None and logarchive.pod_range(job, job.pods[0])[0] < job.created_at
