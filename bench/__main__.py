@@ -3,6 +3,7 @@
     python -m bench                                   # list at 1k and 100k jobs, sync, submit, job page, ...
     python -m bench --sizes 1000,100000,1000000       # the full list set (the 1M runs take a while)
     python -m bench --db sqlite --only list,sync      # a subset
+    python -m bench --only localdlc                   # localdlc's scheduler alone (no database: runs once)
 
 PostgreSQL comes from scripts/install-postgres.sh: a throwaway cluster (durable settings, as in production)
 started for the run and deleted after it. Figures print as they come; a summary against the targets follows,
@@ -22,7 +23,7 @@ from urllib.parse import urlparse, urlunparse
 
 from bench.common import ROOT, heading, machine
 
-BENCHES = ("list", "sync", "live")
+BENCHES = ("list", "sync", "live", "localdlc")
 
 
 def _pg_database(base_url: str, name: str) -> str:
@@ -95,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in machine().items():
             print(f"  {key}: {value}")
     failures = 0
-    for db in dbs:
+    if top and "localdlc" in args.only:
+        failures += _run("bench.localdlc_idle", ["--queued", str(args.active)], "no database", "") != 0
+    for db in dbs if set(args.only) - {"localdlc"} else []:
         if db == "postgres" and not os.environ.get("DATABASE_URL", "").startswith("postgres"):
             # A throwaway cluster for this run; this same command runs again inside it.
             rest = ["--db", "postgres", "--only", ",".join(args.only), "--sizes", args.sizes, "--runs",

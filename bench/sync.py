@@ -56,6 +56,26 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def database_server() -> tuple[int, str] | None:
+    """PostgreSQL: the pid of this connection's backend process (where the sync's writes and their index entries
+    are made) and the WAL position; None on SQLite, whose work is the sync process's own."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid(), pg_current_wal_lsn()::text")
+        return cursor.fetchone()
+
+
+def wal_bytes_since(lsn: str) -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", [lsn])
+        return int(cursor.fetchone()[0])
+
+
 def run(active: int, workspaces: int, stack, profile: bool = False) -> None:
     from django.db.models import Count
     from django.utils import timezone
@@ -122,12 +142,17 @@ def run(active: int, workspaces: int, stack, profile: bool = False) -> None:
         localdlc_stats(stack.localdlc_port, reset=True)
         profiler = cProfile.Profile() if profile else None
         localdlc_cpu = cpu_seconds(stack.procs["localdlc"].pid)
+        server = database_server()
+        server_cpu = cpu_seconds(server[0]) if server else 0.0
         started, cpu = time.perf_counter(), time.process_time()
         if profiler:
             profiler.enable()
         tasks.sync_jobs()
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         localdlc_cpu = cpu_seconds(stack.procs["localdlc"].pid) - localdlc_cpu
+        if server:
+            server_cpu = cpu_seconds(server[0]) - server_cpu
+            wal = wal_bytes_since(server[1])
         if profiler:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
@@ -146,6 +171,11 @@ def run(active: int, workspaces: int, stack, profile: bool = False) -> None:
                note="the console's side: SDK, HTTP client, Django, the database driver")
         record("sync", f"{cycle}: CPU of localdlc", localdlc_cpu, "s", size=active, db=db,
                note="answering the ListJobs calls, plus its scheduler thread meanwhile")
+        if server:
+            record("sync", f"{cycle}: CPU of the PostgreSQL backend", server_cpu, "s", size=active, db=db,
+                   note="the sync's connection: reading the rows, writing rows and index entries")
+            record("sync", f"{cycle}: WAL written", wal / 2**20, "MiB", size=active, db=db,
+                   note="row versions and index entries the cycle wrote (and any other writer's meanwhile)")
         other = {k: v for k, v in calls.items() if k != "ListJobs"}
         record("sync", f"{cycle}: other DLC calls", json.dumps(other) if other else "none", size=active, db=db)
     statuses = dict(Job.objects.values_list("status").annotate(n=Count("id")))

@@ -135,9 +135,11 @@ def adopt(job: Job, remote_id: str) -> bool:
     now = timezone.now()
     with transaction.atomic():
         # An import that ran before the row was bound (a backend that hides tags) made a twin: the row wins.
+        # exclude(dlc_job_id=""), the condition of one_row_per_dlc_job: SQLite seeks a partial index only for a
+        # query that repeats its condition (else it walks the workspace; jobs.models.Job.Meta.indexes).
         Job.objects.filter(workspace_id=job.workspace_id, dlc_job_id=remote_id, imported=True).exclude(
             pk=job.pk
-        ).delete()
+        ).exclude(dlc_job_id="").delete()
         current = Job.objects.select_for_update().filter(pk=job.pk).values("stop_requested_at").first()
         stopping = bool(current and current["stop_requested_at"])
         bound = Job.objects.filter(pk=job.pk, dlc_job_id="").update(
@@ -420,7 +422,9 @@ def import_new(workspace: Workspace, state: WorkspaceSync) -> list[int]:
         PageNumber=state.import_page,
     )
     ids = [item["JobId"] for item in items if item.get("JobId")]
-    known = set(Job.objects.filter(workspace=workspace, dlc_job_id__in=ids).values_list("dlc_job_id", flat=True))
+    # Unordered and with one_row_per_dlc_job's condition, so SQLite seeks that index too (see adopt).
+    known = set(Job.objects.filter(workspace=workspace, dlc_job_id__in=ids).exclude(dlc_job_id="").order_by()
+                .values_list("dlc_job_id", flat=True))
     ended: list[int] = []
     for item in items:
         if item.get("JobId") and item["JobId"] not in known:

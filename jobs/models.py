@@ -78,8 +78,10 @@ class Job(models.Model):
     sealed_secrets = models.TextField(blank=True)
     idempotency_tag = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
 
-    dlc_job_id = models.CharField(max_length=64, blank=True, db_index=True)
-    status = models.CharField(max_length=32, default=st.SUBMITTING, db_index=True)
+    # No db_index: on PostgreSQL it also builds a varchar_pattern_ops "_like" index for LIKE 'prefix%', which
+    # nothing here asks, and which every status change of the sync had to write. Their indexes: Meta below.
+    dlc_job_id = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=32, default=st.SUBMITTING)
     sub_status = models.CharField(max_length=64, blank=True)
     reason_code = models.CharField(max_length=128, blank=True)
     reason_message = models.TextField(blank=True)
@@ -122,6 +124,12 @@ class Job(models.Model):
             models.Index(fields=["workspace", "owner", "-created_at", "-id"], name="job_ws_owner_created"),
             models.Index(fields=["workspace", "job_type", "-created_at", "-id"], name="job_ws_type_created"),
             models.Index(fields=["workspace", "display_name", "id"], name="job_ws_name"),
+            # Status across workspaces: the stuck-submit sweep (jobs.lifecycle.stuck_jobs) and an unscoped job
+            # list's count of unknown statuses (jobs.listing). Lookups by dlc_job_id need no index of their own:
+            # they all name the workspace and seek one_row_per_dlc_job below (SQLite uses that partial index
+            # only when the query repeats its condition, which jobs.lifecycle's lookups do). EXPLAIN of both on
+            # both databases: tests/test_job_indexes.py.
+            models.Index(fields=["status"], name="job_status"),
         ]
         constraints = [
             models.UniqueConstraint(

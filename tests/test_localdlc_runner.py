@@ -233,6 +233,26 @@ def test_queue_runs_one_at_a_time_in_priority_order(localdlc_factory, tmp_path):
     assert history == ["Creating", "Queuing", "EnvPreparing", "Running", "Succeeded"]
 
 
+def test_a_job_waiting_at_the_head_holds_back_smaller_ones_until_it_is_stopped(localdlc_factory):
+    """Strict queue order: a job that would fit does not pass the waiting job ahead of it; when that one goes,
+    the queue moves at once."""
+    dlc = localdlc_factory(cpu=2, creating_seconds=0.05, env_preparing_seconds=0.05)
+    client = dlc.client()
+    running = client.create_job(request("sleep 60")).body.job_id
+    dlc.wait_for_status(running, ["Running"])
+    big = client.create_job(request("echo big", [spec(cpu="2")])).body.job_id
+    assert dlc.wait_for_status(big, ["Queuing"]).reason_code == "InsufficientResource"
+    small = client.create_job(request("echo small")).body.job_id  # 1 CPU, and 1 is free
+    dlc.wait_for_status(small, ["Queuing"])
+    time.sleep(0.5)  # ten scheduler ticks
+    assert client.get_job(small, models.GetJobRequest()).body.status == "Queuing"
+    client.stop_job(big)
+    assert dlc.wait_for_status(small, timeout=10).status == "Succeeded"
+    assert [h.status for h in client.get_job(big, models.GetJobRequest()).body.status_history] == \
+        ["Creating", "Queuing", "Stopping", "Stopped"]
+    client.stop_job(running)
+
+
 def test_job_larger_than_capacity_fails_and_gpu_needs_gpus(localdlc_factory):
     dlc = localdlc_factory(cpu=2)
     client = dlc.client()
