@@ -6,6 +6,7 @@ regional PAI-DLC endpoint or at the embedded localdlc service, so tests exercise
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -77,6 +78,21 @@ def _never_sent(exc: BaseException) -> bool:
     return any(type(e).__name__ in NOT_CONNECTED_ERRORS for e in _causes(exc))
 
 
+# A secret's value after its name, quoted or not: `"AccessKeySecret": "abc"`, `SecurityToken=abc`, `'password': 'x'`.
+_SECRET_VALUE = re.compile(
+    r"""(?P<name>["']?[\w.-]*(?:secret|token|password|passwd)[\w.-]*["']?\s*[:=]\s*)"""
+    r"""(?:"[^"]*"|'[^']*'|[^"'\s,;&}\]]+)""",
+    re.IGNORECASE,
+)
+
+
+def redact(text: str) -> str:
+    """Text of an error raised before DLC answered, with the values of secrets masked: the credentials library
+    puts an STS answer (AccessKeySecret, SecurityToken) into its error when a field is missing, and this text
+    is logged, stored on the job and shown."""
+    return _SECRET_VALUE.sub(lambda m: f"{m['name']}***", text)
+
+
 def classify(exc: Exception) -> DLCError:
     if isinstance(exc, DLCError):
         return exc
@@ -96,7 +112,7 @@ def classify(exc: Exception) -> DLCError:
         return DLCError(code, message, request_id, status, transient=transient, retry_after=retry_after)
     causes = _causes(exc)
     inner = getattr(exc, "inner_exception", None)
-    detail = str(inner if inner is not None else exc)[:500]
+    detail = redact(str(inner if inner is not None else exc))[:500]
     if not any(isinstance(e, OSError) for e in causes):
         # Failed on our side before any network I/O (credentials, a bad endpoint, a bad request object):
         # nothing was sent, and trying again will not help.

@@ -223,16 +223,22 @@ def apply_remote(job: Job, item: dict[str, Any]) -> bool:
     return was_active and not job.is_active
 
 
+def _fit(field: str, value: Any) -> str:
+    """DLC's text cut to its column: PostgreSQL refuses an over-long value, and with it the page's whole batched
+    write, cycle after cycle, for as long as DLC answers the same."""
+    return str(value or "")[:Job._meta.get_field(field).max_length]
+
+
 def take_remote(job: Job, item: dict[str, Any]) -> list[str]:
     """Set what DLC says about a job on the instance, unsaved; the names of the fields that changed."""
     remote = item.get("Status") or job.status
     if job.stop_requested_at and st.is_active(remote) and remote != "Stopping" and not job.stop_error:
         remote = "Stopping"
     values: dict[str, Any] = {
-        "status": remote,
-        "sub_status": item.get("SubStatus") or "",
-        "reason_code": item.get("ReasonCode") or "",
-        "reason_message": item.get("ReasonMessage") or "",
+        "status": _fit("status", remote),
+        "sub_status": _fit("sub_status", item.get("SubStatus")),
+        "reason_code": _fit("reason_code", item.get("ReasonCode")),
+        "reason_message": str(item.get("ReasonMessage") or ""),
     }
     if item.get("StatusHistory"):
         values["status_history"] = item["StatusHistory"]
@@ -476,7 +482,7 @@ def import_or_adopt(workspace: Workspace, item: dict[str, Any]) -> Job | None:
                 job_type=str(item.get("JobType") or "")[:32],
                 body=import_body(item),
                 dlc_job_id=item["JobId"],
-                status=item.get("Status") or "Creating",
+                status=_fit("status", item.get("Status") or "Creating"),
                 created_at=_dt(item.get("GmtCreateTime")) or timezone.now(),
                 submitted_at=_dt(item.get("GmtSubmittedTime")) or _dt(item.get("GmtCreateTime")),
             )

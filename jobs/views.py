@@ -250,6 +250,12 @@ def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
     """Without `since`: the whole panel. With `since=<cursor>`: the lines logged after it (the live tail)."""
     job = access.get_job(request.user, pk)
     pod = jobpage.find_pod(job, pod_id)
+    if pod is None and "since" in request.GET:
+        # A tail whose pod left the job's pod list (DLC recreated it under another id): a 404 would leave htmx
+        # polling it every second with nothing shown, while this tail, with no trigger, stops and says why.
+        return render(request, "jobs/_log_chunk.html", {
+            "job": job, "pod": None, "q": "", "chunk": podlogs.Chunk([]), "following": False,
+            "error": "this pod is no longer part of the job; reload the page to see its pods"})
     if pod is None:
         raise Http404("Unknown pod.")
     if "since" not in request.GET:

@@ -489,3 +489,21 @@ def test_registry_password_is_sent_to_dlc_but_kept_nowhere(ws, backend):
     job.refresh_from_db()
     row = Job.objects.filter(pk=job.pk).values().get()
     assert "pa55-w0rd-xyz" not in str(row)
+
+
+def test_an_over_long_text_from_dlc_is_cut_to_its_column_not_a_stuck_sync(db):
+    """SubStatus/ReasonCode/Status longer than their columns: PostgreSQL would refuse the page's one batched
+    write, and the workspace's sync would fail every cycle while DLC answers the same (SQLite does not check
+    lengths, so the values are compared too). The answer is made up: localdlc sends no such code."""
+    from jobs import lifecycle
+    from jobs.models import Job, Workspace
+
+    ws = Workspace.objects.create(name="long", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="local")
+    page = [Job.objects.create(workspace=ws, display_name=n, dlc_job_id=f"dlc-{n}", status="Queuing") for n in "ab"]
+    items = [{"JobId": "dlc-a", "Status": "Failed", "ReasonCode": "E" * 200, "SubStatus": "S" * 100},
+             {"JobId": "dlc-b", "Status": "Running"}]
+    lifecycle._apply_page(page, items)
+    assert dict(Job.objects.values_list("dlc_job_id", "status")) == {"dlc-a": "Failed", "dlc-b": "Running"}
+    a = Job.objects.get(dlc_job_id="dlc-a")
+    assert (a.reason_code, a.sub_status) == ("E" * 128, "S" * 64)
+    assert lifecycle.take_remote(a, items[0]) == []  # the cut value is what is kept: no change every cycle

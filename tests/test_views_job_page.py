@@ -584,3 +584,17 @@ def test_times_dlc_sends_that_no_calendar_has_are_shown_as_unknown_not_a_500(cli
         assert answer.status_code == 200, url
         assert "Could not read the log" in answer.content.decode(), "localdlc has no such job: said in place"
     assert jobpage.when("2026-02-30T00:00:00Z") is None and logarchive.pod_range(job, job.pods[0])[0] < job.created_at
+
+
+def test_a_tail_whose_pod_left_the_job_stops_and_says_why(client, people, ws, localdlc):
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-v", created_at=timezone.now() - timedelta(minutes=5),
+                   pods=[{"PodId": "dlc-v-worker-1", "Type": "Worker", "Status": "Running"}])
+    client.force_login(people["alice"])
+    since = podlogs.encode_cursor(timezone.now() - timedelta(minutes=1))
+    calls = pod_log_calls(localdlc)
+    answer = client.get(f"/jobs/{job.pk}/pods/dlc-v-worker-0/logs?since={since}", **HTMX)
+    html = answer.content.decode()
+    assert answer.status_code == 200 and "no longer part of the job" in html
+    assert 'id="log-tail"' in html and "hx-get" not in html and "hx-trigger" not in html  # the poll ends here
+    assert pod_log_calls(localdlc) == calls
+    assert client.get(f"/jobs/{job.pk}/pods/dlc-v-worker-0/logs").status_code == 404  # a panel still 404s
