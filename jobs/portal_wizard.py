@@ -2,8 +2,10 @@
 
 - `wizard_start(request, params)`: a wizard started from a template (`?template=<id>&version=<n>`) or from
   an import waiting in the session (`?prefill=import`); None for a plain new job.
-- `apply(start, wizard)`: after every Wizard is built: locked template fields become read-only and any
-  change to one is an error at that field, so the server refuses it whatever the browser sends.
+- `locks(start)`: the section paths the template locks, for the Wizard to build (read-only fields with a
+  "Locked by the template" badge, no rows added to or removed from a locked list).
+- `apply(start, wizard)`: after every Wizard is built: any change to a locked field is an error at that
+  field, so the server refuses it whatever the browser sends.
 - `page_context(start, workspace)`: the guardrail hints and template/import notes the page shows.
 """
 
@@ -78,30 +80,16 @@ def wizard_start(request: HttpRequest, params) -> PortalStart | None:
     return None
 
 
-_READ_ONLY_ATTRS = {"readonly": "readonly", "aria-readonly": "true", "data-locked": "true", "tabindex": "-1"}
-
-
-def _lock_widget(form_field) -> None:
-    form_field.widget.attrs.update(_READ_ONLY_ATTRS)
-    form_field.help_text = ((form_field.help_text + " ") if form_field.help_text else "") + "Locked by the template."
+def locks(start: PortalStart | None) -> list[str]:
+    """The section paths (fields and lists) the start's template locks; none without a template."""
+    return start.locked if start is not None else []
 
 
 def apply(start: PortalStart | None, wizard) -> None:
-    """Mark the template's locked fields read-only and report every change to one at its field."""
+    """Report every change to a locked field at its field (the Wizard was built with `locks(start)`, so it
+    already shows them read-only and refuses row actions on locked lists)."""
     if start is None or start.template is None:
         return
-    from jobs.forms.wizard import LISTS
-
-    locked = set(start.locked)
-    for section, form in wizard.forms.items():
-        for name, form_field in form.fields.items():
-            if f"{section}.{name}" in locked:
-                _lock_widget(form_field)
-    for list_name, forms in wizard.row_forms.items():
-        if f"{LISTS[list_name]}.{list_name}" in locked:
-            for form in forms:
-                for form_field in form.fields.values():
-                    _lock_widget(form_field)
     for path, messages in templates_lib.locked_errors(start.template, start.version, wizard.sections).items():
         wizard.messages.setdefault(path, []).extend(messages)
 

@@ -85,8 +85,10 @@ def _start(request: HttpRequest, params) -> Start | None:
 
 def _wizard(start: Start, data, show=None) -> glue.Wizard:
     catalog = glue.instance_catalog(start.workspace)
-    wizard = glue.Wizard(data, catalog=catalog, context=glue.context_for(start.workspace, catalog), show=show)
-    portal_wizard.apply(start.portal, wizard)  # template locks: read-only fields, a change is an error
+    # Template locks: read-only fields and lists (built into the Wizard), and a change to one is an error.
+    wizard = glue.Wizard(data, catalog=catalog, context=glue.context_for(start.workspace, catalog), show=show,
+                         locked=portal_wizard.locks(start.portal))
+    portal_wizard.apply(start.portal, wizard)
     return wizard
 
 

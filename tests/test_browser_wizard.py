@@ -5,6 +5,7 @@ API request, submit, and the job runs on localdlc until it succeeds."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -146,3 +147,64 @@ def test_fill_every_section_fix_an_error_copy_the_request_submit_and_it_runs(sta
     assert job.body["UserVpc"]["VpcId"] == "vpc-e2e" and job.body["JobMaxRunningTimeMinutes"] == 120
     job = wait_for_status(job, "Succeeded")
     assert job.sealed_secrets == "", "the sealed password is erased once CreateJob has been answered"
+
+
+def test_a_template_with_locked_roles_shows_no_row_buttons_and_says_locked(stack, workspace, member, page):
+    from jobs import spec
+    from jobs.models import JobTemplate, JobTemplateVersion
+
+    body = {"DisplayName": "from-template", "JobType": "PyTorchJob", "UserCommand": "echo hi",
+            "JobSpecs": [{"Type": "Master", "Image": "registry.example/pytorch:2.3", "PodCount": 1,
+                          "EcsSpec": "ecs.g6.large"},
+                         {"Type": "Worker", "Image": "registry.example/pytorch:2.3", "PodCount": 2,
+                          "EcsSpec": "ecs.g6.large"}]}
+    # Locks are set by workspace admins (templates_lib.set_locks); the data is made here directly.
+    template = JobTemplate.objects.create(workspace=workspace, name="locked-roles", created_by=member,
+                                          locked=["resources.roles", "environment.command"])
+    JobTemplateVersion.objects.create(template=template, number=1, sections=spec.inverse(body), created_by=member)
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/jobs/new?template={template.pk}")
+
+    roles = page.locator("#list-roles")
+    expect(roles.locator(".row")).to_have_count(2)
+    expect(roles.locator("button")).to_have_count(0)
+    expect(page.locator("#add-roles")).to_have_count(0)
+    badge = page.locator("#lock-list-roles")
+    expect(badge).to_be_visible()
+    expect(badge).to_have_text("Locked by the template")
+    expect(roles.locator(".lock-note")).to_have_count(1)  # once for the list, not per row or field
+    expect(page.locator("#id_resources-roles-1-count")).to_have_accessible_description(
+        re.compile("Locked by the template"))
+    expect(page.locator("#id_resources-roles-1-count")).to_have_value("2")
+    command = page.locator("#lock-environment-command")
+    expect(command).to_be_visible()
+    expect(page.locator("#id_environment-command")).to_have_accessible_description("Locked by the template")
+    # Lists the template leaves open keep their buttons.
+    expect(page.locator("#add-tags")).to_be_visible()
+    expect(page.locator("#add-datasets")).to_be_visible()
+    expect(page.locator("#lock-list-tags")).to_have_count(0)
+
+
+def test_remove_by_keyboard_keeps_the_focus_in_the_list(stack, member, page):
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/jobs/new")
+    add = page.locator("#add-tags")
+    for _ in range(3):
+        add.focus()
+        page.keyboard.press("Enter")
+        settle(page)
+    expect(page.locator("#list-tags .row")).to_have_count(3)
+    for i in range(3):
+        page.fill(f"#id_basic-tags-{i}-key", f"k{i}")
+
+    page.locator("#remove-tags-1").focus()
+    page.keyboard.press("Enter")
+    settle(page)
+    expect(page.locator("#list-tags .row")).to_have_count(2)
+    expect(page.locator("#id_basic-tags-1-key")).to_have_value("k2")
+    expect(page.locator("#remove-tags-1")).to_be_focused()  # the row that took the removed one's place
+
+    page.keyboard.press("Enter")  # the last row now: the focus goes to Add
+    settle(page)
+    expect(page.locator("#list-tags .row")).to_have_count(1)
+    expect(page.locator("#add-tags")).to_be_focused()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from jobs import spec, templates_lib
+from jobs.forms import wizard as glue
 from tests import portal_fixtures as pf
 
 
@@ -105,6 +107,11 @@ def test_wizard_starts_from_a_template_version_with_locked_fields_read_only(team
     assert page.status_code == 200
     assert "echo hello" in page.text and "echo v2" not in page.text
     assert 'data-locked="true"' in page.text and "Startup command" in page.text
+    # A visible note at the field, which the field points to for screen readers.
+    assert '<span class="badge warning" id="lock-environment-command">Locked by the template</span>' in page.text
+    assert re.search(r'<textarea name="environment-command"[^>]*aria-describedby="lock-environment-command"',
+                     page.text)
+    assert 'id="lock-environment-image"' not in page.text, "only locked fields say so"
     assert 'name="_template_version" value="1"' in page.text
     latest = client.get(f"/jobs/new?template={team.template.pk}")
     assert "echo v2" in latest.text
@@ -128,6 +135,77 @@ def test_the_server_refuses_a_change_to_a_locked_field(team):
     answer = wizard_post(client, unchanged, **hidden)
     assert answer.status_code == 302, answer.text[:3000]
     assert Job.objects.get(display_name="from-template").body["UserCommand"] == "echo hello"
+
+
+# One row for every list a template can lock (None: the template's own Worker row).
+LIST_ROWS = {
+    "basic.tags": {"key": "team", "value": "vision"},
+    "environment.datasets": {"id": "d-1", "mount_path": "/mnt/data"},
+    "environment.storages": {"uri": "oss://bucket/dir/", "mount_path": "/mnt/oss"},
+    "environment.envs": {"key": "MODE", "value": "offline"},
+    "resources.roles": None,
+}
+
+
+def test_every_wizard_list_is_lockable_and_covered_below():
+    lists = {f"{section}.{name}" for name, section in glue.LISTS.items()}
+    assert lists == set(LIST_ROWS) and lists <= set(templates_lib.LOCKABLE)
+
+
+def started_with_locked_list(team, path):
+    """A new template version with one row in the list at `path`, that list locked; the member's client and
+    the data the page posts."""
+    section, name = path.split(".")
+    s = sections()
+    if LIST_ROWS[path]:
+        s[section][name] = [{**spec.ROW_FIELDS[name], **LIST_ROWS[path]}]
+    version = templates_lib.save(team.alpha, team.users["admin"], "base", s)
+    templates_lib.set_locks(team.template, team.users["admin"], [path])
+    hidden = {"_template": team.template.pk, "_template_version": version.number, "_workspace": team.alpha.pk}
+    return pf.client_for(team.users["member"]), {**glue.sections_to_data(s), **hidden, f"_checked-{section}": "1"}
+
+
+@pytest.mark.parametrize("path", sorted(LIST_ROWS))
+def test_rows_of_a_locked_list_are_neither_added_nor_removed(team, path):
+    from jobs.models import Job
+
+    section, name = path.split(".")
+    client, data = started_with_locked_list(team, path)
+    page = client.get(f"/jobs/new?template={team.template.pk}").text
+    assert re.findall(rf'id="row-{name}-(\d+)"', page) == ["0"]
+    assert f'<span class="badge warning" id="lock-list-{name}">Locked by the template</span>' in page
+    assert f'value="{name}-0"' not in page and f'id="add-{name}"' not in page, "no Remove, no Add"
+    assert re.search(rf'name="{section}-{name}-0-\w+"[^>]*aria-describedby="lock-list-{name}"', page)
+
+    # A stale page or a hand-made POST asks anyway: nothing changes, and the list says why.
+    url = f"/jobs/new/section/{section}"
+    for action in ({"_add": name}, {"_remove": f"{name}-0"}):
+        answer = client.post(url, {**data, **action}, HTTP_HX_REQUEST="true")
+        assert answer.status_code == 200
+        assert re.findall(rf'id="row-{name}-(\d+)"', answer.text) == ["0"], action
+        assert f'<div class="note warn" role="status">{glue.LOCKED_LIST}</div>' in answer.text
+        assert "cannot be changed" not in answer.text, "the locked rows are what the template says"
+    # Without JavaScript the buttons post the whole page: the same answer, and no job.
+    answer = client.post("/jobs/new", {**data, "_remove": f"{name}-0"})
+    assert answer.status_code == 200 and glue.LOCKED_LIST in answer.text
+    assert re.findall(rf'id="row-{name}-(\d+)"', answer.text) == ["0"]
+    assert Job.objects.filter(display_name="train-a", workspace=team.alpha).count() == 1  # the fixture's only
+
+    # Only the locked list is frozen: another list of the same page still takes rows.
+    other = "envs" if name == "tags" else "tags"
+    answer = client.post(f"/jobs/new/section/{glue.LISTS[other]}", {**data, "_add": other}, HTTP_HX_REQUEST="true")
+    assert f'id="row-{other}-0"' in answer.text and glue.LOCKED_LIST not in answer.text
+
+
+def test_locked_roles_stay_when_the_framework_changes(team):
+    client, data = started_with_locked_list(team, "resources.roles")
+    answer = client.post("/jobs/new/section/resources", {**data, "resources-framework": "TensorFlow"},
+                         HTTP_HX_REQUEST="true", HTTP_HX_TRIGGER_NAME="resources-framework")
+    assert answer.status_code == 200
+    assert re.findall(r'id="row-roles-(\d+)"', answer.text) == ["0"]
+    assert re.search(r'<option value="Worker" selected>', answer.text)
+    assert "the roles are kept for the new framework" in answer.text
+    assert "Nodes and instance types is locked" not in answer.text
 
 
 def test_templates_of_other_workspaces_cannot_be_started(team):

@@ -115,6 +115,20 @@ def test_rows_are_added_and_removed_without_javascript(web):
     assert re.findall(r'<option value="(\w+)" selected>', html).count("Master") == 1
 
 
+def test_after_remove_the_focus_goes_to_the_next_rows_remove_else_to_add(web):
+    """A removed button is gone from the new section; keyboard users would land on <body>. The next row's Remove
+    takes that button's id (HTMX refocuses by id) and is autofocused, or Add is when the last row went."""
+    url = reverse("wizard_section", args=["basic"])
+    data = form_data(basic__tags__0__key="a", basic__tags__0__value="1", basic__tags__1__key="b",
+                     basic__tags__1__value="2", basic__tags__2__key="c", basic__tags__2__value="3")
+    html = web.post(url, {**data, "_remove": "tags-1"}, HTTP_HX_REQUEST="true").content.decode()
+    assert re.findall(r'<button[^>]*\bid="(remove-tags-\d|add-tags)"[^>]*\bautofocus', html) == ["remove-tags-1"]
+    assert re.search(r'id="remove-tags-1"\s[^>]*aria-label="Remove Tag 2"', html)
+    html = web.post(url, {**data, "_remove": "tags-2"}, HTTP_HX_REQUEST="true").content.decode()
+    assert re.findall(r'<button[^>]*\bid="(remove-tags-\d|add-tags)"[^>]*\bautofocus', html) == ["add-tags"]
+    assert "autofocus" not in web.post(url, {**data, "_add": "tags"}, HTTP_HX_REQUEST="true").content.decode()
+
+
 def test_changing_the_framework_brings_its_roles_and_keeps_the_instance_type(web):
     data = form_data(resources__framework="TensorFlow")  # the page was showing PyTorch
     html = web.post(reverse("wizard_section", args=["resources"]), data, HTTP_HX_REQUEST="true",

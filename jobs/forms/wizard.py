@@ -6,6 +6,10 @@ HTML field names are spec section paths made form-safe, so any path spec reports
 Rows (tags, envs, datasets, storages, roles) are whatever indices the POST carries, renumbered 0..n-1, so
 the add/remove buttons (`_add=tags`, `_remove=tags-2`) work as plain submit buttons without JavaScript.
 No rule lives here: forms parse types, jobs.spec decides what is valid.
+
+Fields and lists a job template locks (`locked`, section paths) are shown read-only with a "Locked by the
+template" badge, and their rows are never added or removed; whether a locked value was changed anyway is
+jobs.templates_lib's verdict (jobs.portal_wizard.apply).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +45,9 @@ MORE_SETTINGS = {
 MASK = spec.SECRET_PLACEHOLDER
 CATALOG_TTL = 300  # seconds an instance-type list is reused per workspace
 CATALOG_ERROR_TTL = 30  # a failure is remembered briefly, so every keystroke does not wait for a timeout
+# A locked field stays in the form (the server compares its value with the template's) but cannot be edited.
+LOCKED_ATTRS = {"readonly": "readonly", "aria-readonly": "true", "data-locked": "true", "tabindex": "-1"}
+LOCKED_LIST = "Locked by the template: rows cannot be added to or removed from this list."
 
 
 def field_name(path: str) -> str:
@@ -166,6 +173,7 @@ class FieldView:
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     hidden: bool = False
+    lock_id: str = ""  # the id of the "Locked by the template" badge describing this field, if locked
 
     @property
     def name(self) -> str:
@@ -192,6 +200,7 @@ class RowView:
     label: str
     f: dict[str, FieldView]
     errors: list[str] = field(default_factory=list)
+    focus: bool = False  # its Remove button takes the focus: the row above it was just removed
 
     @property
     def id(self) -> str:
@@ -201,6 +210,10 @@ class RowView:
     def remove_value(self) -> str:
         return f"{self.list}-{self.index}"
 
+    @property
+    def remove_id(self) -> str:
+        return f"remove-{self.list}-{self.index}"
+
 
 @dataclass
 class ListView:
@@ -209,14 +222,21 @@ class ListView:
     rows: list[RowView]
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    locked: bool = False
+    refused: list[str] = field(default_factory=list)  # a row action the lock turned down, said at the list
+    focus_add: bool = False  # the Add button takes the focus: the last row was just removed
 
     @property
     def id(self) -> str:
         return f"list-{self.name}"
 
     @property
+    def lock_id(self) -> str:
+        return f"lock-list-{self.name}"
+
+    @property
     def can_add(self) -> bool:
-        return len(self.rows) < MAX_ROWS
+        return not self.locked and len(self.rows) < MAX_ROWS
 
 
 @dataclass
@@ -263,13 +283,16 @@ class Wizard:
     """One POST (or prefilled data) bound to the six section forms, with spec's verdict mapped to fields."""
 
     def __init__(self, data: Any = None, *, catalog: Catalog | None = None, region: str = "cn-hangzhou",
-                 context: spec.Context | None = None, show: frozenset[str] | set[str] | None = None) -> None:
+                 context: spec.Context | None = None, show: frozenset[str] | set[str] | None = None,
+                 locked: Iterable[str] = ()) -> None:
         self.catalog = catalog or Catalog()
         self.context = context or spec.Context(region=region, specs=self.catalog.by_type(), reserved_tags=1)
         self.region = self.context.region
         self.data = _flatten(data)
+        self.locked = set(locked)  # section paths a job template locks: "environment.command", "resources.roles"
         self.action, self.target = self._action()
         self.messages: dict[str, list[str]] = {}  # wizard-level problems by section path (row caps)
+        self.refused: dict[str, list[str]] = {}  # row actions a lock turned down, by list path
         self.counts = self._compact_rows()
         self._reset_roles_on_framework_change()
         self._apply_row_action()
@@ -280,6 +303,7 @@ class Wizard:
                    for i in range(self.counts[name])]
             for name, section in LISTS.items()
         }
+        self._lock_widgets()
         self.raw_sections = self._sections()
         # Hidden fields may still carry values (kept so switching back restores them); they never count.
         self.sections = spec.prune_inapplicable(self.raw_sections)
@@ -347,19 +371,31 @@ class Wizard:
                 self.data[f"{prefix}{i}-{key}"] = value
         self.counts[name] = min(len(rows), MAX_ROWS)
 
+    def _list_locked(self, name: str) -> bool:
+        return f"{LISTS[name]}.{name}" in self.locked
+
     def _reset_roles_on_framework_change(self) -> None:
         """A new framework brings its own role rows; the first row's resources carry over."""
         shown = self.data.get("_framework_shown", "")
         framework = self.data.get("resources-framework", "")
         if not shown or shown == framework or framework not in C.FRAMEWORKS:
             return
+        if self._list_locked("roles"):
+            # Replacing locked rows could only end in a lock error, and switching back would not restore them.
+            self.refused.setdefault("resources.roles", []).append(
+                "Locked by the template: the roles are kept for the new framework.")
+            return
         old = self._rows("roles")
         keep = {k: v for k, v in (old[0] if old else {}).items() if k not in ("role", "count")}
         self._set_rows("roles", [{**keep, "role": role, "count": "1"} for role in resources.initial_roles(framework)])
 
     def _apply_row_action(self) -> None:
+        name = self.target if self.action == "add" else self.target[0] if self.action == "remove" else None
+        if name is not None and self._list_locked(name):
+            # The buttons are not shown for a locked list; a stale page or a hand-made POST gets a no-op.
+            self.refused.setdefault(f"{LISTS[name]}.{name}", []).append(LOCKED_LIST)
+            return
         if self.action == "add":
-            name = self.target
             rows = self._rows(name)
             if len(rows) >= MAX_ROWS:
                 self.messages.setdefault(f"{LISTS[name]}.{name}", []).append(f"At most {MAX_ROWS} rows.")
@@ -374,6 +410,25 @@ class Wizard:
             rows = self._rows(name)
             if index < len(rows):
                 self._set_rows(name, rows[:index] + rows[index + 1:])
+
+    def _lock_widgets(self) -> None:
+        for section, form in self.forms.items():
+            for name, form_field in form.fields.items():
+                if f"{section}.{name}" in self.locked:
+                    form_field.widget.attrs.update(LOCKED_ATTRS)
+        for name, forms in self.row_forms.items():
+            if self._list_locked(name):
+                for form in forms:
+                    for form_field in form.fields.values():
+                        form_field.widget.attrs.update(LOCKED_ATTRS)
+
+    def _focus_after_remove(self, name: str) -> tuple[int | None, bool]:
+        """After a Remove, the focus goes to the Remove of the row that took its place, else to Add (the
+        removed button is gone, so without this keyboard users land on <body>): (row index, add)."""
+        if self.action != "remove" or self.target[0] != name or self._list_locked(name):
+            return None, False
+        index = self.target[1]
+        return (index, False) if index < self.counts[name] else (None, True)
 
     def _ui(self) -> dict:
         get = self.data.get
@@ -511,26 +566,36 @@ class Wizard:
                                                        "hx-swap": "outerHTML", "hx-trigger": "change",
                                                        "hx-sync": "closest section:replace"})
 
-            def fv(bf: BoundField, path: str) -> FieldView:
-                view = FieldView(bf, path, placed.get(path, []), note_at.get(path, []), path in hidden)
+            def fv(bf: BoundField, path: str, lock_id: str = "") -> FieldView:
+                if not lock_id and path in self.locked:
+                    lock_id = f"lock-{bf.html_name}"
+                view = FieldView(bf, path, placed.get(path, []), note_at.get(path, []), path in hidden, lock_id)
+                described = [lock_id] if lock_id else []
                 if view.errors:
                     bf.field.widget.attrs["aria-invalid"] = "true"
-                    bf.field.widget.attrs["aria-describedby"] = f"err-{bf.html_name}"
+                    described.append(f"err-{bf.html_name}")
+                if described:
+                    bf.field.widget.attrs["aria-describedby"] = " ".join(described)
                 return view
 
             fields = {name: fv(form[name], f"{section}.{name}") for name in form.fields}
             lists = {}
             for name in module.ROWS:
-                rows = []
+                path = f"{section}.{name}"
+                focus_row, focus_add = self._focus_after_remove(name)
+                lv = ListView(name, section, [], placed.get(path, []), note_at.get(path, []),
+                              locked=self._list_locked(name), refused=self.refused.get(path, []), focus_add=focus_add)
+                # Row fields share the list's one badge: it is shown once, above the rows.
+                lock_id = lv.lock_id if lv.locked else ""
                 for i, row_form in enumerate(self.row_forms[name]):
                     base = f"{section}.{name}[{i}]"
                     label = f"{module.ROW_LABELS[name]} {i + 1}"
                     if name == "roles":
                         label = str(row_form["role"].value() or label)
-                    rows.append(RowView(name, i, label, {k: fv(row_form[k], f"{base}.{k}") for k in row_form.fields},
-                                        placed.get(base, [])))
-                path = f"{section}.{name}"
-                lists[name] = ListView(name, section, rows, placed.get(path, []), note_at.get(path, []))
+                    lv.rows.append(RowView(name, i, label,
+                                           {k: fv(row_form[k], f"{base}.{k}", lock_id) for k in row_form.fields},
+                                           placed.get(base, []), focus=i == focus_row))
+                lists[name] = lv
             view = SectionView(section, module.TITLE, fields, lists, placed.get(section, []),
                                note_at.get(section, []), checked=section in self.show, ui=self.ui)
             view.more_open = self._more_open(view)
