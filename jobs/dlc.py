@@ -6,7 +6,10 @@ regional PAI-DLC endpoint or at the embedded localdlc service, so tests exercise
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,6 +20,8 @@ from alibabacloud_credentials.provider import (
     ProfileCredentialsProvider,
     RamRoleArnCredentialsProvider,
 )
+from alibabacloud_credentials.utils import auth_constant as credentials_constants
+from alibabacloud_credentials.utils import auth_util as credentials_env
 from alibabacloud_pai_dlc20201203 import models as dlc_models
 from alibabacloud_pai_dlc20201203.client import Client
 from alibabacloud_tea_openapi import exceptions as api_exceptions
@@ -35,6 +40,13 @@ THROTTLING_CODES = ("Throttling", "ServiceUnavailable", "InternalError", "Servic
 # Transport errors (by class name, whatever HTTP library the SDK uses) raised before a connection existed.
 NOT_CONNECTED_ERRORS = frozenset({"ConnectionRefusedError", "NewConnectionError", "ConnectTimeoutError",
                                   "ConnectTimeout", "NameResolutionError"})
+# Of those, the ones that say the endpoint as configured cannot be reached (nothing listens, the name does not
+# resolve): a retry seconds later meets the same. A connect timeout is not among them: it may pass.
+UNREACHABLE_ERRORS = frozenset({"ConnectionRefusedError", "NameResolutionError", "gaierror"})
+# Codes (and code prefixes) of a refused signature or unknown AccessKey: the credentials, not the request.
+CREDENTIAL_CODES = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "IncompleteSignature", "InvalidSecurityToken",
+                    "MissingSecurityToken", "InvalidAuthorization", "Console.Credential")
+PERMISSION_CODES = ("Forbidden", "NoPermission", "NotAuthorized", "Unauthorized", "AccessDenied")
 # How many unverifiable candidates a tag look-up confirms with GetJob before giving up on them.
 TAG_CONFIRM_LIMIT = 5
 
@@ -51,6 +63,29 @@ class DLCError(Exception):
     transient: bool = False
     ambiguous: bool = False
     retry_after: float | None = None  # seconds the backend (or the console) asks to wait before retrying
+    unreachable: bool = False  # the endpoint refused the connection or its name did not resolve
+
+    @property
+    def persistent(self) -> bool:
+        """Trying again in a few seconds meets the same failure (credentials, signature, permission, an endpoint
+        that cannot be reached), so a periodic caller should back off; throttling, 5xx and timeouts pass."""
+        return not self.transient or self.unreachable
+
+    @property
+    def kind(self) -> str:
+        """What went wrong, in the console's words: credentials, permission, endpoint, settings, busy, network
+        or request."""
+        if self.code.startswith(CREDENTIAL_CODES):
+            return "credentials"
+        if self.code.startswith(PERMISSION_CODES) or self.status == 403:
+            return "permission"
+        if self.unreachable:
+            return "endpoint"
+        if self.code.startswith("Console."):
+            return "settings"  # failed before sending: an endpoint, region or profile the SDK cannot use
+        if self.transient:
+            return "network" if self.code.startswith("Connection.") else "busy"
+        return "request"
 
     def __str__(self) -> str:
         rid = f" (RequestId {self.request_id})" if self.request_id else ""
@@ -93,6 +128,25 @@ def redact(text: str) -> str:
     return _SECRET_VALUE.sub(lambda m: f"{m['name']}***", text)
 
 
+class _OneLineCredentialsLog(logging.Filter):
+    """The credentials library logs each failed credentials refresh twice, the second time with a full
+    traceback (and through a handler of its own as well as ours): every call of a workspace without working
+    credentials. The failure is also raised to our caller, which reports it once, redacted: drop those
+    records here, and mask secrets in the library's other warnings."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.exc_info or "cached value is None" in text:
+            return False
+        record.msg, record.args = redact(text), ()
+        return True
+
+
+_credentials_log = logging.getLogger("credentials")
+if not any(isinstance(f, _OneLineCredentialsLog) for f in _credentials_log.filters):
+    _credentials_log.addFilter(_OneLineCredentialsLog())
+
+
 def classify(exc: Exception) -> DLCError:
     if isinstance(exc, DLCError):
         return exc
@@ -118,7 +172,30 @@ def classify(exc: Exception) -> DLCError:
         # nothing was sent, and trying again will not help.
         return DLCError(f"Console.{type(causes[-1]).__name__}", detail)
     # No answer: refused before sending is harmless; a reset or timeout after sending may have taken effect.
-    return DLCError(f"Connection.{type(exc).__name__}", detail, transient=True, ambiguous=not _never_sent(exc))
+    return DLCError(f"Connection.{type(exc).__name__}", detail, transient=True, ambiguous=not _never_sent(exc),
+                    unreachable=any(type(e).__name__ in UNREACHABLE_ERRORS for e in causes))
+
+
+_REASONS = {
+    "credentials": "DLC credentials are not working for this workspace",
+    "permission": "the workspace's DLC credentials are not allowed to do this",
+    "endpoint": "the workspace's DLC endpoint cannot be reached as configured",
+    "settings": "the console could not call DLC with this workspace's settings",
+    "network": "DLC did not answer in time",
+    "busy": "DLC is busy or failing",
+    "request": "DLC refused the request",
+}
+
+
+def reason(err: DLCError, *, code: bool = True) -> str:
+    """A short account of a failure that is safe to show anyone in the workspace: no local file paths, no
+    credential chain, no message text (the full, redacted text is for logs and the admins' settings page)."""
+    return f"{_REASONS[err.kind]} ({err.code})" if code else _REASONS[err.kind]
+
+
+def needs_admin(err: DLCError) -> bool:
+    """Only a workspace admin (or the console's operator) can fix this: its settings or its credentials."""
+    return err.kind in ("credentials", "permission", "endpoint", "settings")
 
 
 def in_flight_window() -> float:
@@ -135,7 +212,48 @@ def api_time(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# One credentials client per way of getting credentials, reused while its files are unchanged. A new one per call
+# would walk the default chain (and ask the ECS metadata service) every time, assume a RAM role per request, and
+# leak a thread: each EcsRamRoleCredentialsProvider starts a background scheduler that is never shut down.
+_credential_clients: dict[tuple, tuple[tuple, CredentialClient]] = {}
+_credential_lock = threading.Lock()
+
+
+def _stamps(*paths: str) -> tuple:
+    """The files' modification times, so an edited credentials file is read again."""
+    found = []
+    for path in paths:
+        try:
+            found.append(os.stat(path).st_mtime_ns)
+        except OSError:
+            found.append(None)
+    return tuple(found)
+
+
 def credentials_for(workspace) -> CredentialClient:
+    if workspace.is_local:
+        key = ("profile", settings.LOCALDLC_CREDENTIALS_FILE, "localdlc", workspace.role_arn)
+        files = [settings.LOCALDLC_CREDENTIALS_FILE]
+    elif workspace.credential_profile:
+        key = ("profile", settings.DLC_CREDENTIALS_FILE, workspace.credential_profile, workspace.role_arn)
+        files = [settings.DLC_CREDENTIALS_FILE or _default_profile_file()]
+    else:
+        key = ("default", "", "", workspace.role_arn)
+        files = [os.path.join(credentials_constants.HOME, ".aliyun", "config.json"), _default_profile_file()]
+    stamps = _stamps(*files)
+    with _credential_lock:
+        cached = _credential_clients.get(key)
+        if cached is None or cached[0] != stamps:
+            cached = _credential_clients[key] = (stamps, _new_credentials(workspace))
+    return cached[1]
+
+
+def _default_profile_file() -> str:
+    return credentials_env.environment_credentials_file or os.path.join(
+        credentials_constants.HOME, ".alibabacloud", "credentials.ini")
+
+
+def _new_credentials(workspace) -> CredentialClient:
     if workspace.is_local:
         provider = ProfileCredentialsProvider(
             profile_file=settings.LOCALDLC_CREDENTIALS_FILE, profile_name="localdlc"

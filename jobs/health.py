@@ -10,7 +10,7 @@ from django.db import connection
 from django.http import JsonResponse
 
 from consoleapp.celery import app
-from jobs import dlc
+from jobs import dlc, syncstate
 from jobs.models import Workspace
 
 
@@ -54,6 +54,9 @@ def healthz(request):
     with ThreadPoolExecutor(max_workers=8) as pool:
         results |= dict(zip(checks, pool.map(_check, checks.values()), strict=True))
     ok = all(r["ok"] for r in results.values())
+    body: dict = {"ok": ok}
     if not detailed:
         results = {name: {"ok": r["ok"]} for name, r in results.items()}
-    return JsonResponse({"ok": ok, "checks": results}, status=200 if ok else 503)
+    elif results["database"]["ok"]:
+        body["failing_syncs"] = syncstate.failing_count()  # details on each workspace's settings page
+    return JsonResponse({**body, "checks": results}, status=200 if ok else 503)

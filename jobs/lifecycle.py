@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import access, audit, batchwrite, dlc, secretbox, spec
+from jobs import access, audit, batchwrite, dlc, secretbox, spec, syncstate
 from jobs import status as st
 from jobs.models import Job, Workspace, WorkspaceSync
 
@@ -108,9 +108,10 @@ def submit(job_id: int) -> str:
         remote_id = dlc.create_job(job.workspace, wire_body(job, secretbox.unseal(job.sealed_secrets)))
     except dlc.DLCError as err:
         if err.code != IN_FLIGHT and (not sent or not err.ambiguous):
-            # An answer came back (or nothing was sent): no attempt of ours is in flight any more.
+            # An answer came back (or nothing was sent): no attempt of ours is in flight any more. Its error is kept
+            # so the job page can say why the job still waits (adopt() clears it once DLC has the job).
             Job.objects.filter(pk=job.pk, dlc_job_id="", submit_unanswered_since=claim).update(
-                submit_unanswered_since=None
+                submit_unanswered_since=None, submit_error=err.as_dict()
             )
         if err.transient:
             raise
@@ -263,7 +264,8 @@ def _take_lease(workspace: Workspace) -> WorkspaceSync | None:
         state = WorkspaceSync.objects.get(workspace=workspace)
     now = timezone.now()
     free = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
-    if not WorkspaceSync.objects.filter(free, pk=state.pk).update(lease_until=now + SYNC_LEASE):
+    due = Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)  # not backing off (jobs.syncstate)
+    if not WorkspaceSync.objects.filter(free, due, pk=state.pk).update(lease_until=now + SYNC_LEASE):
         return None
     state.refresh_from_db()
     return state
@@ -271,24 +273,26 @@ def _take_lease(workspace: Workspace) -> WorkspaceSync | None:
 
 def sync_workspace(workspace: Workspace) -> list[int] | None:
     """One status cycle for a workspace. Returns the ids of jobs that ended in it (their logs get archived),
-    or None when another cycle for this workspace is still running.
+    or None when another cycle for this workspace is still running, or its sync is backing off after failures.
 
     ListJobs calls: one per page of active jobs (JobIds filter) plus one for the import.
     """
     state = _take_lease(workspace)
     if state is None:
         return None
-    error = ""
+    failure: dlc.DLCError | None = None
     try:
         ended = sync_active(workspace)
         ended += import_new(workspace, state)
-    except dlc.DLCError as err:
-        error = str(err)
+    except Exception as exc:
+        failure = dlc.classify(exc)
         raise
     finally:
+        now = timezone.now()
         WorkspaceSync.objects.filter(pk=state.pk).update(
-            lease_until=None, cycles=state.cycles + 1, last_cycle_at=timezone.now(), last_error=error,
+            lease_until=None, cycles=state.cycles + 1, last_cycle_at=now,
             import_from=state.import_from, import_page=state.import_page,
+            **syncstate.after_cycle(workspace, state, failure, now),
         )
     for job_id in ended:
         _enqueue_archive(job_id)
@@ -400,7 +404,8 @@ def _check_missing(job: Job) -> bool:
     try:
         item = dlc.get_job(job.workspace, job.dlc_job_id)
     except dlc.DLCError as err:
-        if err.status != 404:
+        # An unknown AccessKey is a 404 too (InvalidAccessKeyId.NotFound): that says nothing about the job.
+        if err.status != 404 or err.kind == "credentials":
             log.warning("job %s (%s) is missing from ListJobs and GetJob failed: %s", job.pk, job.dlc_job_id, err)
             return False
         item = {"Status": "Failed", "ReasonCode": err.code or "JobNotFound",

@@ -168,7 +168,8 @@ class Job(models.Model):
 
 
 class WorkspaceSync(models.Model):
-    """Status-sync bookkeeping per workspace: a lease so one cycle runs at a time, and the import cursor."""
+    """Status-sync bookkeeping per workspace: a lease so one cycle runs at a time, the import cursor, and how the
+    cycles go (jobs.syncstate): the last failure, and a back-off while it is one that retrying will not fix."""
 
     workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="sync_state")
     lease_until = models.DateTimeField(null=True, blank=True)
@@ -177,10 +178,20 @@ class WorkspaceSync(models.Model):
     import_page = models.PositiveIntegerField(default=1)
     cycles = models.PositiveBigIntegerField(default=0)
     last_cycle_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
+    last_error = models.TextField(blank=True)  # the failing cycle's full error, redacted: for admins and logs
+    last_reason = models.CharField(max_length=255, blank=True)  # its short account (jobs.dlc.reason)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    failing_since = models.DateTimeField(null=True, blank=True)  # null while cycles succeed
+    failures = models.PositiveIntegerField(default=0)  # consecutive failed cycles
+    next_attempt_at = models.DateTimeField(null=True, blank=True)  # backing off: no cycle before this
 
     def __str__(self) -> str:
         return f"sync of {self.workspace_id}"
+
+    @property
+    def failing(self) -> bool:
+        return self.failing_since is not None
 
 
 class PodLog(models.Model):

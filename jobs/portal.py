@@ -20,7 +20,7 @@ from django.utils.text import slugify
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from jobs import access, apitokens, audit, dlc, export, policies, ratelimit, spec, templates_lib
+from jobs import access, apitokens, audit, dlc, export, policies, ratelimit, secretbox, spec, syncstate, templates_lib
 from jobs.models import AuditEvent, Membership, Workspace, WorkspacePolicy
 from jobs.portal_forms import (
     SETTINGS_FIELDS,
@@ -40,6 +40,8 @@ from jobs.portal_forms import (
 AUDIT_PAGE_SIZE = 50
 # The session key under which an import hands its wizard data to the wizard (see take_prefill).
 PREFILL_SESSION_KEY = "dlc-console:wizard-prefill"
+# A token just created, sealed (jobs.secretbox), until the page the create redirects to shows it once.
+NEW_TOKEN_SESSION_KEY = "dlc-console:new-api-token"
 
 
 def _current_workspace(request: HttpRequest) -> Workspace | None:
@@ -55,28 +57,40 @@ def _user_workspaces(request: HttpRequest) -> list[Workspace]:
 
 
 def nav(request: HttpRequest) -> dict[str, Any]:
-    """Context processor: the workspace switcher and the admin links of the top bar.
+    """Context processor: the workspace switcher and the links of the top bar, each shown only to those who may
+    follow it. The switcher shows the page's workspace (a job's page shows the job's, see views.show_workspace),
+    and Create job and the settings link act in it; Import always imports into the chosen workspace.
 
-    Lazy, because every render runs it, HTMX fragments that never show the top bar included.
+    Lazy, because every render runs it, HTMX fragments that never show the top bar included. No query of its
+    own: the workspaces come with the user's role in each (views.user_workspaces, read once per request).
     """
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
+    from jobs.views import shown_workspace
+
     found: dict[str, Workspace | None] = {}
 
-    def current() -> Workspace | None:
+    def shown() -> Workspace | None:
         if "workspace" not in found:
-            found["workspace"] = _current_workspace(request)
+            found["workspace"] = shown_workspace(request)
         return found["workspace"]
 
-    def is_admin() -> bool:
-        workspace = current()
-        return bool(workspace and access.can(user, "manage", workspace=workspace))
+    def may(action: str, workspace: Workspace | None) -> bool:
+        return bool(workspace and access.can(user, action, workspace=workspace))
+
+    def create_url() -> str:
+        workspace, url = shown(), reverse("job_create")
+        # The wizard starts in the chosen workspace unless told otherwise: tell it when the page shows another.
+        return f"{url}?_workspace={workspace.pk}" if workspace and workspace != _current_workspace(request) else url
 
     return {
         "nav_workspaces": SimpleLazyObject(lambda: _user_workspaces(request)),
-        "nav_workspace": SimpleLazyObject(current),
-        "nav_is_admin": SimpleLazyObject(is_admin),
+        "nav_workspace": SimpleLazyObject(shown),
+        "nav_is_admin": SimpleLazyObject(lambda: may("manage", shown())),
+        "nav_can_create": SimpleLazyObject(lambda: may("create", shown())),
+        "nav_create_url": SimpleLazyObject(create_url),
+        "nav_can_import": SimpleLazyObject(lambda: may("create", _current_workspace(request))),
     }
 
 
@@ -148,6 +162,7 @@ def workspace_settings(request: HttpRequest, ws: int) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             workspace = form.save()
+            syncstate.retry_soon(workspace)  # a sync backing off after failures tries the saved settings now
             changed = audit.changes(before, _settings_of(workspace))
             if changed:
                 audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="settings",
@@ -311,15 +326,21 @@ def audit_log(request: HttpRequest, ws: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def api_tokens(request: HttpRequest) -> HttpResponse:
-    """The caller's tokens. A new token is shown in this one response only, never stored in plaintext."""
+    """The caller's tokens and the form that creates one (Post/Redirect/Get: reloading the page after a create
+    creates nothing). A new token is shown once, on the page the create redirects to; never stored in plaintext."""
     form = TokenForm(request.POST or None, user=request.user)
-    new_token = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        token, new_token = apitokens.create_token(request.user, data["name"], workspace=data["workspace"],
-                                                  read_only=data["read_only"], expires_in_days=data["expiry"])
+        token, raw = apitokens.create_token(request.user, data["name"], workspace=data["workspace"],
+                                            read_only=data["read_only"], expires_in_days=data["expiry"])
         apitokens.record(request.user, token, "created")
-        form = TokenForm(user=request.user)
+        # Sealed, because session data is only signed: its row in the database (or a signed cookie) would
+        # otherwise hold the token in the clear until the redirect's GET takes it out.
+        request.session[NEW_TOKEN_SESSION_KEY] = secretbox.seal({"token": raw})
+        return redirect("api_tokens")
+    new_token = None
+    if request.method == "GET":
+        new_token = secretbox.unseal(request.session.pop(NEW_TOKEN_SESSION_KEY, "")).get("token")
     tokens = request.user.api_tokens.select_related("workspace")
     return render(request, "portal/api.html", {"form": form, "tokens": tokens, "new_token": new_token})
 

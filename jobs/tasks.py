@@ -36,8 +36,12 @@ def sync_jobs() -> int:
     for workspace in Workspace.objects.all():
         try:
             done = lifecycle.sync_workspace(workspace)
-        except dlc.DLCError as err:
-            log.warning("sync of workspace %s failed: %s", workspace.pk, err)
+        except dlc.DLCError:
+            continue  # on its WorkspaceSync, and logged once when it started failing (jobs.syncstate)
+        except Exception:
+            # A bug or a database error in one workspace must not keep the others from syncing; its cycles back
+            # off like any other failure's, so this traceback does not come every beat tick.
+            log.exception("sync of workspace %s failed", workspace.pk)
             continue
         ended += len(done or [])
     return ended

@@ -34,6 +34,26 @@ def current_workspace(request: HttpRequest) -> Workspace | None:
     return next((ws for ws in workspaces if ws.pk == chosen), workspaces[0] if workspaces else None)
 
 
+def show_workspace(request: HttpRequest, workspace: Workspace) -> None:
+    """Have the top bar show this page's workspace (a job's page, whatever workspace is chosen), leaving the
+    user's choice as it is: only the switcher changes that."""
+    request._shown_workspace_id = workspace.pk
+
+
+def shown_workspace(request: HttpRequest) -> Workspace | None:
+    """The workspace the top bar shows and its links act in: the page's own (show_workspace), else the chosen."""
+    wanted = getattr(request, "_shown_workspace_id", None)
+    # From the list read once per request, which knows the user's role in each: the top bar's checks need no query.
+    found = next((ws for ws in user_workspaces(request) if ws.pk == wanted), None) if wanted else None
+    return found or current_workspace(request)
+
+
+def can_select(request: HttpRequest, workspace: Workspace | None) -> bool:
+    """Whether the job list offers row checkboxes and "Stop selected": members stop their own jobs and admins
+    anyone's, so exactly those who may create jobs; a viewer stops nothing."""
+    return bool(workspace and access.can(request.user, "create", workspace=workspace))
+
+
 def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | None = None,
                      sealed_secrets: str = "", cloned_from: Job | None = None) -> Job:
     """Save a job and hand it to a worker once the row is committed; the request never calls DLC."""
@@ -104,6 +124,8 @@ def _list_context(request: HttpRequest, workspace: Workspace | None, filters: li
     page = listing.page(listing.for_rows(_workspace_jobs(request, workspace)), filters, user=request.user)
     return {
         "workspace": workspace,
+        "can_create": bool(workspace and access.can(request.user, "create", workspace=workspace)),
+        "selectable": can_select(request, workspace),
         "filters": filters,
         "page": page,
         "rows": listing.rows(page.jobs),
@@ -137,6 +159,7 @@ def job_rows(request: HttpRequest) -> HttpResponse:
     filters = listing.Filters.from_query(request.GET)
     return render(request, "jobs/_rows.html", {
         "rows": listing.rows(changed, checked=_ids(request.GET.getlist("job"))),
+        "selectable": bool(changed) and can_select(request, current_workspace(request)),
         "poll_url": _poll_url(filters, [job for job in jobs if job.is_active]),
         "counts_url": _url("job_counts", filters.query()),
     })
@@ -155,7 +178,9 @@ def job_counts(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def job_row(request: HttpRequest, pk: int) -> HttpResponse:
-    return render(request, "jobs/_row.html", {"rows": listing.rows([access.get_job(request.user, pk)])})
+    job = access.get_job(request.user, pk)
+    return render(request, "jobs/_row.html", {"rows": listing.rows([job]),
+                                              "selectable": can_select(request, job.workspace)})
 
 
 @login_required
@@ -171,7 +196,8 @@ def jobs_stop(request: HttpRequest) -> HttpResponse:
             messages.info(request, f"{result.name}: {result.text}")
         return redirect("job_list")
     rows = listing.rows(listing.for_rows(access.jobs_for(request.user).filter(pk__in=found)))
-    return render(request, "jobs/_bulk_result.html", {"results": results, "rows": rows})
+    return render(request, "jobs/_bulk_result.html", {"results": results, "rows": rows,
+                                                      "selectable": can_select(request, current_workspace(request))})
 
 
 # --- job page -------------------------------------------------------------------------------------------
@@ -184,6 +210,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = jobpage.live(job, request.user)
     if _partial(request):
         return render(request, "jobs/_detail_live.html", context)
+    show_workspace(request, job.workspace)
     context["sections"] = jobpage.sections(job)
     context["pod_id"] = request.GET.get("pod", "")
     return render(request, "jobs/detail.html", context)

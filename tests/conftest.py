@@ -13,6 +13,9 @@ from consoleapp.stack import Stack, free_port
 
 # Playwright's sync API runs an event loop in the test thread; our ORM calls there are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# The default credentials chain must not ask an ECS metadata service (100.100.100.200) from a test: set before
+# alibabacloud_credentials is first imported (it reads the environment then), and inherited by the stack.
+os.environ.setdefault("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
 
 pytest_plugins = ["tests.support.localdlc", "tests.support.browser", "tests.support.pages"]
 

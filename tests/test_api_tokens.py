@@ -19,9 +19,11 @@ def team(db):
     return pf.make_team()
 
 
-def create_on_page(client, name="ci"):
-    page = client.post("/account/api", {"name": name})
-    assert page.status_code == 200
+def create_on_page(client, name="ci", **fields):
+    """Post/Redirect/Get: the create answers with a redirect, and the page it leads to shows the token."""
+    answer = client.post("/account/api", {"name": name, **fields})
+    assert answer.status_code == 302 and answer["Location"] == "/account/api"
+    page = client.get(answer["Location"])
     match = re.search(r'id="token-value">(dlcc_[A-Za-z0-9_-]+)<', page.text)
     assert match, "the new token is shown on the page"
     return match.group(1), page
@@ -37,6 +39,65 @@ def test_token_is_shown_once_and_stored_as_its_sha256(team):
     again = client.get("/account/api")
     assert raw not in again.text and token.prefix in again.text
     assert AuditEvent.objects.filter(action="token", details__event="created").exists()
+
+
+def stored_session(client) -> tuple[str, dict]:
+    """The client's session as the session store holds it: the raw row and what it decodes to."""
+    from django.contrib.sessions.models import Session
+
+    row = Session.objects.get(session_key=client.cookies["sessionid"].value)
+    return row.session_data, row.get_decoded()
+
+
+def test_a_create_redirects_and_the_next_get_alone_shows_the_token(team, caplog):
+    import logging
+
+    from jobs.portal import NEW_TOKEN_SESSION_KEY
+
+    client = pf.client_for(team.users["member"])
+    with caplog.at_level(logging.DEBUG):
+        answer = client.post("/account/api", {"name": "ci"})
+        assert answer.status_code == 302 and answer["Location"] == "/account/api"
+        # Between the create and the GET the session carries the token, sealed: its row is in the database.
+        row, decoded = stored_session(client)
+        assert NEW_TOKEN_SESSION_KEY in decoded
+        page = client.get("/account/api")
+    raw = re.search(r'id="token-value">(dlcc_[A-Za-z0-9_-]+)<', page.text).group(1)
+    assert page.text.count(raw) == 1 and 'data-copy="#token-value"' in page.text
+    assert raw not in row and raw not in str(decoded), "the session store never holds the token in the clear"
+    assert raw not in caplog.text
+    assert NEW_TOKEN_SESSION_KEY not in stored_session(client)[1], "shown once, then gone from the session"
+
+    # Reloading the page (F5 on the GET the redirect led to) shows no token and creates none.
+    again = client.get("/account/api")
+    assert again.status_code == 200 and raw not in again.text and 'id="token-value"' not in again.text
+    assert ApiToken.objects.count() == 1
+    assert AuditEvent.objects.filter(action="token", details__event="created").count() == 1
+    assert raw not in str(list(ApiToken.objects.values())) + str(list(AuditEvent.objects.values()))
+
+
+def test_a_form_error_is_shown_in_place_and_leaves_nothing_to_show_later(team):
+    from jobs.portal import NEW_TOKEN_SESSION_KEY
+
+    client = pf.client_for(team.users["member"])
+    page = client.post("/account/api", {"name": "", "expiry": "30"})
+    assert page.status_code == 200 and field_errors(page.text, "name")
+    assert NEW_TOKEN_SESSION_KEY not in client.session
+    assert 'id="token-value"' not in client.get("/account/api").text and not ApiToken.objects.exists()
+
+
+def test_a_token_sealed_under_another_key_is_not_shown_nor_a_500(team):
+    # A session written under another secret-box key (a rotated key, a copied session) shows nothing.
+    from cryptography.fernet import Fernet
+
+    from jobs.portal import NEW_TOKEN_SESSION_KEY
+
+    client = pf.client_for(team.users["member"])
+    session = client.session
+    session[NEW_TOKEN_SESSION_KEY] = Fernet(Fernet.generate_key()).encrypt(b'{"token": "dlcc_forged"}').decode()
+    session.save()
+    page = client.get("/account/api")
+    assert page.status_code == 200 and "dlcc_forged" not in page.text and 'id="token-value"' not in page.text
 
 
 def test_bearer_token_authenticates_and_updates_last_used(team):
@@ -337,8 +398,7 @@ def test_an_expired_token_gets_a_401_that_says_so(team):
     from django.utils import timezone
 
     client = pf.client_for(team.users["member"])
-    page = client.post("/account/api", {"name": "week", "expiry": "7"})
-    raw = re.search(r'id="token-value">(dlcc_[A-Za-z0-9_-]+)<', page.text).group(1)
+    raw, _ = create_on_page(client, "week", expiry="7")
     token = ApiToken.objects.get()
     assert timedelta(days=7) - timedelta(minutes=5) < token.expires_at - timezone.now() <= timedelta(days=7)
     assert call(raw, "GET", "/api/v1/jobs").status_code == 200
@@ -377,9 +437,7 @@ def test_the_page_offers_90_days_by_default_and_a_name_only_post_gets_them(team)
 
 def test_the_account_page_lists_scope_expiry_and_last_use(both):
     client = pf.client_for(both.users["member"])
-    answer = client.post("/account/api", {"name": "ci-ro", "workspace": both.alpha.pk, "read_only": "on",
-                                          "expiry": "30"})
-    raw = re.search(r'id="token-value">(dlcc_[A-Za-z0-9_-]+)<', answer.text).group(1)
+    raw, _ = create_on_page(client, "ci-ro", workspace=both.alpha.pk, read_only="on", expiry="30")
     token = ApiToken.objects.get()
     assert (token.workspace, token.read_only) == (both.alpha, True)
     row = re.search(rf'<tr id="token-{token.pk}">(.*?)</tr>', client.get("/account/api").text, re.S).group(1)
@@ -421,9 +479,7 @@ def test_creating_a_token_audits_its_scope_never_the_token(both, caplog):
 
     client = pf.client_for(both.users["admin"])
     with caplog.at_level(logging.DEBUG):
-        answer = client.post("/account/api", {"name": "deploy", "workspace": both.beta.pk, "read_only": "on",
-                                              "expiry": "365"})
-        raw = re.search(r'id="token-value">(dlcc_[A-Za-z0-9_-]+)<', answer.text).group(1)
+        raw, _ = create_on_page(client, "deploy", workspace=both.beta.pk, read_only="on", expiry="365")
         call(raw, "GET", "/api/v1/jobs")
         client.post("/account/api", {"name": "everything", "expiry": "never"})
     token = ApiToken.objects.get(name="deploy")

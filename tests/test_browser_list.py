@@ -121,3 +121,34 @@ def test_stop_selected_asks_then_reports_per_job_and_stops_the_running_one(stack
     assert asked and "Stop the selected jobs?" in asked[0]
     expect(page.locator(f"#job-{running.pk} .badge")).to_have_text("Stopped", timeout=60_000)
     expect(page.locator(f"#job-{done.pk} .badge")).to_have_text("Succeeded")
+
+
+def test_a_viewer_is_offered_nothing_it_may_not_do_and_stop_asks_only_with_jobs_ticked(stack, member, workspace,
+                                                                                        page):
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Membership
+
+    viewer = get_user_model().objects.create_user("vic", password=PASSWORD)
+    Membership.objects.create(user=viewer, workspace=workspace, role=Membership.VIEWER)
+    job = Job.objects.create(workspace=workspace, owner=member, display_name="finished", status="Succeeded",
+                             job_type="PyTorchJob")
+    sign_in(page, stack.url, viewer.username, PASSWORD)
+    expect(rows(page)).to_have_count(1)
+    expect(page.locator("header nav a")).to_have_text(["Jobs", "Templates", "API"])
+    expect(page.locator("main").get_by_text("Create job")).to_have_count(0)
+    expect(page.locator("#stop-selected")).to_have_count(0)
+    expect(page.locator("input[type=checkbox]")).to_have_count(0)
+
+    page.context.clear_cookies()
+    sign_in(page, stack.url, member.username, PASSWORD)
+    expect(page.locator("header nav a")).to_have_text(["Jobs", "Create job", "Templates", "Import", "API"])
+    asked: list[str] = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("#stop-selected")
+    expect(page.locator("#bulk-result")).to_contain_text("Select the jobs to stop first")
+    assert asked == [], "nothing ticked: nothing to confirm"
+    page.check(f"#job-{job.pk} input[name=job]")
+    with page.expect_event("dialog"):
+        page.click("#stop-selected")
+    assert len(asked) == 1 and "Stop the selected jobs?" in asked[0]

@@ -261,6 +261,60 @@ def test_workspace_switcher_lists_only_my_workspaces_and_switches(team):
     assert ">Beta</option>" not in outsider.get("/").text
 
 
+def top_nav(html: str) -> str:
+    import re
+
+    return re.search(r"<nav>(.*?)</nav>", html, re.S).group(1)
+
+
+@pytest.mark.parametrize(("role", "offered"), [("viewer", False), ("member", True), ("admin", True)])
+def test_nav_offers_create_job_and_import_only_to_who_may_create(team, role, offered):
+    client = pf.client_for(team.users[role])
+    nav = top_nav(client.get("/templates").text)
+    assert ('href="/jobs/new">Create job</a>' in nav) is offered
+    assert ('href="/jobs/import">Import</a>' in nav) is offered
+    assert 'href="/templates">Templates</a>' in nav and 'href="/account/api">API</a>' in nav
+    # What the nav offers is what the pages allow.
+    assert (client.get("/jobs/import").status_code == 200) is offered
+
+
+def test_a_job_page_shows_the_jobs_workspace_and_leaves_the_choice_alone(team):
+    import re
+
+    from jobs.models import Membership
+
+    member, alpha, beta = team.users["member"], team.alpha, team.beta  # a member of Alpha...
+    Membership.objects.create(user=member, workspace=beta, role="viewer")  # ... and a viewer of Beta
+    client = pf.client_for(member)
+    client.post("/workspace", {"workspace": beta.pk})
+
+    page = client.get(f"/jobs/{team.job.pk}")  # a job of Alpha
+    assert page.status_code == 200 and page.context["nav_workspace"] == alpha
+    assert re.search(rf'<option value="{alpha.pk}" selected>Alpha</option>', page.text)
+    assert re.search(rf'<option value="{beta.pk}">Beta</option>', page.text), "Beta is not selected"
+    nav = top_nav(page.text)
+    # Create job acts in the workspace shown (the member may create in Alpha)...
+    assert f'href="/jobs/new?_workspace={alpha.pk}">Create job</a>' in nav
+    assert client.get(f"/jobs/new?_workspace={alpha.pk}").context["workspace"] == alpha
+    # ... Import in the chosen one, where this user is a viewer.
+    assert "Import" not in nav
+    assert client.session["workspace_id"] == beta.pk, "looking at a job chose nothing"
+
+    listing = client.get("/")
+    assert listing.context["nav_workspace"] == beta
+    assert re.search(rf'<option value="{beta.pk}" selected>Beta</option>', listing.text)
+    assert "Create job" not in listing.text
+
+    # The other way round: a viewer of Alpha choosing Beta, where they are a member.
+    viewer = team.users["viewer"]
+    Membership.objects.create(user=viewer, workspace=beta, role="member")
+    client = pf.client_for(viewer)
+    client.post("/workspace", {"workspace": beta.pk})
+    nav = top_nav(client.get(f"/jobs/{team.job.pk}").text)
+    assert "Create job" not in nav and 'href="/jobs/import">Import</a>' in nav
+    assert 'href="/jobs/new">Create job</a>' in top_nav(client.get("/").text)
+
+
 def test_admin_link_only_for_admins(team):
     assert "Workspace settings" in pf.client_for(team.users["admin"]).get("/").text
     assert "Workspace settings" not in pf.client_for(team.users["member"]).get("/").text

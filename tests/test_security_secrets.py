@@ -88,8 +88,10 @@ def test_planted_secrets_appear_nowhere(stack, member, workspace):
     base = stack.url
     web = sign_in(base, member.username)
 
-    # An API token, created on its page (shown there once).
+    # An API token, created on its page and shown once by the page the create redirects to (the session carried
+    # it there; the database dump below decodes the sessions too).
     page = post_form(web, f"{base}/account/api", {"name": "ci"})
+    assert [r.status_code for r in page.history] == [302], "Post/Redirect/Get"
     api_token = re.search(r'id="token-value">(dlcc_[A-Za-z0-9_-]+)<', page.text).group(1)
     bearer = {"Authorization": f"Bearer {api_token}"}
 

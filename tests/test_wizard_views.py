@@ -190,7 +190,8 @@ def test_the_api_panel_shows_json_sdk_and_params_file_with_secrets_masked(web):
 def test_instance_type_chooser_falls_back_to_free_text_when_dlc_is_unreachable(web, ws):
     Workspace.objects.filter(pk=ws.pk).update(endpoint="127.0.0.1:9")  # nothing listens on port 9
     html = web.get(URL).content.decode()
-    assert 'id="catalog-error"' in html and "Could not load instance types" in html
+    assert 'id="catalog-error"' in html and "Could not list instance types:" in html
+    assert "DLC endpoint cannot be reached as configured (ask an admin); you can still type" in html
     assert re.search(r'<input type="text" name="resources-roles-0-instance_type"', html)
     answer = web.post(URL, form_data(resources__roles__0__instance_type="ecs.g6.large"))
     assert answer.status_code == 302, "the public-resource limit becomes a note, not a blocker"

@@ -83,13 +83,15 @@ def instance_catalog(workspace) -> Catalog:
             if len(batch) < 100:
                 break
         result, ttl = Catalog(specs), CATALOG_TTL
-    except dlc.DLCError as err:
-        result, ttl = Catalog(None, f"Could not load instance types from DLC ({err.code}: {err.message})."), \
-            CATALOG_ERROR_TTL
     except Exception as exc:  # noqa: BLE001 - credentials or config problems must not break the page
-        log.warning("ListEcsSpecs for workspace %s failed: %s", workspace.pk, exc)
-        result, ttl = Catalog(None, f"Could not load instance types from DLC ({type(exc).__name__})."), \
-            CATALOG_ERROR_TTL
+        # Members get a short reason: the full text can name local credential files and the metadata service.
+        # It goes to the log (redacted, once per CATALOG_ERROR_TTL) and the admins' settings page (the sync's).
+        err = dlc.classify(exc)
+        log.warning("ListEcsSpecs for workspace %s failed: %s", workspace.pk, dlc.redact(str(err))[:500])
+        ask = " (ask an admin)" if dlc.needs_admin(err) else ""
+        result = Catalog(None, f"Could not list instance types: {dlc.reason(err, code=False)}{ask}; "
+                               "you can still type an instance type.")
+        ttl = CATALOG_ERROR_TTL
     cache.set(key, result, ttl)
     return result
 
