@@ -229,6 +229,7 @@ class Step:
 
 
 def human_duration(delta: timedelta) -> str:
+    """A span as the console writes it everywhere (job page, job list): "3s", "5m 2s", "2h 5m", no zero parts."""
     seconds = max(0, int(delta.total_seconds()))
     days, seconds = divmod(seconds, 86400)
     hours, seconds = divmod(seconds, 3600)
@@ -320,20 +321,52 @@ def find_pod(job: Job, pod_id: str) -> PodRow | None:
 # --- waiting to submit -----------------------------------------------------------------------------------
 
 SLOW_SUBMIT = timedelta(seconds=30)
+# DLC's message as shown in the note; the whole answer is in the API's submit_error.
+_NOTE_MESSAGE_CHARS = 300
+
+
+def _last_submit_error(job: Job) -> dict:
+    """What DLC (or the way to it) answered the latest failed attempt, when the row keeps it."""
+    error = job.submit_error if isinstance(job.submit_error, dict) else {}
+    return error if error.get("Code") else {}
 
 
 def waiting_note(job: Job, now: datetime | None = None) -> str:
     """What is true about a job DLC does not know yet. The console cannot see whether a worker is up,
-    so it says what it knows: how long, how many attempts, and that the job is kept."""
+    so it says what it knows: that an attempt is on its way, what DLC answered the last one, how long,
+    how many attempts, and that the job is kept."""
     if job.status != st.SUBMITTING:
         return ""
-    waited = (now or timezone.now()) - job.created_at
+    now = now or timezone.now()
     attempts = job.submit_attempts
+    in_flight = job.submit_unanswered_since
+    error = _last_submit_error(job)
+    kept = "The job is kept and is sent again automatically; there is no need to resubmit."
+    if error:
+        failed = attempts - 1 if in_flight else attempts
+        status = f" (HTTP {error['Status']})" if error.get("Status") else ""
+        message = str(error.get("Message") or "")[:_NOTE_MESSAGE_CHARS]
+        said = f"DLC did not accept attempt {max(failed, 1)}: {error['Code']}{status}{': ' if message else ''}{message}"
+        said = said if said.endswith(".") else f"{said}."
+        if in_flight:
+            return f"{said} Attempt {attempts} is being sent now. {kept}"
+        return f"{said} {kept}"
+    if in_flight:
+        unanswered = now - in_flight
+        if attempts <= 1 and unanswered < SLOW_SUBMIT:
+            return "Sending to DLC…"
+        # Unanswered is not refused: it may still land, and the console looks it up before any re-send.
+        return (f"Attempt {attempts} was sent to DLC {human_duration(unanswered)} ago and has no answer yet. "
+                f"Before sending again the console checks whether DLC created it, so it is never created twice. {kept}")
+    waited = now - job.created_at
     if attempts == 0 and waited < SLOW_SUBMIT:
-        return "Saved. A worker sends it to DLC in a moment."
-    tried = f"{attempts} attempt{'s' if attempts != 1 else ''} so far" if attempts else "no worker has picked it up yet"
-    return (f"Not yet accepted by DLC after {human_duration(waited)} ({tried}). The job is kept and is sent "
-            "automatically once the queue and a worker are available; there is no need to resubmit.")
+        return "Sending to DLC…"
+    if attempts == 0:
+        return (f"Not yet sent to DLC after {human_duration(waited)}: no worker has picked it up yet. The job is "
+                "kept and is sent automatically once the queue and a worker are available; there is no need to "
+                "resubmit.")
+    return (f"Not yet accepted by DLC after {human_duration(waited)} ({attempts} attempt{'s' if attempts != 1 else ''} "
+            f"so far; the last one failed with a temporary error). {kept}")
 
 
 # --- the live part of the page ---------------------------------------------------------------------------

@@ -24,10 +24,10 @@ from django.db.models.expressions import RawSQL
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.utils.timesince import timesince
 
 from jobs import catalog
 from jobs import status as st
+from jobs.jobpage import human_duration
 from jobs.models import Job, Workspace
 
 # Sort key -> ordered columns (field, descending). Every ordering ends with id, so it is total and a
@@ -675,7 +675,7 @@ def rows(jobs: Iterable[Job], checked: Iterable[int] = ()) -> list[Row]:
     for job in jobs:
         created = timezone.localtime(job.created_at)
         if job.started_at:
-            duration = timesince(job.started_at, job.finished_at or now)
+            duration = human_duration((job.finished_at or now) - job.started_at)
         else:
             duration = "—"
         stop_error = job.stop_error if isinstance(job.stop_error, dict) else {}

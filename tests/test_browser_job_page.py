@@ -1,5 +1,6 @@
-"""The job page in Chromium against the real stack: the log tail shows lines as the pod prints them, and
-Stop asks for confirmation, then stops the running job on localdlc."""
+"""The job page in Chromium against the real stack: the log tail shows lines as the pod prints them, the log box
+opens at its end and stays there for a reader at the end (not for one who scrolled up), a pod's log has its own
+URL, and Stop asks for confirmation, then stops the running job on localdlc."""
 
 from __future__ import annotations
 
@@ -49,6 +50,70 @@ def test_the_log_tail_shows_lines_as_the_pod_prints_them(stack, member, page, su
     assert page.get_attribute("#log-lines .ln", "data-mark") == "first", "new lines were appended"
     expect(page.locator("#job-status")).to_have_text("Succeeded", timeout=30_000)
     expect(page.locator("#log-tail")).to_have_attribute("data-following", "no")
+    expect(page.locator("#log-pod-status")).to_have_text("Succeeded")
+
+
+# Pixels between the box's visible bottom and its content's end.
+GAP = "() => { const b = document.querySelector('#log-lines'); return b.scrollHeight - b.clientHeight - b.scrollTop; }"
+
+
+def printed(workspace, job, count: int, timeout: float = 60) -> str:
+    """Until the job's pod has printed `count` lines; its pod id."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pods = dlc.get_job(workspace, job.dlc_job_id).get("Pods") or []
+        if pods and len(dlc.get_pod_logs(workspace, job.dlc_job_id, pods[0]["PodId"], max_lines=count)) >= count:
+            return pods[0]["PodId"]
+        assert time.monotonic() < deadline, f"the pod never printed {count} lines"
+        time.sleep(0.2)
+
+
+def more_lines(page, than: int, by: int = 5) -> int:
+    page.wait_for_function(f"() => document.querySelectorAll('#log-lines .ln').length >= {than + by}",
+                           timeout=30_000)
+    page.wait_for_timeout(200)  # htmx settles new content 20 ms after inserting it; the scroll is done then
+    return page.locator("#log-lines .ln").count()
+
+
+def test_the_log_box_opens_at_its_end_and_keeps_a_reader_who_scrolled_up_where_they_are(
+        stack, member, workspace, page, submit):
+    job = submit(member, "scroller", "seq 1 300; for i in $(seq 301 500); do echo $i; sleep 0.15; done")
+    job.refresh_from_db()
+    pod = printed(workspace, job, 300)
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/jobs/{job.pk}")
+    lines = page.locator("#log-lines .ln")
+    page.wait_for_function("() => document.querySelectorAll('#log-lines .ln').length >= 250", timeout=60_000)
+    page.wait_for_timeout(200)  # settled
+    height = page.evaluate("() => document.querySelector('#log-lines').scrollHeight")
+    assert height > 3 * page.evaluate("() => document.querySelector('#log-lines').clientHeight"), "a long log"
+    assert page.evaluate(GAP) <= 2, "the box opens at the log's end, where it is followed"
+
+    count = more_lines(page, lines.count())
+    assert page.evaluate(GAP) <= 2, "new lines keep a reader at the end at the end"
+
+    page.locator("#log-lines").hover()
+    page.mouse.wheel(0, -1500)
+    page.wait_for_function("() => document.querySelector('#log-lines').dataset.stick === 'no'")
+    page.wait_for_timeout(300)  # the wheel's smooth scroll comes to rest
+    top = page.evaluate("() => document.querySelector('#log-lines').scrollTop")
+    count = more_lines(page, lines.count())
+    assert abs(page.evaluate("() => document.querySelector('#log-lines').scrollTop") - top) <= 1, \
+        "a reader who scrolled up stays where they are while lines arrive"
+    assert page.evaluate(GAP) > 500
+
+    page.mouse.wheel(0, 100_000)
+    page.wait_for_function("() => document.querySelector('#log-lines').dataset.stick === 'yes'")
+    more_lines(page, lines.count())
+    assert page.evaluate(GAP) <= 2, "back at the end, the box follows again"
+
+    # The pod's log has its own URL: the pods table's Logs link pushes it, and a reload opens that pod.
+    page.locator(f'#pods tr[data-pod="{pod}"] a', has_text="Logs").click()
+    page.wait_for_url(f"{stack.url}/jobs/{job.pk}?pod={pod}#logs")
+    page.reload()
+    expect(page.locator("#log-head")).to_contain_text(pod)
+    expect(lines.first).to_be_visible(timeout=30_000)
+    assert count > 300
 
 
 def test_stop_asks_for_confirmation_then_stops_the_running_job(stack, member, workspace, page, submit):

@@ -194,16 +194,80 @@ def test_submit_failed_shows_dlc_code_message_request_id_and_edit_and_resubmit(c
 
 
 def test_waiting_to_submit_is_said_truthfully(client, people, ws):
+    now = timezone.now()
     fresh = make_job(ws, people["alice"], status="Submitting")
+    sending = make_job(ws, people["alice"], status="Submitting", submit_attempts=1, submit_last_attempt_at=now,
+                       submit_unanswered_since=now)
+    unanswered = make_job(ws, people["alice"], status="Submitting", submit_attempts=1,
+                          created_at=now - timedelta(minutes=2), submit_last_attempt_at=now - timedelta(seconds=95),
+                          submit_unanswered_since=now - timedelta(seconds=95))
     stuck = make_job(ws, people["alice"], status="Submitting", submit_attempts=3,
-                     created_at=timezone.now() - timedelta(minutes=5))
+                     created_at=now - timedelta(minutes=5))
+    no_worker = make_job(ws, people["alice"], status="Submitting", created_at=now - timedelta(minutes=5))
     client.force_login(people["alice"])
+
+    def note(job: Job) -> str:
+        html = client.get(f"/jobs/{job.pk}").content.decode()
+        return unescape(re.search(r'id="waiting-note">(.*?)</div>', html, re.S).group(1))
+
     html = client.get(f"/jobs/{fresh.pk}").content.decode()
-    assert "Waiting to submit" in html and "A worker sends it to DLC in a moment" in html
     assert 'id="stop-job"' in html and "DLC does not know" not in html  # events are loaded lazily
-    html = client.get(f"/jobs/{stuck.pk}").content.decode()
-    assert re.search(r"Not yet accepted by DLC after 5m \d*s?\s*\(3 attempts so far\)", unescape(html))
-    assert "no need to resubmit" in html
+    assert note(fresh) == "<strong>Waiting to submit.</strong> Sending to DLC…"
+    assert note(sending).endswith("Sending to DLC…"), "the first attempt is on its way: nothing is wrong yet"
+    assert re.search(r"Attempt 1 was sent to DLC 1m 3[5-7]s ago and has no answer yet", note(unanswered))
+    assert re.search(r"Not yet accepted by DLC after 5m \d*s?\s*\(3 attempts so far; the last one failed with a "
+                     r"temporary error\)", note(stuck))
+    assert "no worker has picked it up yet" in note(no_worker) and "once the queue and a worker" in note(no_worker)
+    for job in (unanswered, stuck, no_worker):
+        assert "no need to resubmit" in note(job) and "Sending to DLC" not in note(job)
+
+
+def test_waiting_to_submit_says_what_dlc_answered_the_last_attempt(client, people, ws):
+    """The row keeps DLC's answer to a failed attempt in submit_error (the same dict as a final failure's)."""
+    now = timezone.now()
+    busy = {"Code": "ServiceUnavailable", "Message": "The service is <busy>", "RequestId": "RID-9", "Status": 503}
+    retrying = make_job(ws, people["alice"], status="Submitting", submit_attempts=2, submit_error=busy,
+                        created_at=now - timedelta(seconds=40), submit_last_attempt_at=now - timedelta(seconds=5))
+    again = make_job(ws, people["alice"], status="Submitting", submit_attempts=3, submit_error=busy,
+                     created_at=now - timedelta(seconds=40), submit_last_attempt_at=now, submit_unanswered_since=now)
+    unreachable = make_job(ws, people["alice"], status="Submitting", submit_attempts=1,
+                           submit_error={"Code": "Connection.ConnectionRefusedError", "Message": "", "Status": None})
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{retrying.pk}").content.decode()
+    assert ("DLC did not accept attempt 2: ServiceUnavailable (HTTP 503): The service is &lt;busy&gt;. The job is "
+            "kept and is sent again automatically; there is no need to resubmit.") in html
+    assert 'id="submit-error"' not in html, "not a refusal: the job is still waiting"
+    html = unescape(client.get(f"/jobs/{again.pk}").content.decode())
+    assert "DLC did not accept attempt 2: ServiceUnavailable (HTTP 503)" in html
+    assert "Attempt 3 is being sent now." in html
+    html = client.get(f"/jobs/{unreachable.pk}").content.decode()
+    assert "DLC did not accept attempt 1: Connection.ConnectionRefusedError. The job is kept" in html
+    assert "Sending to DLC" not in html
+
+
+def test_a_503_from_dlc_is_said_on_the_waiting_note(client, people, ws, localdlc):
+    """A real CreateJob answered 503: the attempt is over, the job waits for its retry, and the page says so."""
+    body = {"DisplayName": "busy", "JobType": "PyTorchJob", "UserCommand": "true",
+            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "registry.example/pytorch:2.3",
+                          "EcsSpec": "ecs.g6.large"}]}
+    job = make_job(ws, people["alice"], name="busy", status="Submitting", body=body)
+    localdlc.set_faults({"action": "CreateJob", "mode": "503", "count": 1})
+    try:
+        with pytest.raises(dlc.DLCError) as busy:
+            lifecycle.submit(job.pk)
+    finally:
+        localdlc.clear_faults()
+    assert busy.value.transient and busy.value.status == 503
+    client.force_login(people["alice"])
+    html = unescape(client.get(f"/jobs/{job.pk}").content.decode())
+    note = re.search(r'id="waiting-note">(.*?)</div>', html, re.S).group(1)
+    assert "Sending to DLC" not in note and "no need to resubmit" in note
+    # jobs.lifecycle keeps DLC's answer to a failed attempt on the row, and the note says it.
+    assert Job.objects.get(pk=job.pk).submit_error == busy.value.as_dict()
+    assert f"DLC did not accept attempt 1: {busy.value.code} (HTTP 503)" in note
+    # In full, message included, as for a final refusal.
+    note = unescape(client.get(f"/jobs/{job.pk}").content.decode())
+    assert f"DLC did not accept attempt 1: {busy.value.code} (HTTP 503): {busy.value.message}" in note
 
 
 def test_timeline_pods_and_clone_links_come_from_the_database(client, people, ws):
@@ -598,3 +662,85 @@ def test_a_tail_whose_pod_left_the_job_stops_and_says_why(client, people, ws, lo
     assert 'id="log-tail"' in html and "hx-get" not in html and "hx-trigger" not in html  # the poll ends here
     assert pod_log_calls(localdlc) == calls
     assert client.get(f"/jobs/{job.pk}/pods/dlc-v-worker-0/logs").status_code == 404  # a panel still 404s
+
+
+def head_of(html: str) -> str:
+    return re.search(r'<div class="muted" id="log-head".*?</div>', html, re.S).group(0)
+
+
+def whole_tail(html: str) -> str:
+    return re.search(r'<div id="log-tail".*?</div>', html, re.S).group(0)
+
+
+def test_the_tails_answer_refreshes_the_pods_status_and_says_when_the_pod_ended(client, people, ws):
+    """The header named the pod's status as the panel opened and kept it ("Running" after the job ended): each
+    tail answer now carries the header too. A pod that ended is read a few seconds more for its last lines; the
+    tail says that, not "Following"."""
+    job = on_localdlc(ws, people["alice"], "echo one; sleep 60", until=("Running",), min_lines=1)
+    pod = job.pods[0]["PodId"]
+    try:
+        client.force_login(people["alice"])
+        panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).content.decode()
+        assert "Running" in head_of(panel) and 'hx-swap-oob' not in head_of(panel)
+        assert "Following the log…" in whole_tail(panel)
+        cursor = since_of(tail_of(panel))
+
+        # DLC reports the pod finished (one pod of a job may end before the job): the next answer says so.
+        finished = timezone.now().replace(microsecond=0)
+        job.pods = [{**job.pods[0], "Status": "Succeeded", "GmtFinishTime": finished.strftime("%Y-%m-%dT%H:%M:%SZ")}]
+        job.save(update_fields=["pods"])
+        chunk = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?since={cursor}", **HTMX).content.decode()
+        head = head_of(chunk)
+        assert 'hx-swap-oob="true"' in head and '<span id="log-pod-status">Succeeded</span>' in head
+        assert pod in head and "Running" not in head
+        tail = whole_tail(chunk)
+        assert 'data-following="yes"' in tail and "The pod has ended; reading its last lines…" in tail
+        assert "Following the log" not in chunk
+    finally:
+        dlc.stop_job(ws, job.dlc_job_id)
+
+
+def test_pod_links_push_the_pods_url_and_the_page_opens_the_pod_it_names(client, people, ws):
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-two", created_at=timezone.now() - timedelta(minutes=5),
+                   pods=[{"PodId": "dlc-two-worker-0", "Type": "Worker", "Status": "Running"},
+                         {"PodId": "dlc-two-worker-1", "Type": "Worker", "Status": "Running"}])
+    client.force_login(people["alice"])
+    page = client.get(f"/jobs/{job.pk}").content.decode()
+    for pod in ("dlc-two-worker-0", "dlc-two-worker-1"):
+        assert (f'hx-get="/jobs/{job.pk}/pods/{pod}/logs" hx-target="#log-panel" hx-swap="outerHTML" '
+                f'hx-push-url="/jobs/{job.pk}?pod={pod}#logs">Logs</a>') in page
+    panel = client.get(f"/jobs/{job.pk}/pods/dlc-two-worker-1/logs", **HTMX).content.decode()
+    tabs = re.findall(r'<a href="\?pod=([^"#]+)#logs"[^>]*hx-push-url="([^"]+)"', panel)
+    assert tabs == [(p, f"/jobs/{job.pk}?pod={p}#logs") for p in ("dlc-two-worker-0", "dlc-two-worker-1")]
+
+    # A reload (or a shared link) of the pushed URL opens that pod's log.
+    page = client.get(f"/jobs/{job.pk}?pod=dlc-two-worker-1").content.decode()
+    loader = unescape(re.search(r'<div id="log-panel" hx-get="([^"]+)"', page).group(1))
+    assert loader.startswith(f"/jobs/{job.pk}/logs?pod=dlc-two-worker-1&")
+    panel = client.get(loader, **HTMX).content.decode()
+    assert "dlc-two-worker-1" in head_of(panel)
+    assert re.search(r'href="\?pod=dlc-two-worker-1#logs"[^>]*class="current" aria-current="true"', panel)
+
+    # A pod the job does not have (gone, mistyped, hostile): the default pod's log, never an error page.
+    for wanted in ("no-such-pod", "<script>x</script>", "x" * 5000, ""):
+        page = client.get(f"/jobs/{job.pk}", {"pod": wanted})
+        assert page.status_code == 200 and "<script>x</script>" not in page.content.decode()
+        loader = unescape(re.search(r'<div id="log-panel" hx-get="([^"]+)"', page.content.decode()).group(1))
+        panel = client.get(loader, **HTMX)
+        assert panel.status_code == 200 and "dlc-two-worker-0" in head_of(panel.content.decode()), wanted
+
+
+def test_the_log_box_opens_at_its_end_and_follows_only_a_reader_at_the_end(client, people, ws):
+    """The markup the scrolling rests on (the browser test checks the behaviour): the tail appends without
+    htmx's own scroll (it scrolled the new lines, not the box), the box notes whether the reader is at its end,
+    and the panel scrolls the box to its end on each load only then."""
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-s", pods=[{"PodId": "dlc-s-worker-0", "Type": "Worker"}])
+    client.force_login(people["alice"])
+    panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).content.decode()
+    opening = re.search(r'<div id="log-panel"[^>]*>', panel).group(0)
+    assert "hx-on::load=" in opening and "box.dataset.stick !== 'no'" in opening and "box.scrollHeight" in opening
+    box = re.search(r'<div class="log" id="log-lines"[^>]*>', panel).group(0)
+    assert 'data-stick="yes"' in box and "hx-on:scroll=" in box
+    since = podlogs.encode_cursor(timezone.now() - timedelta(seconds=30))
+    chunk = client.get(f"/jobs/{job.pk}/pods/dlc-s-worker-0/logs?since={since}", **HTMX).content.decode()
+    assert 'hx-swap="beforeend"' in tail_of(chunk) and "scroll:" not in chunk

@@ -129,6 +129,53 @@ def test_a_page_reads_the_users_workspaces_and_roles_in_one_query(client, people
     assert len(partial.captured_queries) == 4
 
 
+def top_nav(html: str) -> str:
+    return re.search(r"<nav>(.*?)</nav>", html, re.S).group(1)
+
+
+def test_a_viewer_is_offered_no_create_no_import_no_checkboxes_and_no_stop(client, people, ws):
+    job = make_job(ws, people["bob"], name="bobs", status="Running")
+    client.force_login(people["vic"])
+    with CaptureQueriesContext(connection) as page:
+        html = client.get("/").content.decode()
+    assert len(page.captured_queries) == 5, "what the page may offer is known without a query"
+    assert row_ids(html) == [job.pk]
+    assert "Create job" not in html and "Import" not in top_nav(html)
+    assert 'name="job"' not in html and 'id="stop-selected"' not in html and "Select all" not in html
+    assert len(re.findall(r"<th[ >]", html)) == 7, "no checkbox column"
+    poll = client.get(f"/jobs/rows?watch={job.pk}:Queuing", **HTMX).content.decode()
+    assert row_ids(poll) == [job.pk] and 'name="job"' not in poll, "the poll's rows match the table"
+
+    client.force_login(people["alice"])  # a member may stop their own jobs: checkboxes and the button stay
+    html = client.get("/").content.decode()
+    assert 'href="/jobs/new">Create job' in top_nav(html) and "Import" in top_nav(html)
+    assert 'class="button primary" href="/jobs/new">Create job' in html
+    assert f'name="job" value="{job.pk}"' in html and 'id="stop-selected"' in html
+    assert len(re.findall(r"<th[ >]", html)) == 8
+    poll = client.get(f"/jobs/rows?watch={job.pk}:Queuing", **HTMX).content.decode()
+    assert f'name="job" value="{job.pk}"' in poll
+
+
+def test_the_empty_list_offers_create_one_only_to_who_may_create(client, people, ws):
+    client.force_login(people["vic"])
+    html = client.get("/").content.decode()
+    assert "No jobs yet." in html and "Create one" not in html and 'colspan="7"' in html
+    client.force_login(people["alice"])
+    html = client.get("/").content.decode()
+    assert 'No jobs yet. <a href="/jobs/new">Create one</a>' in html and 'colspan="8"' in html
+
+
+def test_stop_selected_skips_its_question_when_nothing_is_ticked(client, people, ws):
+    """The question is htmx's hx-confirm; the form's htmx:confirm handler skips it when no box is ticked, so
+    the request goes straight to the answer below (test_browser_list watches it in Chromium)."""
+    client.force_login(people["alice"])
+    html = client.get("/").content.decode()
+    form = re.search(r'<form id="bulk-form"[^>]*>', html).group(0)
+    assert 'hx-confirm="Stop the selected jobs?' in form
+    assert "hx-on:htmx:confirm=" in form and "input[name=job]:checked" in form and "issueRequest(true)" in form
+    assert "Select the jobs to stop first" in client.post("/jobs/stop", {}, **HTMX).content.decode()
+
+
 def test_previous_link_returns_to_the_page_before(client, people, ws):
     for i in range(25):
         make_job(ws, people["alice"], name=f"j{i}", created=T0 + timedelta(seconds=i))
@@ -165,9 +212,10 @@ def test_a_row_shows_what_the_job_says(client, people, ws):
     bare = Job.objects.create(workspace=ws, display_name="bare", status="Submitting", created_at=T0)
     client.force_login(people["alice"])
     html = client.get("/").content.decode()
-    # The row's values are worked out in Python (jobs.listing.rows): they must read as the template filters did.
-    old = Template('{{ t|date:"c" }}|{{ t|date:"Y-m-d H:i:s" }}|{{ s|timesince:f }}').render(
-        Context({"t": done.created_at, "s": started, "f": done.finished_at})).split("|")
+    # The row's values are worked out in Python (jobs.listing.rows): they must read as the template filters did,
+    # and the duration as the job page writes it.
+    old = Template('{{ t|date:"c" }}|{{ t|date:"Y-m-d H:i:s" }}').render(
+        Context({"t": done.created_at})).split("|") + ["2h 5m"]
     row = re.search(rf'<tr id="job-{done.pk}".*?</tr>', html, re.S).group(0)
     assert f'<a href="/jobs/{done.pk}">&lt;b&gt;done&lt;/b&gt;</a>' in row
     assert '<span class="badge danger">Failed</span>' in row
@@ -177,6 +225,27 @@ def test_a_row_shows_what_the_job_says(client, people, ws):
     row = re.search(rf'<tr id="job-{bare.pk}".*?</tr>', html, re.S).group(0)
     assert '<span class="badge pending">Waiting to submit</span>' in row and "Stop failed" not in row
     assert row.count("<td>—</td>") == 3 and '<td class="mono">—</td>' in row
+
+
+def test_duration_reads_as_on_the_job_page(client, people, ws):
+    """The list said "0 minutes" (timesince) for a job the job page said ran 3s: both use jobpage.human_duration."""
+    from jobs import jobpage
+
+    spans = {"quick": timedelta(seconds=3), "minutes": timedelta(minutes=4, seconds=7), "days": timedelta(days=1)}
+    jobs = {name: make_job(ws, people["alice"], name=name, started_at=T0, finished_at=T0 + span,
+                           status_history=[{"Status": "Running", "StartTime": "2026-03-01T12:00:00Z",
+                                            "EndTime": (T0 + span).strftime("%Y-%m-%dT%H:%M:%SZ")},
+                                           {"Status": "Succeeded", "StartTime": (T0 + span).isoformat()}])
+            for name, span in spans.items()}
+    client.force_login(people["alice"])
+    html = client.get("/").content.decode()
+    for name, expected in [("quick", "3s"), ("minutes", "4m 7s"), ("days", "1d")]:
+        row = re.search(rf'<tr id="job-{jobs[name].pk}".*?</tr>', html, re.S).group(0)
+        assert f"<td>{expected}</td>" in row, name
+        page = client.get(f"/jobs/{jobs[name].pk}").content.decode()
+        running = re.search(r"Running</span>(.*?)</li>", page, re.S).group(1)
+        assert f'<span class="muted">{expected}</span>' in running, name
+        assert jobpage.human_duration(spans[name]) == expected
 
 
 def test_name_search_with_query_syntax_and_accents_is_just_text(client, people, ws):
