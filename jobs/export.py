@@ -1,4 +1,5 @@
-"""Exports of a CreateJob body (Python SDK script, `dlc submit` params file) and imports (JSON, params file).
+"""Exports of a CreateJob body (Python SDK script, `dlc submit` params file) and imports (JSON, params file)
+into wizard data, with notes at the wizard's fields.
 
 Pure Python, no Django. Exports never contain secrets: the script reads them from the environment.
 """
@@ -8,7 +9,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import PurePath
 from typing import Any
 
 from jobs import catalog as C
@@ -277,3 +280,215 @@ def from_json(text: str) -> tuple[dict, dict[str, list[str]]]:
         vpc["ExtendedCIDRs"] = vpc.pop("ExtendedCidrs")  # GetJob spells it differently [SDK]
         body["UserVpc"] = vpc
     return body, {}
+
+
+# --- import: text -> wizard data, with notes at the wizard's fields -------------------------------------------
+
+
+@dataclass
+class ImportNote:
+    """Something the person should check after an import, at a wire path of what they pasted ("" = the whole
+    job) and the wizard field that shows it (a section path; "" = none)."""
+
+    path: str
+    message: str
+    field: str = ""
+    raw: str = ""  # the pasted value as text ("" when the path holds none, or it may be a secret)
+    state: str = ""  # "kept": put into its field as pasted; "dropped": not imported; "": imported
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass
+class ImportedText:
+    body: dict
+    errors: dict[str, list[str]]  # parse errors: nothing can be imported
+    fmt: str  # "json" or "params"
+    notes: list[ImportNote]
+
+
+def read_import(text: str, fmt: str = "auto", job_type: str = "", filename: str = "") -> ImportedText:
+    """Parse pasted or uploaded text as a CreateJob/GetJob JSON or a params file. A params file gets the job
+    type given (job_type), else the one params_job_type() finds, and a note says which and why."""
+    if fmt == "auto":
+        fmt = "json" if text.lstrip().startswith(("{", "[")) else "params"
+    if fmt == "json":
+        body, errors = from_json(text)
+        return ImportedText(body, errors, fmt, [])
+    notes = []
+    if not job_type:
+        job_type, why = params_job_type(text, filename)
+        notes.append(ImportNote("JobType", why, "resources.framework"))
+    body, errors = from_params_file(text, job_type)
+    return ImportedText(body, errors, fmt, notes)
+
+
+_SUBMIT_LINE = re.compile(r"\bdlc\s+submit\s+([a-z]+)\b")
+_NAME_WORD = re.compile(r"([a-z]+)(?:[._-]|$)")
+
+
+def params_job_type(text: str, filename: str = "") -> tuple[str, str]:
+    """(JobType, why) of a params file. The format has no key for it (the `dlc submit <kind>` subcommand says
+    it), so: a `dlc submit <kind>` comment in the file, else a file named after the subcommand as the docs name
+    theirs ("tfjob.params") [004], else the wizard's default framework."""
+    by_command = {command: job_type for job_type, command in PARAMS_SUBCOMMANDS.items()}
+    for line in text.splitlines():
+        found = _SUBMIT_LINE.search(line) if line.strip().startswith("#") else None
+        if found and found[1] in by_command:
+            job_type = by_command[found[1]]
+            return job_type, (f"Job type from the file's `dlc submit {found[1]}` line: "
+                              f"{C.JOB_TYPE_TO_FRAMEWORK[job_type]} — change it in Resources if that is wrong.")
+    word = _NAME_WORD.match(PurePath(filename).name.lower()) if filename else None
+    if word and word[1] in by_command:
+        job_type = by_command[word[1]]
+        return job_type, (f"Job type from the file name {PurePath(filename).name}: "
+                          f"{C.JOB_TYPE_TO_FRAMEWORK[job_type]} — change it in Resources if that is wrong.")
+    framework = spec.FIELDS["resources"]["framework"]
+    return C.FRAMEWORKS[framework].job_type or "", \
+        f"No job type in the file: {framework} assumed — change it in Resources."
+
+
+def import_hints(body: Mapping, official_images: Iterable[str] = ()) -> dict:
+    """The console-only choices an imported body implies (see spec.hints_from_sections): an image the wizard
+    offers as official, on every role and without registry credentials, is imported as "official"."""
+    roles = [r for r in body.get("JobSpecs") or [] if isinstance(r, Mapping)]
+    images = {r.get("Image") for r in roles}
+    official = set(official_images)
+    if roles and len(images) == 1 and images <= official and not any(r.get("ImageConfig") for r in roles):
+        return {"image_type": "official"}
+    return {}
+
+
+# Wizard fields typed into a text or number input: a pasted value the wizard data lost (a type the API does not
+# take, e.g. PodCount "2") goes there as pasted, so the wizard shows it and judges it at the field. Choices,
+# checkboxes and key/value lists cannot hold arbitrary text; their lost values are quoted in the notes.
+TYPED_FIELDS = frozenset({
+    "basic.name", "basic.description", "environment.image", "environment.registry_username",
+    "environment.command", "environment.requirements_dir", "environment.code_source_id", "environment.code_branch",
+    "environment.code_commit", "environment.code_mount_path", "environment.code_upload_uri", "resources.quota_id",
+    "resources.priority", "resources.max_duration", "resources.retention", "vpc.vpc_id", "vpc.switch_id",
+    "vpc.security_group_id", "fault_tolerance.args", "fault_tolerance.sanity_args", "ram_role.role_arn",
+})
+TYPED_ROW_FIELDS = {
+    "roles": frozenset({"role", "count", "instance_type", "cpu", "gpu", "memory_gib", "shared_memory_gib",
+                        "node_names"}),
+    "datasets": frozenset({"id", "version", "mount_path"}),
+    "storages": frozenset({"uri", "mount_path", "options"}),
+}
+# A duration carried as pasted is in the API's unit, minutes.
+_UNIT_OF = {"resources.max_duration": "resources.max_duration_unit", "resources.retention": "resources.retention_unit"}
+_MISSING = object()
+_SECRET_WORD = re.compile(r"pass(word)?|secret|token|access_?key", re.IGNORECASE)
+_RAW_MAX = 200
+_FITS = {"str": lambda v: isinstance(v, str), "bool": lambda v: isinstance(v, bool),
+         "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+         "num": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v),
+         "any": lambda v: True}
+
+
+def _steps(path: str) -> list[str | int]:
+    return [int(index) if index else key for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path)]
+
+
+def _at_wire_path(body: Any, path: str) -> Any:
+    """The value at a wire path of the pasted body, or _MISSING. A map key with a dot (an env var "A.B") is
+    tried whole when its parts are not found."""
+    steps = _steps(path)
+    value = body
+    for n, step in enumerate(steps):
+        if isinstance(step, int):
+            if not isinstance(value, list) or step >= len(value):
+                return _MISSING
+            value = value[step]
+        elif isinstance(value, Mapping) and step in value:
+            value = value[step]
+        elif isinstance(value, Mapping) and all(isinstance(s, str) for s in steps[n:]) \
+                and ".".join(map(str, steps[n:])) in value:
+            return value[".".join(map(str, steps[n:]))]
+        else:
+            return _MISSING
+    return value
+
+
+def _misfit(path: str, value: Any) -> bool:
+    """True when the console's wire schema has no place for the value (unknown field or wrong type): the
+    wizard data cannot hold it (see spec.WIRE_SCHEMA)."""
+    schema: Any = spec.WIRE_SCHEMA
+    for step in _steps(path):
+        if isinstance(step, int):
+            if not isinstance(schema, list):
+                return True
+            schema = schema[0]
+        else:
+            if not isinstance(schema, dict):
+                return True
+            schema = schema.get("*", schema.get(step))
+            if schema is None:
+                return True
+    if isinstance(schema, dict):
+        return not isinstance(value, Mapping)
+    if isinstance(schema, list):
+        return not isinstance(value, list)
+    return not _FITS[schema](value)
+
+
+def _carry(sections: dict, field: str, pasted: Any) -> bool:
+    """Put a pasted scalar into its wizard field as text when that field is typed into and still empty."""
+    found = re.fullmatch(r"(\w+)\.(\w+)(?:\[(\d+)\]\.(\w+))?", field)
+    if not found or not isinstance(pasted, str | int | float) or isinstance(pasted, bool):
+        return False
+    section = sections.get(found[1])
+    if found[3] is None:
+        slot, name = section, found[2]
+        typed = field in TYPED_FIELDS
+    else:
+        rows = section.get(found[2]) if isinstance(section, dict) else None
+        index, name = int(found[3]), found[4]
+        slot = rows[index] if isinstance(rows, list) and index < len(rows) else None
+        typed = name in TYPED_ROW_FIELDS.get(found[2], ())
+    if not typed or not isinstance(slot, dict) or slot.get(name) not in (None, ""):
+        return False
+    slot[name] = str(pasted)
+    if field in _UNIT_OF:
+        unit_section, unit = _UNIT_OF[field].split(".")
+        sections[unit_section][unit] = "minutes"
+    return True
+
+
+def _as_text(value: Any, quoted: bool) -> str:
+    """A pasted value as the notes quote it; quoted (JSON) when its type is the problem, e.g. PodCount "2"."""
+    text = value if isinstance(value, str) and not quoted else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _RAW_MAX else text[: _RAW_MAX - 1] + "…"
+
+
+def _may_be_secret(path: str, value: Any) -> bool:
+    keys = [s for s in _steps(path) if isinstance(s, str)]
+    if isinstance(value, dict | list):
+        keys += re.findall(r'"([^"]*)"\s*:', json.dumps(value, default=str))
+    return any(_SECRET_WORD.search(k) for k in keys)
+
+
+def to_wizard(body: Mapping, problems: Mapping[str, list[str]],
+              hints: Mapping | None = None) -> tuple[dict, list[ImportNote]]:
+    """The wizard data of an imported body (spec.inverse) and its problems (spec.validate, by wire path) as
+    notes at wizard fields, each quoting what was pasted there.
+
+    Nothing pasted disappears unsaid: a value the wizard data cannot hold goes into its field as pasted when
+    that field is a text or number input (the wizard then judges it there), otherwise its note says it was not
+    imported. The body must have no secrets (spec.strip_secrets); a value whose key looks like one is not
+    quoted either.
+    """
+    sections = spec.inverse(body, hints)
+    notes = []
+    for path, messages in problems.items():
+        field = spec.field_for_path(path, sections) if path else ""
+        pasted = _at_wire_path(body, path) if path else _MISSING
+        raw, state = "", ""
+        if pasted is not _MISSING:
+            misfit, secret = _misfit(path, pasted), _may_be_secret(path, pasted)
+            raw = "" if secret else _as_text(pasted, quoted=misfit)
+            if misfit:
+                state = "kept" if not secret and _carry(sections, field, pasted) else "dropped"
+        notes += [ImportNote(path, message, field, raw, state) for message in messages]
+    return sections, notes

@@ -35,6 +35,8 @@ from jobs.portal_forms import (
     TokenForm,
     WorkspaceCreateForm,
     WorkspaceSettingsForm,
+    import_note_rows,
+    official_image_addresses,
 )
 
 AUDIT_PAGE_SIZE = 50
@@ -503,15 +505,14 @@ def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
 # --- import and export --------------------------------------------------------------------------------------
 
 
-def parse_import(text: str, fmt: str, job_type: str) -> tuple[dict, dict[str, list[str]], str]:
-    """(CreateJob body, parse errors, detected format) of pasted or uploaded text."""
-    if fmt == "auto":
-        fmt = "json" if text.lstrip().startswith(("{", "[")) else "params"
-    if fmt == "json":
-        body, errors = export.from_json(text)
-    else:
-        body, errors = export.from_params_file(text, job_type)
-    return body, errors, fmt
+def import_prefill(body: dict, workspace: Workspace, notes: list[export.ImportNote]) -> dict[str, Any]:
+    """The wizard data of an imported body and every note about it, labelled as the wizard labels its fields."""
+    # The password cannot travel through the session or the page; the wizard asks for it again.
+    clean = spec.strip_secrets(body)
+    hints = export.import_hints(clean, official_image_addresses(workspace.region))
+    problems = spec.validate(clean, policies.context_for(workspace, with_specs=False, hints=hints))
+    sections, found = export.to_wizard(clean, problems, hints)
+    return {"workspace": workspace.pk, "sections": sections, "notes": import_note_rows(notes + found, sections)}
 
 
 @login_required
@@ -524,23 +525,17 @@ def job_import(request: HttpRequest) -> HttpResponse:
     access.require(request.user, "create", workspace=workspace)
     form = ImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        body, errors, fmt = parse_import(form.cleaned_data["text"], form.cleaned_data["format"],
-                                         form.cleaned_data["job_type"])
-        if errors:
-            field = "file" if form.cleaned_data.get("file") else "text"
-            for where, problems in errors.items():
-                for problem in problems:
-                    form.add_error(field, f"{where}: {problem}" if where else problem)
-        else:
-            # The password cannot travel through the session or the page; the wizard asks for it again.
-            clean = spec.strip_secrets(body)
-            notes = spec.validate(clean, policies.context_for(workspace, with_specs=False))
-            request.session[PREFILL_SESSION_KEY] = {
-                "workspace": workspace.pk, "sections": spec.inverse(clean), "origin": f"import ({fmt})",
-                "notes": notes,
-            }
-            audit.record(request.user, AuditEvent.IMPORTED, workspace=workspace, format=fmt,
-                         name=str(clean.get("DisplayName", ""))[:256])
+        upload = form.cleaned_data.get("file")
+        read = export.read_import(form.cleaned_data["text"], form.cleaned_data["format"],
+                                  form.cleaned_data["job_type"], filename=upload.name if upload else "")
+        for where, problems in read.errors.items():
+            for problem in problems:
+                form.add_error("file" if upload else "text", f"{where}: {problem}" if where else problem)
+        if not read.errors:
+            prefill = import_prefill(read.body, workspace, read.notes)
+            request.session[PREFILL_SESSION_KEY] = {**prefill, "origin": f"import ({read.fmt})"}
+            audit.record(request.user, AuditEvent.IMPORTED, workspace=workspace, format=read.fmt,
+                         name=str(read.body.get("DisplayName", ""))[:256])
             return redirect(reverse("job_create") + "?prefill=import")
     return render(request, "portal/import.html", {"form": form, "workspace": workspace})
 

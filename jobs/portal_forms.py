@@ -4,6 +4,7 @@ templates and import. Field-level parsing only; the job rules stay in jobs.spec.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
@@ -11,6 +12,8 @@ from django.contrib.auth import get_user_model
 from django.core.validators import RegexValidator
 
 from jobs import access, catalog, export, spec
+from jobs.forms import environment
+from jobs.forms import wizard as glue
 from jobs.models import AuditEvent, Membership, Workspace
 from jobs.templates_lib import LOCKABLE
 
@@ -297,9 +300,11 @@ class ImportForm(forms.Form):
     file = forms.FileField(required=False, label="…or upload a file")
     format = forms.ChoiceField(choices=FORMATS, initial="auto")
     job_type = forms.ChoiceField(
-        choices=[(t, t) for t in export.PARAMS_SUBCOMMANDS],
-        initial="TFJob", label="Job type (params files only)",
-        help_text="A params file does not say its job type: `dlc submit tfjob` submits a TFJob.",
+        choices=[("", "As the file says"), *((t, t) for t in export.PARAMS_SUBCOMMANDS)],
+        initial="", required=False, label="Job type (params files only)",
+        help_text="A params file has no job type key: `dlc submit tfjob` submits a TFJob. \"As the file says\" "
+                  "reads it from a `# dlc submit <kind>` comment or a file name such as tfjob.params, else assumes "
+                  "the wizard's default; the wizard's notes say which.",
     )
 
     def clean(self) -> dict[str, Any]:
@@ -317,3 +322,59 @@ class ImportForm(forms.Form):
         if not (data.get("text") or "").strip() and "file" not in self.errors:
             self.add_error("text", "Paste a CreateJob JSON or a params file, or upload one.")
         return data
+
+
+def official_image_addresses(region: str) -> list[str]:
+    """The image addresses the wizard offers as official in a region: an import recognises them."""
+    return [address for address, _label in environment.official_images(region)]
+
+
+def wizard_label(path: str, sections: Mapping) -> str:
+    """A section path as the wizard labels it, given the wizard data (spec.inverse): "Resources › Worker ›
+    Nodes" (a role row is titled by its role), "Environment › Alibaba Cloud image" (the image label follows the
+    image type); "Job" for the whole job."""
+    row = re.fullmatch(r"(\w+)\.(\w+)\[(\d+)\](?:\.(\w+))?", path)
+    if row and row[2] in glue.LISTS and row[1] == glue.LISTS[row[2]]:
+        module, index = glue.BY_SECTION[row[1]], int(row[3])
+        rows = sections.get(row[1], {}).get(row[2]) or []
+        role = rows[index].get("role") if row[2] == "roles" and index < len(rows) else None
+        title = role if isinstance(role, str) and role else f"{module.ROW_LABELS[row[2]]} {index + 1}"
+        parts = [module.TITLE, title]
+        if row[4]:
+            field = module.ROWS[row[2]].base_fields.get(row[4])
+            parts.append(str(field.label) if field else row[4])
+        return " › ".join(parts)
+    section, _, name = path.partition(".")
+    module = glue.BY_SECTION.get(section)
+    if module is None:
+        return "Job"
+    if not name:
+        return module.TITLE
+    if name in module.ROWS:
+        return f"{module.TITLE} › {module.ROW_LABELS[name]}s"
+    if path == "environment.image":
+        image_type = sections.get("environment", {}).get("image_type")
+        return f"{module.TITLE} › {environment.Form(ui={'image_type': image_type}).fields['image'].label}"
+    field = module.Form.base_fields.get(name)
+    return f"{module.TITLE} › {field.label if field else name}"
+
+
+def import_note_rows(notes: list[export.ImportNote], sections: Mapping) -> list[dict[str, str]]:
+    """Import notes as the wizard page lists them (portal/_wizard_notes.html): the wizard's label of the field,
+    the message, what was pasted and what became of it, and the API path for people who know the API."""
+    return [{**note.to_dict(), "label": wizard_label(note.field, sections), "anchor": _anchor(note.field)}
+            for note in notes]
+
+
+def _anchor(path: str) -> str:
+    """The id of the wizard element that shows a section path (see templates/jobs/wizard/): a field's box, a
+    row, a list or a section."""
+    row = re.fullmatch(r"(\w+)\.(\w+)\[(\d+)\](\.\w+)?", path)
+    if row:
+        return f"f-{glue.field_name(path)}" if row[4] else f"row-{row[2]}-{row[3]}"
+    section, _, name = path.partition(".")
+    if section not in glue.BY_SECTION:
+        return ""
+    if not name:
+        return f"sec-{section}"
+    return f"list-{name}" if name in glue.LISTS else f"f-{glue.field_name(path)}"

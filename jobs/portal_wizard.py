@@ -28,7 +28,7 @@ class PortalStart:
     template: JobTemplate | None = None
     version: JobTemplateVersion | None = None
     origin: str = ""
-    notes: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[dict[str, str]] = field(default_factory=list)  # an import's (jobs.portal_forms.import_note_rows)
 
     @property
     def locked(self) -> list[str]:
@@ -76,7 +76,7 @@ def wizard_start(request: HttpRequest, params) -> PortalStart | None:
         request.session.pop(PREFILL_SESSION_KEY, None)
         return PortalStart(workspace, sections=data.get("sections") or None,
                            hidden={"_workspace": str(workspace.pk)}, origin=str(data.get("origin", "import")),
-                           notes=data.get("notes") or {})
+                           notes=data["notes"] if isinstance(data.get("notes"), list) else [])
     return None
 
 

@@ -174,3 +174,71 @@ def test_from_json_imports_a_get_job_echo():
 def test_from_json_errors(text, words):
     body, errors = export.from_json(text)
     assert body == {} and words in errors[""][0]
+
+
+# --- import into the wizard ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "filename", "job_type", "framework"), [
+    ("# ./dlc submit xgboostjob --job_file ./job.params\nname=x\n", "", "XGBoostJob", "XGBoost"),
+    ("name=x\n", "tfjob.params", "TFJob", "TensorFlow"),
+    ("name=x\n", "/tmp/pytorchjob-v2.params", "PyTorchJob", "PyTorch"),
+    ("name=x\n# ./dlc submit nosuchjob --job_file x\n", "job.params", "PyTorchJob", "PyTorch"),
+])
+def test_the_job_type_of_a_params_file_and_why(text, filename, job_type, framework):
+    found, why = export.params_job_type(text, filename)
+    assert found == job_type and framework in why
+    if filename == "job.params":
+        assert why == "No job type in the file: PyTorch assumed — change it in Resources."
+        assert spec.FIELDS["resources"]["framework"] == "PyTorch", "the note names the wizard's default"
+
+
+def test_read_import_says_which_job_type_a_params_file_got():
+    read = export.read_import("name=x\nworkers=1\n")
+    assert read.fmt == "params" and read.errors == {} and read.body["JobType"] == "PyTorchJob"
+    assert [(n.path, n.field) for n in read.notes] == [("JobType", "resources.framework")]
+    chosen = export.read_import("name=x\n", "params", job_type="OneFlowJob")
+    assert chosen.body["JobType"] == "OneFlowJob" and chosen.notes == []
+    assert export.read_import('{"DisplayName": "x"}').notes == [], "a JSON body says its own job type"
+
+
+def test_an_official_image_is_recognised_only_when_every_role_uses_it_without_credentials():
+    official = ["dsw-registry-vpc.cn-hangzhou.cr.aliyuncs.com/pai/ray:2.9-cpu-py310-ubuntu22.04"]
+    role = {"Type": "Head", "Image": official[0], "PodCount": 1}
+    assert export.import_hints({"JobSpecs": [role]}, official) == {"image_type": "official"}
+    assert export.import_hints({"JobSpecs": [role, {**role, "Image": "my/ray:2"}]}, official) == {}
+    assert export.import_hints({"JobSpecs": [{**role, "ImageConfig": {"Username": "u"}}]}, official) == {}
+    assert export.import_hints({"JobSpecs": [role]}, []) == {}
+
+
+def test_to_wizard_keeps_what_the_wizard_cannot_take_in_its_field_or_in_a_note():
+    body = {"DisplayName": "x", "JobType": "PyTorchJob", "UserCommand": "run", "ResourceId": "quota-1",
+            "JobMaxRunningTimeMinutes": "90", "SchedulingStrategy": 7, "Colour": {"hue": "blue"},
+            "AccessToken": "tok-123",
+            "JobSpecs": [{"Type": "Worker", "Image": "i", "PodCount": "two",
+                          "ResourceConfig": {"CPU": 4, "Memory": "8Gi"}}]}
+    problems = spec.validate(body)
+    sections, notes = export.to_wizard(body, problems)
+    by_path = {n.path: n for n in notes}
+    role = sections["resources"]["roles"][0]
+    assert role["count"] == "two" and role["cpu"] == "4", "typed fields get the value as pasted"
+    assert by_path["JobSpecs[0].PodCount"].state == "kept" and by_path["JobSpecs[0].PodCount"].raw == '"two"'
+    assert by_path["JobSpecs[0].PodCount"].field == "resources.roles[0].count"
+    res = sections["resources"]
+    assert (res["max_duration"], res["max_duration_unit"]) == ("90", "minutes"), "the API's unit comes along"
+    assert by_path["SchedulingStrategy"].state == "dropped" and by_path["SchedulingStrategy"].raw == "7"
+    assert by_path["Colour"].state == "dropped" and by_path["Colour"].raw == '{"hue": "blue"}'
+    assert (by_path["AccessToken"].raw, by_path["AccessToken"].state) == ("", "dropped"), "a secret is not quoted"
+    assert "tok-123" not in json.dumps([n.to_dict() for n in notes]) + json.dumps(sections)
+    # What the wizard then makes of the carried values: 90 minutes, 4 CPUs; "two" stays its error.
+    role["count"] = 2
+    rebuilt = spec.build(sections)
+    assert rebuilt["JobMaxRunningTimeMinutes"] == 90 and rebuilt["JobSpecs"][0]["ResourceConfig"]["CPU"] == "4"
+
+
+def test_to_wizard_quotes_pasted_values_it_did_import():
+    body = {"DisplayName": "x", "JobType": "PyTorchJob", "UserCommand": "run",
+            "JobSpecs": [{"Type": "Worker", "Image": "i", "PodCount": 0, "EcsSpec": "ecs.g6.large"}]}
+    sections, notes = export.to_wizard(body, spec.validate(body))
+    note = next(n for n in notes if n.path == "JobSpecs[0].PodCount")
+    assert (note.raw, note.state, sections["resources"]["roles"][0]["count"]) == ("0", "", 0)

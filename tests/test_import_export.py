@@ -104,6 +104,87 @@ def test_an_imported_password_is_dropped_and_the_wizard_asks_for_it(team):
     assert field_value(page, "environment-registry_username") == "bob"
 
 
+def import_notes(page):
+    return {note["path"]: note for note in page.context["portal_start"].notes}
+
+
+def test_import_notes_name_the_wizard_field_with_the_api_path_in_small_print(team):
+    client = pf.client_for(team.users["member"])
+    body = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "PodCount": "two"}]}
+    page = import_into_wizard(client, text=json.dumps(body))
+    note = import_notes(page)["JobSpecs[0].PodCount"]
+    assert (note["label"], note["message"]) == ("Resources › Worker › Nodes", "Must be a whole number.")
+    assert note["anchor"] == "f-resources-roles-0-count" and 'id="f-resources-roles-0-count"' in page.text
+    item = page.text.split('data-field="resources.roles[0].count"')[1].split("</li>")[0]
+    assert '<a href="#f-resources-roles-0-count">Resources › Worker › Nodes</a>: Must be a whole number.' in item
+    assert '<small class="mono api-path" title="CreateJob API path">JobSpecs[0].PodCount</small>' in item
+
+
+def test_a_value_the_wizard_cannot_take_stays_visible(team):
+    client = pf.client_for(team.users["member"])
+    body = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "PodCount": "two"}], "SchedulingStrategy": 7,
+            "Colour": {"hue": "blue"}}
+    page = import_into_wizard(client, text=json.dumps(body))
+    # A number input gets the text as pasted; the note says so and the wizard judges it at the field.
+    assert field_value(page, "resources-roles-0-count") == "two"
+    assert "Pasted <code>&quot;two&quot;</code>: kept in the field as pasted." in page.text
+    # A choice cannot hold it: the note quotes it and says it was not imported.
+    notes = import_notes(page)
+    assert notes["SchedulingStrategy"]["label"] == "Resources › Scheduling policy"
+    assert notes["SchedulingStrategy"]["state"] == "dropped" and notes["SchedulingStrategy"]["raw"] == "7"
+    assert notes["Colour"]["label"] == "Job" and "Not supported" in notes["Colour"]["message"]
+    assert "Pasted <code>{&quot;hue&quot;: &quot;blue&quot;}</code>: not imported." in page.text
+    jobs = Job.objects.count()
+    answer = client.post("/jobs/new", {**page.context["wizard"].data, "_workspace": team.alpha.pk})
+    assert answer.status_code == 200 and Job.objects.count() == jobs
+    assert answer.context["wizard"].errors()["resources.roles[0].count"] == ["Enter a whole number."]
+    assert 'id="err-resources-roles-0-count"' in answer.text
+
+
+def test_an_official_image_is_imported_as_official(team):
+    client = pf.client_for(team.users["member"])
+    official = "dsw-registry-vpc.cn-hangzhou.cr.aliyuncs.com/pai/pytorch-training:2.3-cpu-py311-ubuntu22.04"
+    assert team.alpha.region == "cn-hangzhou"
+    body = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "Image": official}]}
+    page = import_into_wizard(client, text=json.dumps(body))
+    assert (field_value(page, "environment-image_type"), field_value(page, "environment-image")) == \
+        ("official", official)
+    assert '<select name="environment-image"' in page.text and "Alibaba Cloud image" in page.text
+    params = PARAMS.replace(PARAMS.split("worker_image=")[1].split("\n")[0], official)
+    assert field_value(import_into_wizard(client, text=params), "environment-image_type") == "official"
+    other = import_into_wizard(client, text=json.dumps(pf.BODY))
+    assert field_value(other, "environment-image_type") == "address", "any other image stays an address"
+
+
+@pytest.mark.parametrize(("data", "framework", "note"), [
+    ({"text": PARAMS}, "PyTorch", "No job type in the file: PyTorch assumed — change it in Resources."),
+    ({"text": "# ./dlc submit xgboostjob --job_file ./job.params\n" + PARAMS}, "XGBoost",
+     "Job type from the file's `dlc submit xgboostjob` line: XGBoost — change it in Resources if that is wrong."),
+    ({"file": ("tfjob.params", PARAMS)}, "TensorFlow",
+     "Job type from the file name tfjob.params: TensorFlow — change it in Resources if that is wrong."),
+    ({"text": PARAMS, "job_type": "OneFlowJob"}, "OneFlow", None),
+])
+def test_a_params_file_says_which_job_type_it_got(team, data, framework, note):
+    data = dict(data)
+    if "file" in data:
+        name, text = data.pop("file")
+        data["file"] = SimpleUploadedFile(name, text.encode(), "text/plain")
+    page = import_into_wizard(pf.client_for(team.users["member"]), format="params", **{"job_type": "", **data})
+    assert field_value(page, "resources-framework") == framework
+    found = import_notes(page).get("JobType")
+    if note is None:
+        assert found is None, "a job type chosen on the import page needs no note"
+    else:
+        assert (found["label"], found["message"]) == ("Resources › Framework", note)
+        assert note.replace("'", "&#x27;") in page.text
+
+
+def test_the_import_page_offers_the_job_type_from_the_file_by_default(team):
+    page = pf.client_for(team.users["member"]).get("/jobs/import")
+    assert page.context["form"]["job_type"].value() == ""
+    assert '<option value="" selected>As the file says</option>' in page.text
+
+
 def test_viewers_cannot_import(team):
     assert pf.client_for(team.users["viewer"]).post("/jobs/import", {"text": PARAMS}).status_code == 403
 
