@@ -6,6 +6,7 @@ SQLite and the secret key under the data dir, Redis on loopback, DEBUG off.
 
 import os
 import secrets
+import zoneinfo
 from pathlib import Path
 
 import dj_database_url
@@ -149,7 +150,24 @@ CACHES = {
 }
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
+
+
+def _time_zone() -> str:
+    # Pages show times in this zone and name it (<time datetime> values carry their offset, so stay exact).
+    # TIME_ZONE is the variable's older name, still read so existing deployments keep their zone.
+    name = (os.environ.get("DLC_TIME_ZONE") or os.environ.get("TIME_ZONE") or "UTC").strip()
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"DLC_TIME_ZONE={name!r} is not a time zone name: use an IANA name such as UTC or Asia/Shanghai."
+        ) from exc
+    return name
+
+
+TIME_ZONE = _time_zone()
 USE_I18N = True
 USE_TZ = True
 

@@ -94,8 +94,8 @@ def revoke(user, token_id: int) -> tuple[ApiToken | None, bool]:
 
 
 def user_for_token(raw: str):
-    """The active user a token belongs to, carrying the token's scope; None for unknown, revoked or
-    inactive-user tokens. Raises TokenExpired for an expired one."""
+    """The active user a token belongs to, carrying the token's scope (`token_scope`) and the token's row
+    (`api_token`); None for unknown, revoked or inactive-user tokens. Raises TokenExpired for an expired one."""
     if not raw.startswith(TOKEN_PREFIX):
         return None
     token = ApiToken.objects.select_related("user").filter(token_hash=digest(raw), revoked_at=None).first()
@@ -108,6 +108,7 @@ def user_for_token(raw: str):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     user = token.user  # a fresh instance of this request's own: the scope cannot reach a session's user
     user.token_scope = TokenScope(workspace_id=token.workspace_id, read_only=token.read_only)
+    user.api_token = token  # audit.record notes the token's name and prefix on what this request does
     return user
 
 

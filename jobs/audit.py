@@ -2,6 +2,9 @@
 
 Details are free-form JSON, but never a secret: keys that look like one are dropped before saving, so a
 careless caller cannot leak a password into the log.
+
+An event made by a request that an API token authenticated says so: its details' `api_token` holds the token's
+name and prefix (jobs.apitokens puts the token's row on the request's user as `api_token`), never the token.
 """
 
 from __future__ import annotations
@@ -27,10 +30,27 @@ def scrub(value: Any) -> Any:
     return str(value)
 
 
+# The details key of the token an event came through. Added after scrubbing, which drops it from what callers
+# pass: only the request's own token is ever recorded there.
+TOKEN_KEY = "api_token"
+
+
+def token_of(actor) -> dict[str, str] | None:
+    """{"name", "prefix"} of the API token that authenticated `actor` in this request, else None."""
+    token = getattr(actor, "api_token", None)
+    if token is None:
+        return None
+    return {"name": str(token.name), "prefix": str(token.prefix)}
+
+
 def record(actor, action: str, *, workspace: Workspace, job: Job | None = None, source: Job | None = None,
            **details: Any) -> AuditEvent:
     """Append one event. `actor` is a user (or None for the system, e.g. a sync import)."""
     user = actor if actor is not None and getattr(actor, "is_authenticated", False) else None
+    saved = scrub(details)
+    token = token_of(user)
+    if token is not None:
+        saved[TOKEN_KEY] = token
     return AuditEvent.objects.create(
         actor=user,
         actor_name=user.get_username() if user else "system",
@@ -39,7 +59,7 @@ def record(actor, action: str, *, workspace: Workspace, job: Job | None = None, 
         job=job,
         job_name=job.display_name if job else "",
         source=source,
-        details=scrub(details),
+        details=saved,
     )
 
 

@@ -448,8 +448,13 @@ def template_from_wizard(request: HttpRequest) -> HttpResponse:
         except PermissionDenied as exc:
             form.add_error("name", str(exc))
         else:
-            messages.success(request, f"Saved as template {version}.")
-            return redirect("template_detail", pk=version.template_id)
+            # Back to the wizard, started from what was just saved: the same data, and a reload saves nothing.
+            typed = [label for key, label in (("registry_password", "the registry password"),
+                                              ("RayRedisPassword", "RayRedisPassword")) if key in wizard.secrets()]
+            again = f" Type {' and '.join(typed)} again: templates never keep secrets." if typed else ""
+            messages.success(request, f"Saved as template {version}. You are back in the wizard, "
+                                      f"now started from it.{again}")
+            return redirect(f"{reverse('job_create')}?template={version.template_id}&version={version.number}")
     # Keep the wizard's data (never its secrets) so fixing the name is one more click.
     carried = [(k, templates_lib.strip_advanced(v) if k == "resources-advanced" else v)
                for k, values in request.POST.lists() for v in values

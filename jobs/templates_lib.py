@@ -44,8 +44,9 @@ LOCKABLE: dict[str, tuple[str, tuple[str, ...]]] = {
     "resources.scheduling_policy": ("Scheduling policy", ("resources.scheduling_policy",
                                                           "resources.node_scheduling", "resources.idle_resources",
                                                           "resources.cpu_affinity")),
-    "resources.max_duration": ("Maximum duration", ("resources.max_duration",)),
-    "resources.retention": ("Retention period", ("resources.retention",)),
+    # A duration's unit is locked with its number: a free unit would change the length a lock keeps.
+    "resources.max_duration": ("Maximum duration", ("resources.max_duration", "resources.max_duration_unit")),
+    "resources.retention": ("Retention period", ("resources.retention", "resources.retention_unit")),
     "resources.dsw": ("Developer machine", ("resources.dsw",)),
     "resources.advanced": ("Advanced framework configuration", ("resources.advanced",)),
     "vpc.vpc_id": ("VPC", ("vpc.vpc_id", "vpc.switch_id", "vpc.security_group_id", "vpc.extended_cidrs",
@@ -55,8 +56,10 @@ LOCKABLE: dict[str, tuple[str, tuple[str, ...]]] = {
                                  "fault_tolerance.sanity_args")),
     "ram_role.mode": ("RAM role", ("ram_role.mode", "ram_role.role_arn")),
 }
-# Durations compare by their length, not by how they are spelled (2 days == 48 hours).
+# Durations compare by their length, not by how they are spelled (2 days == 48 hours); so does a duration's unit,
+# or the pair's unit alone would refuse 48 hours where the template says 2 days.
 _DURATIONS = {"resources.max_duration": "max_duration_unit", "resources.retention": "retention_unit"}
+_UNITS = {f"{path.split('.')[0]}.{unit}": path for path, unit in _DURATIONS.items()}
 
 
 def strip_secrets(sections: Mapping) -> dict:
@@ -93,6 +96,7 @@ def _canonical(sections: Mapping) -> dict:
 
 
 def _value(canonical: Mapping, path: str) -> Any:
+    path = _UNITS.get(path, path)
     section, name = path.split(".", 1)
     value = (canonical.get(section) or {}).get(name)
     if path in _DURATIONS and isinstance(value, int | float) and not isinstance(value, bool):

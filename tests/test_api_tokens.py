@@ -598,3 +598,43 @@ def test_the_dry_run_uses_the_tokens_workspace_not_the_sessions(both):
     assert session.post("/api/v1/jobs/validate", new_body("v"), content_type="application/json").status_code == 400
     _, raw = apitokens.create_token(member, "alpha", workspace=both.alpha)
     assert call(raw, "POST", "/api/v1/jobs/validate", new_body("v"), client=session).status_code == 200
+
+
+@pytest.mark.integration
+def test_what_a_token_does_through_the_api_is_audited_with_the_tokens_name(stack, member, workspace):
+    """Over real HTTP against the running stack: a job created and stopped with a token; the audit log names
+    the token (name and prefix) on both events, and its page says so, never showing the token."""
+    import requests
+
+    from jobs.models import Membership
+    from tests.conftest import PASSWORD
+
+    Membership.objects.filter(user=member, workspace=workspace).update(role="admin")  # the audit page is theirs
+    token, raw = apitokens.create_token(member, "ci-bot", workspace=workspace)
+    api = requests.Session()
+    api.headers["Authorization"] = f"Bearer {raw}"
+    body = {"DisplayName": "via-token", "JobType": "PyTorchJob", "UserCommand": "sleep 30",
+            "JobSpecs": [{"Type": "Worker", "Image": "registry.example.com/team/train:1.0", "PodCount": 1,
+                          "EcsSpec": "ecs.g6.large"}]}
+    created = api.post(f"{stack.url}/api/v1/jobs", params={"workspace": workspace.pk}, json=body, timeout=30)
+    assert created.status_code == 201, created.text
+    job_id = created.json()["id"]
+    stopped = api.post(f"{stack.url}/api/v1/jobs/{job_id}/stop", timeout=30)
+    assert stopped.status_code == 202 and stopped.json()["result"] in ("stopping", "stopped"), stopped.text
+
+    events = list(AuditEvent.objects.filter(job_id=job_id).order_by("id"))
+    assert [(e.action, e.actor_name) for e in events] == [("created", member.username), ("stopped", member.username)]
+    assert [e.details["api_token"] for e in events] == [{"name": "ci-bot", "prefix": token.prefix}] * 2
+    assert raw not in str([e.details for e in events])
+
+    web = requests.Session()
+    web.headers["Referer"] = f"{stack.url}/"
+    login = web.get(f"{stack.url}/accounts/login/", timeout=30).text
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login).group(1)
+    signed_in = web.post(f"{stack.url}/accounts/login/", timeout=30,
+                         data={"username": member.username, "password": PASSWORD, "csrfmiddlewaretoken": csrf})
+    assert signed_in.url == f"{stack.url}/", "sign-in failed"
+    page = web.get(f"{stack.url}/workspaces/{workspace.pk}/audit", params={"job": job_id}, timeout=30)
+    assert page.status_code == 200
+    assert page.text.count(f'<div class="muted via">via API token ci-bot ({token.prefix}…)</div>') == 2
+    assert raw not in page.text

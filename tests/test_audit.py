@@ -156,3 +156,24 @@ def test_audit_page_pages_by_keyset_and_offers_no_way_to_edit(team):
 def test_audit_page_is_for_admins_only(team):
     assert pf.client_for(team.users["member"]).get(f"/workspaces/{team.alpha.pk}/audit").status_code == 403
     assert pf.client_for(team.users["other"]).get(f"/workspaces/{team.alpha.pk}/audit").status_code == 404
+
+
+def test_an_event_made_with_an_api_token_names_the_token_never_its_secret(team):
+    from jobs import apitokens
+
+    token, raw = apitokens.create_token(team.users["admin"], "ci-bot", workspace=team.alpha)
+    caller = apitokens.user_for_token(raw)  # the user a token-authenticated request acts as
+    event = audit.record(caller, "stopped", workspace=team.alpha, job=team.admin_job, dlc_job_id="dlc-admin-job")
+    event.refresh_from_db()
+    assert event.details == {"dlc_job_id": "dlc-admin-job", "api_token": {"name": "ci-bot", "prefix": token.prefix}}
+    assert raw not in str(event.details) and raw.startswith(token.prefix)
+    # A signed-in user's event says nothing of tokens, and no caller can write a token of its own.
+    plain = audit.record(team.users["admin"], "changed", workspace=team.alpha, event="settings",
+                         api_token={"name": "forged", "prefix": "dlcc_forged"})
+    assert plain.details == {"event": "settings"}
+
+    page = pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/audit").text
+    assert page.count("via API token") == 1
+    assert f'<div class="muted via">via API token ci-bot ({token.prefix}…)</div>' in page
+    assert "forged" not in page and raw not in page
+    assert "api_token:" not in page, "the token is said once, under Who, not again among the details"

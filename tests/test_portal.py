@@ -362,3 +362,58 @@ def test_proxy_header_signs_the_user_in(team, settings):
     page = client.get("/", HTTP_X_AUTH_USER="member")
     assert page.status_code == 200 and page.context["user"].username == "member"
     assert "Alpha" in page.text
+
+
+# --- time zone ---------------------------------------------------------------------------------------------
+
+
+def settings_time_zone(monkeypatch, **env: str) -> str:
+    """TIME_ZONE as consoleapp/settings.py works it out from this environment (the module run afresh)."""
+    import runpy
+
+    for name in ("DLC_TIME_ZONE", "TIME_ZONE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return runpy.run_path(str(ROOT / "consoleapp" / "settings.py"))["TIME_ZONE"]
+
+
+def test_the_time_zone_comes_from_dlc_time_zone_and_a_bad_one_is_refused_by_name(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    assert settings_time_zone(monkeypatch) == "UTC"
+    assert settings_time_zone(monkeypatch, DLC_TIME_ZONE="Asia/Shanghai") == "Asia/Shanghai"
+    with pytest.raises(ImproperlyConfigured, match=r"DLC_TIME_ZONE='Mars/Base' is not a time zone name"):
+        settings_time_zone(monkeypatch, DLC_TIME_ZONE="Mars/Base")
+
+
+def test_pages_name_the_time_zone_their_times_are_in(team, settings):
+    import re
+    from datetime import UTC, datetime
+
+    from jobs import audit
+    from jobs.models import Job
+
+    created = datetime(2026, 11, 30, 14, 2, 11, tzinfo=UTC)
+    Job.objects.filter(pk=team.job.pk).update(created_at=created)
+    audit.record(team.users["admin"], "stopped", workspace=team.alpha, job=team.admin_job)
+    admin = pf.client_for(team.users["admin"])
+
+    def shown() -> tuple[str, str, str, str, str]:
+        listing = admin.get("/").text
+        row = re.search(rf'<tr id="job-{team.job.pk}".*?<time datetime="([^"]+)">([^<]+)</time>', listing, re.S)
+        job_page = admin.get(f"/jobs/{team.job.pk}").text
+        audit_page = admin.get(f"/workspaces/{team.alpha.pk}/audit").text
+        return (re.search(r'<th id="created-header">([^<]+)</th>', listing).group(1), row.group(2),
+                re.search(r'<span class="muted" id="time-zone">([^<]+)</span>', job_page).group(1),
+                re.search(r'<th id="when-header">([^<]+)</th>', audit_page).group(1), row.group(1))
+
+    header, when, job_note, audit_header, iso = shown()
+    assert (header, when, job_note, audit_header) == ("Created (UTC)", "2026-11-30 14:02:11", "Times in UTC",
+                                                      "When (UTC)")
+    settings.TIME_ZONE = "Asia/Shanghai"
+    header, when, job_note, audit_header, iso_there = shown()
+    assert (header, when, job_note, audit_header) == ("Created (Asia/Shanghai)", "2026-11-30 22:02:11",
+                                                      "Times in Asia/Shanghai", "When (Asia/Shanghai)")
+    # The machine-readable value names the same instant, with its offset.
+    assert datetime.fromisoformat(iso) == datetime.fromisoformat(iso_there) == created

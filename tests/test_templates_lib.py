@@ -90,6 +90,43 @@ def test_locked_errors_report_each_changed_locked_field(team):
     assert "locked by the template 'base'" in errors["environment.command"][0]
 
 
+@pytest.mark.parametrize(("lock", "number", "unit"), [("resources.max_duration", "max_duration", "max_duration_unit"),
+                                                      ("resources.retention", "retention", "retention_unit")])
+def test_a_locked_duration_locks_its_unit_too(team, lock, number, unit):
+    templates_lib.set_locks(team.template, team.users["admin"], [lock])
+    base = sections(**{f"resources.{number}": 2, f"resources.{unit}": "days"})
+    version = templates_lib.save(team.alpha, team.users["admin"], "base", base)
+    assert templates_lib.lock_paths(team.template) == [f"resources.{number}", f"resources.{unit}"]
+    # The unit alone changes the duration: refused, at the number the wizard shows the error beside.
+    errors = templates_lib.locked_errors(team.template, version, sections(**{f"resources.{number}": 2,
+                                                                             f"resources.{unit}": "hours"}))
+    assert list(errors) == [f"resources.{number}"] and "is locked by the template 'base'" in errors[lock][0]
+    # The same length spelled with another unit is no change.
+    assert templates_lib.locked_errors(team.template, version, sections(**{f"resources.{number}": 48,
+                                                                           f"resources.{unit}": "hours"})) == {}
+
+    # The wizard shows the unit read-only beside its number, each pointing at a "Locked by the template" note.
+    page = pf.client_for(team.users["member"]).get(f"/jobs/new?template={team.template.pk}").text
+    for name in (number, unit):
+        assert re.search(rf'<(?:select|input)[^>]* name="resources-{name}"[^>]*data-locked="true"', page), name
+        assert re.search(rf'name="resources-{name}"[^>]*aria-describedby="lock-resources-{name}"', page), name
+
+
+def test_the_wizard_refuses_a_changed_unit_of_a_locked_duration(team):
+    from jobs.models import Job
+
+    templates_lib.set_locks(team.template, team.users["admin"], ["resources.max_duration"])
+    base = sections(**{"resources.max_duration": 2, "resources.max_duration_unit": "days"})
+    base["basic"]["name"] = "unit-changed"
+    version = templates_lib.save(team.alpha, team.users["admin"], "base", base)
+    hidden = {"_template": team.template.pk, "_template_version": version.number, "_workspace": team.alpha.pk}
+    changed = copy.deepcopy(base)
+    changed["resources"]["max_duration_unit"] = "hours"
+    answer = wizard_post(pf.client_for(team.users["member"]), changed, **hidden)
+    assert answer.status_code == 200 and "Maximum duration is locked by the template" in answer.text
+    assert not Job.objects.filter(display_name="unit-changed").exists()
+
+
 # --- through the wizard ------------------------------------------------------------------------------------
 
 
@@ -229,7 +266,8 @@ def test_save_a_job_as_a_template_from_its_page(team):
 
 def test_save_the_wizard_content_as_a_template(team):
     from jobs.forms import wizard as glue
-    from jobs.models import JobTemplate
+    from jobs.models import Job, JobTemplate
+    from tests.support.wizard import page_form_data
 
     s = sections(**{"environment.command": "echo from wizard", "environment.image_type": "address",
                     "environment.registry_password": "hunter2-registry"})
@@ -238,11 +276,28 @@ def test_save_the_wizard_content_as_a_template(team):
     client = pf.client_for(team.users["member"])
     missing = client.post("/templates/from-wizard", data)
     assert missing.status_code == 400 and "hunter2" not in missing.text
+    # The page that asks for the name also leads back to the wizard with the same data, submitting nothing.
+    assert re.search(r'<button type="submit" formaction="/jobs/new" name="_refresh" value="1"[^>]*>Back to the '
+                     r"wizard</button>", missing.text)
+    back = client.post("/jobs/new", {**page_form_data(missing.text, "template-form"), "_refresh": "1"})
+    assert back.status_code == 200 and "echo from wizard" in back.text
+    assert page_form_data(back.text)["environment-command"] == "echo from wizard"
+    assert Job.objects.count() == 3, "the fixture's jobs only"
+
     answer = client.post("/templates/from-wizard", {**data, "_template_name": "wizard-made"})
-    assert answer.status_code == 302
-    version = templates_lib.version_of(JobTemplate.objects.get(name="wizard-made"))
+    template = JobTemplate.objects.get(name="wizard-made")
+    version = templates_lib.version_of(template)
     assert version.sections["environment"]["command"] == "echo from wizard"
     assert "hunter2" not in str(version.sections)
+    # Saved, the user is back in the wizard, started from what they saved: the same data, minus the secret.
+    assert answer.status_code == 302
+    assert answer["Location"] == f"/jobs/new?template={template.pk}&version={version.number}"
+    wizard = client.get(answer["Location"])
+    assert wizard.status_code == 200 and "hunter2" not in wizard.text
+    assert page_form_data(wizard.text)["environment-command"] == "echo from wizard"
+    assert "Saved as template wizard-made v1. You are back in the wizard, now started from it. Type the registry " \
+           "password again: templates never keep secrets." in wizard.text
+    assert f'name="_template" value="{template.pk}"' in wizard.text
 
 
 def test_template_pages_lock_and_default_by_admins_only(team):
