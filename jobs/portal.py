@@ -71,12 +71,8 @@ def nav(request: HttpRequest) -> dict[str, Any]:
         return {}
     from jobs.views import shown_workspace
 
-    found: dict[str, Workspace | None] = {}
-
     def shown() -> Workspace | None:
-        if "workspace" not in found:
-            found["workspace"] = shown_workspace(request)
-        return found["workspace"]
+        return shown_workspace(request)  # no query: a pick from the list read once per request
 
     def may(action: str, workspace: Workspace | None) -> bool:
         return bool(workspace and access.can(user, action, workspace=workspace))

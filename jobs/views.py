@@ -122,10 +122,11 @@ def _poll_url(filters: listing.Filters, jobs: list[Job]) -> str | None:
 
 def _list_context(request: HttpRequest, workspace: Workspace | None, filters: listing.Filters) -> dict:
     page = listing.page(listing.for_rows(_workspace_jobs(request, workspace)), filters, user=request.user)
+    may_create = can_select(request, workspace)  # the same people: see can_select
     return {
         "workspace": workspace,
-        "can_create": bool(workspace and access.can(request.user, "create", workspace=workspace)),
-        "selectable": can_select(request, workspace),
+        "can_create": may_create,
+        "selectable": may_create,
         "filters": filters,
         "page": page,
         "rows": listing.rows(page.jobs),

@@ -122,14 +122,22 @@ _BIG = 10**15  # larger numbers are typos or garbage; refusing them keeps arithm
 _NUMBER_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
-def _int(value: Any) -> tuple[int | None, bool]:
-    """(whole number or None when empty, ok)."""
+def _empty_bool_or_int(value: Any) -> tuple[int | None, bool] | None:
+    """What _int and _num both answer for an empty value, a bool (never a number here) and an int; None for the
+    rest, which each reads its own way."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None, True
     if isinstance(value, bool):
         return None, False
     if isinstance(value, int):
         return (value, True) if abs(value) < _BIG else (None, False)
+    return None
+
+
+def _int(value: Any) -> tuple[int | None, bool]:
+    """(whole number or None when empty, ok)."""
+    if (answer := _empty_bool_or_int(value)) is not None:
+        return answer
     if isinstance(value, float):
         return (int(value), True) if value.is_integer() and abs(value) < _BIG else (None, False)
     if isinstance(value, str) and re.fullmatch(r"[+-]?\d{1,18}", value.strip()):
@@ -139,12 +147,8 @@ def _int(value: Any) -> tuple[int | None, bool]:
 
 def _num(value: Any) -> tuple[int | float | None, bool]:
     """(finite number or None when empty, ok); integral values come back as int."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None, True
-    if isinstance(value, bool):
-        return None, False
-    if isinstance(value, int):
-        return (value, True) if abs(value) < _BIG else (None, False)
+    if (answer := _empty_bool_or_int(value)) is not None:
+        return answer
     if isinstance(value, str) and _NUMBER_RE.fullmatch(value.strip()):
         value = float(value.strip())
     if isinstance(value, float) and value == value and abs(value) < _BIG:
