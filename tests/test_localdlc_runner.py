@@ -90,7 +90,10 @@ def test_pytorch_master_is_rank_zero(localdlc):
 
 def test_tfjob_pods_read_a_correct_tf_config(localdlc):
     client = localdlc.client()
-    command = f'{PY} -c "import os; print(os.environ[\'TF_CONFIG\'])"'
+    # The PS is terminated once the chief and workers are done: they wait a little, so that under load the PS
+    # has printed its TF_CONFIG before it is stopped (an empty PS log failed this test once on a busy machine).
+    command = (f'{PY} -c "import json, os, time; c = os.environ[\'TF_CONFIG\']; print(c, flush=True); '
+               f'time.sleep(0 if json.loads(c)[\'task\'][\'type\'] == \'ps\' else 3)"')
     job_id = client.create_job(request(command, [spec("Chief"), spec("PS"), spec("Worker", 2)],
                                        job_type="TFJob")).body.job_id
     body = localdlc.wait_for_status(job_id)
