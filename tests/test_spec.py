@@ -29,7 +29,8 @@ QUOTAS = {
     "quota-gen": {"resource_type": "general"},
     "quota-lj": {"resource_type": "lingjun"},
 }
-DATASETS = {"d-cpfs": {"type": "CPFS"}, "d-oss": {"type": "OSS"}}
+DATASETS = {"d-cpfs": {"type": "CPFS"}, "d-oss": {"type": "OSS"},
+            "d-cpfs-vpc": {"type": "CPFS", "vpc_id": "vpc-0jlq8l7qech3m2ta2"}}
 
 
 def base() -> dict:
@@ -135,6 +136,11 @@ CASES = [
     Case("cpfs dataset needs vpc", {"environment.datasets": [{"id": "d-cpfs"}]}, ("environment.datasets[0].id",),
          "needs a VPC", wire="DataSources[0].DataSourceId"),
     Case("cpfs dataset with vpc", {"environment.datasets": [{"id": "d-cpfs"}], **VPC}),
+    # [004] "CPFS VPC'siyle eşleşen bir VPC" (a VPC that matches the CPFS VPC), when the dataset says which.
+    Case("cpfs dataset same vpc", {"environment.datasets": [{"id": "d-cpfs-vpc"}], **VPC}),
+    Case("cpfs dataset other vpc", {"environment.datasets": [{"id": "d-cpfs-vpc"}], **VPC, "vpc.vpc_id": "vpc-other1"},
+         ("environment.datasets[0].id",), "file system is in vpc-0jlq8l7qech3m2ta2, not vpc-other1",
+         wire="DataSources[0].DataSourceId"),
     # ---- environment: storage ---------------------------------------------------------------------------
     Case("oss ok", {"environment.storages": [{"type": "oss", "uri": "oss://bucket.oss-cn-hangzhou.aliyuncs.com/d/",
                                               "mount_path": "/mnt/oss", "options": '{"mountType":"ossfs"}'}]}),
@@ -145,9 +151,17 @@ CASES = [
     Case("oss mountType", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x", "mount_path": "/m",
                                                      "options": '{"mountType":"jindo"}'}]},
          ("environment.storages[0].options",), "'ossfs'", wire="DataSources[0].Options"),
-    Case("oss unknown option", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x", "mount_path": "/m",
-                                                          "options": '{"foo": 1}'}]},
-         ("environment.storages[0].options",), "Unknown advanced setting 'foo'"),
+    # The seeds give the storage options "for example" ([000] "Por exemplo", [004] "Örneğin"): an undocumented key
+    # is sent with a note, a key documented for another storage type is an error.
+    Case("oss undocumented option ok", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x",
+                                                                  "mount_path": "/m", "options": '{"foo": 1}'}]}),
+    Case("nconnect on oss", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x", "mount_path": "/m",
+                                                       "options": '{"nconnect": "4"}'}]},
+         ("environment.storages[0].options",), "nconnect applies to General-purpose NAS and CPFS, not OSS",
+         wire="DataSources[0].Options"),
+    Case("mountType on nas", {"environment.storages": [{"type": "nas", "uri": "nas://31a8e4.cn-hangzhou/a",
+                                                        "mount_path": "/m", "options": '{"mountType": "ossfs"}'}]},
+         ("environment.storages[0].options",), "mountType applies to OSS, not General-purpose NAS"),
     Case("options bad json", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x", "mount_path": "/m",
                                                         "options": "{mountType: ossfs"}]},
          ("environment.storages[0].options",), "JSON object"),
@@ -161,7 +175,7 @@ CASES = [
          ("environment.storages[0].options",), "positive integer"),
     Case("extreme nas has no options", {"environment.storages": [
         {"type": "extreme_nas", "uri": "nas://extreme-0015.cn-hangzhou/", "mount_path": "/m",
-         "options": '{"nconnect":"4"}'}]}, ("environment.storages[0].options",), "Extreme NAS (supported: none)"),
+         "options": '{"nconnect":"4"}'}]}, ("environment.storages[0].options",), "not Extreme NAS"),
     Case("nas id is extreme", {"environment.storages": [{"type": "nas", "uri": "nas://extreme-0015.cn-hangzhou/",
                                                          "mount_path": "/m"}]},
          ("environment.storages[0].uri",), "choose Extreme NAS"),
@@ -181,6 +195,20 @@ CASES = [
          ("environment.storages[0].type",), "only available with Lingjun"),
     Case("bmcpfs with lingjun", {"environment.storages": [{"type": "bmcpfs", "uri": "bmcpfs://bmcpfs-1/d",
                                                            "mount_path": "/m"}], **LINGJUN_PUBLIC}),
+    # [004] VPC: with a VPC, the dataset storage must be in the job's region (and VPC).
+    Case("storage same region with vpc", {"environment.storages": [
+        {"type": "oss", "uri": "oss://bucket.oss-cn-hangzhou-internal.aliyuncs.com/d/", "mount_path": "/m"},
+        {"type": "nas", "uri": "nas://31a8e4.cn-hangzhou/d", "mount_path": "/n"}], **VPC}),
+    Case("storage other region without vpc", {"environment.storages": [
+        {"type": "oss", "uri": "oss://bucket.oss-cn-beijing.aliyuncs.com/d/", "mount_path": "/m"}]}),
+    Case("storage no region with vpc", {"environment.storages": [
+        {"type": "oss", "uri": "oss://bucket.oss-accelerate.aliyuncs.com/d/", "mount_path": "/m"}], **VPC}),
+    Case("oss other region with vpc", {"environment.storages": [
+        {"type": "oss", "uri": "oss://bucket.oss-cn-beijing-internal.aliyuncs.com/d/", "mount_path": "/m"}], **VPC},
+         ("environment.storages[0].uri",), "in cn-beijing, but the job runs in cn-hangzhou", wire="DataSources[0].Uri"),
+    Case("nas other region with vpc", {"environment.storages": [
+        {"type": "nas", "uri": "nas://31a8e4.cn-shanghai/d", "mount_path": "/m"}], **VPC},
+         ("environment.storages[0].uri",), "in cn-shanghai"),
     Case("storage mount required", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x"}]},
          ("environment.storages[0].mount_path",), "Enter the container mount path"),
     Case("storage mount root", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x",
@@ -852,11 +880,32 @@ def test_field_for_path(wire, field):
     ({}, "resources.roles", "not checked"),
     ({**SPOT}, "resources.source", "no availability guarantee"),
     ({**QUOTA, "resources.idle_resources": True}, "resources.idle_resources", "stopped automatically"),
+    ({"environment.storages": [{"type": "oss", "uri": "oss://bucket/x", "mount_path": "/m", "options": '{"foo": 1}'}]},
+     "environment.storages[0].options", "'foo' is not a documented advanced setting for OSS"),
+    ({"environment.datasets": [{"id": "d-unknown"}]}, "environment.datasets[0].id", "If this is a CPFS dataset"),
+    ({"environment.storages": [{"type": "nas", "uri": "nas://31a8e4.cn-hangzhou/a", "mount_path": "/m"}]},
+     "environment.storages[0].uri", "needs a mount target"),
+    ({"resources.advanced": "EnableResourcePreCheck=true"}, "resources.advanced", "uses no quota"),
+    ({**SPOT, "resources.bid_method": "price", "resources.spot_discount": None, "resources.spot_price": 0.01},
+     "resources.spot_price", "market price range"),
 ])
 def test_notes(edits, path, words):
     notes = spec.notes(_apply(Case("", edits)))
     assert path in notes, notes
     assert any(words in n for n in notes[path]), notes
+
+
+def test_no_cpfs_hint_when_the_dataset_is_known_or_a_vpc_is_set():
+    known = _apply(Case("", {"environment.datasets": [{"id": "d-oss"}]}))
+    with_vpc = _apply(Case("", {"environment.datasets": [{"id": "d-unknown"}], **VPC}))
+    assert "environment.datasets[0].id" not in spec.notes(known, spec.Context(datasets=DATASETS))
+    assert "environment.datasets[0].id" not in spec.notes(with_vpc)
+
+
+def test_jumbo_frame_on_a_lingjun_quota_is_an_error_without_a_contradicting_note():
+    sections = _apply(Case("", {**LJ_QUOTA, "resources.advanced": "EnableJumboFrame=true"}))
+    assert "General Computing 2.0" in " ".join(spec.validate_sections(sections)["resources.advanced"])
+    assert not any("generation is unknown" in n for n in spec.notes(sections).get("resources.advanced", []))
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------

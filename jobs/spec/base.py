@@ -75,7 +75,8 @@ class Context:
     specs: Mapping[str, Mapping[str, Any]] | None = None
     # {quota_id: {"resource_type": "general"|"lingjun", "general_computing_2_0": bool}}
     quotas: Mapping[str, Mapping[str, Any]] | None = None
-    # {dataset_id: {"type": "CPFS"|..., "uri": ...}} from ListDatasets, for the CPFS-needs-VPC rule.
+    # {dataset_id: {"type": "CPFS"|..., "uri": ..., "vpc_id": ...}} from ListDatasets, for the CPFS-needs-its-VPC
+    # rule (vpc_id: the CPFS file system's VPC, when known).
     datasets: Mapping[str, Mapping[str, Any]] | None = None
     hints: Mapping[str, Any] | None = None  # used by validate(body): see hints_from_sections()
     policy: Policy | None = None  # None = no guardrails

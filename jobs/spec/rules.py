@@ -26,6 +26,9 @@ _ARN_RE = re.compile(r"acs:ram::\d+:role/[A-Za-z0-9.\-]{1,64}")
 _OSS_URI_RE = re.compile(r"oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](\.[A-Za-z0-9.\-]+)?(/\S*)?")
 _NAS_URI_RE = re.compile(r"nas://(?P<id>[A-Za-z0-9\-]+)\.(?P<region>[a-z0-9\-]+)(/\S*)?")
 _BMCPFS_URI_RE = re.compile(C.BMCPFS_URI_SCHEME + r"://[A-Za-z0-9\-]+(/\S*)?")
+# The region an OSS endpoint names: oss-<region>[-internal].aliyuncs.com. Endpoints without one (oss-accelerate,
+# the oss-rg-* resource-group endpoints) give none.
+_OSS_REGION_RE = re.compile(r"oss://[^./]+\.oss-(?!rg-)(?P<region>[a-z]{2}-[a-z0-9-]+?)(-internal)?\.aliyuncs\.com(/.*)?")
 _ID_RES = {
     "vpc_id": (re.compile(r"vpc-[A-Za-z0-9]+"), "A VPC id looks like vpc-xxxxxxxx."),
     "switch_id": (re.compile(r"vsw-[A-Za-z0-9]+"), "A vSwitch id looks like vsw-xxxxxxxx."),
@@ -104,6 +107,25 @@ def _dataset_is_cpfs(ctx: Context, dataset_id: str) -> bool:
     return kind == "cpfs" or _storage_type_from_uri(_text(info.get("uri") or info.get("Uri"))) == "cpfs"
 
 
+def _cpfs_dataset_vpc(ctx: Context, dataset_id: str) -> str:
+    """The VPC of a CPFS dataset's file system when Context.datasets says it; "" when unknown."""
+    info = (ctx.datasets or {}).get(dataset_id)
+    if not _dataset_is_cpfs(ctx, dataset_id) or not isinstance(info, Mapping):
+        return ""
+    return _text(info.get("vpc_id") or info.get("VpcId"))
+
+
+def _storage_region(kind: str, uri: str) -> str:
+    """The region a storage URI names (OSS endpoint, NAS/CPFS file system); "" when it names none."""
+    if kind == "oss":
+        match = _OSS_REGION_RE.fullmatch(uri)
+        return match["region"] if match else ""
+    if kind in ("nas", "extreme_nas", "cpfs"):
+        match = _NAS_URI_RE.fullmatch(uri)
+        return match["region"] if match else ""
+    return ""
+
+
 def _rule_data(n: dict, ctx: Context, e: _Errors) -> None:
     env, has_vpc = _env(n), bool(n["vpc"]["vpc_id"])
     mounts: list[tuple[str, str, str]] = []  # (section path, mount path, label)
@@ -118,12 +140,21 @@ def _rule_data(n: dict, ctx: Context, e: _Errors) -> None:
         if d["id"] and not has_vpc and _dataset_is_cpfs(ctx, d["id"]):
             e.add(f"{p}.id", "A CPFS dataset needs a VPC that matches the CPFS VPC (set it in the VPC section); "
                   "otherwise the job can stay in EnvPreparing for a long time.")
+        cpfs_vpc = _cpfs_dataset_vpc(ctx, d["id"]) if has_vpc else ""
+        if cpfs_vpc and cpfs_vpc != n["vpc"]["vpc_id"]:
+            e.add(f"{p}.id", f"This dataset's CPFS file system is in {cpfs_vpc}, not {n['vpc']['vpc_id']}: the job's "
+                  "VPC must match the CPFS VPC, otherwise the job can stay in EnvPreparing for a long time.")
     for i, s in enumerate(env["storages"]):
         p = f"environment.storages[{i}]"
         kind = s["type"]
         problem = _storage_uri_problem(kind, s["uri"])
         if problem:
             e.add(f"{p}.uri", problem)
+        # [004] VPC: with a VPC, the dataset storage must be in the same VPC and region as the job.
+        region = "" if problem or not has_vpc else _storage_region(kind, s["uri"])
+        if region and region != ctx.region:
+            e.add(f"{p}.uri", f"This storage is in {region}, but the job runs in {ctx.region}: with a VPC, the "
+                  "storage must be in the job's region and VPC.")
         if kind == "bmcpfs" and _res(n)["resource_type"] != "lingjun":
             e.add(f"{p}.type", "BMCPFS is only available with Lingjun resources.")
         if kind == "cpfs" and not has_vpc:
@@ -173,30 +204,49 @@ def _positive_int(value: Any) -> int | None:
     return number if ok and number is not None and number > 0 and not isinstance(value, float) else None
 
 
-def _storage_option_problems(kind: str, text: str) -> list[str]:
+def _storage_options(text: str) -> tuple[dict, list[str]]:
+    """The storage advanced settings JSON as (object, parse problems)."""
     if not text:
-        return []
+        return {}, []
     try:
         options = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        return [f"Advanced settings must be a JSON object, e.g. {{\"mountType\":\"ossfs\"}}: {exc}."]
+        return {}, [f"Advanced settings must be a JSON object, e.g. {{\"mountType\":\"ossfs\"}}: {exc}."]
     if not isinstance(options, dict):
-        return ["Advanced settings must be a JSON object."]
-    allowed = C.STORAGE_OPTION_KEYS.get(kind, ())
-    problems = []
+        return {}, ["Advanced settings must be a JSON object."]
+    return options, []
+
+
+def _option_owners(key: str) -> list[str]:
+    """The storage types the documents give this advanced setting for."""
+    if key.startswith(C.OSS_OPTION_PREFIX):
+        return [C.STORAGE_TYPES["oss"]]
+    return [C.STORAGE_TYPES[kind] for kind, keys in C.STORAGE_OPTION_KEYS.items() if key in keys]
+
+
+def _storage_option_problems(kind: str, text: str) -> list[str]:
+    options, problems = _storage_options(text)
+    allowed, label = C.STORAGE_OPTION_KEYS.get(kind, ()), C.STORAGE_TYPES.get(kind, kind)
     for key, value in options.items():
         if kind == "oss" and key.startswith(C.OSS_OPTION_PREFIX):
             if not isinstance(value, str | int) or isinstance(value, bool):
                 problems.append(f"{key} must be a string or a number.")
-        elif key not in allowed:
-            label = C.STORAGE_TYPES.get(kind, kind)
-            known = ", ".join(allowed) if allowed else "none"
-            problems.append(f"Unknown advanced setting '{key}' for {label} (supported: {known}).")
-        elif key == "mountType" and value not in C.OSS_MOUNT_TYPES:
-            problems.append("mountType must be 'ossfs'.")
-        elif key == "nconnect" and _positive_int(value) is None:
-            problems.append("nconnect must be a positive integer, e.g. {\"nconnect\":\"4\"}.")
+        elif key in allowed:
+            if key == "mountType" and value not in C.OSS_MOUNT_TYPES:
+                problems.append("mountType must be 'ossfs'.")
+            elif key == "nconnect" and _positive_int(value) is None:
+                problems.append("nconnect must be a positive integer, e.g. {\"nconnect\":\"4\"}.")
+        elif owners := _option_owners(key):
+            problems.append(f"{key} applies to {' and '.join(owners)}, not {label}.")
+        # Any other key goes through with a note: the seeds list the options "for example" (spec-notes D21).
     return problems
+
+
+def undocumented_storage_options(kind: str, text: str) -> list[str]:
+    """Keys of a storage's advanced settings that no document names for any storage type."""
+    options, _problems = _storage_options(text)
+    allowed = C.STORAGE_OPTION_KEYS.get(kind, ())
+    return [key for key in options if key not in allowed and not _option_owners(key)]
 
 
 def _rule_command_envs_libs(n: dict, ctx: Context, e: _Errors) -> None:
@@ -457,7 +507,7 @@ def _advanced_value_problems(key: str, value: Any) -> list[str]:
     if key == "customPortList":
         return _port_list_problems(value)
     if key == "RayRuntimeEnv":
-        return [] if isinstance(value, str | dict) and value else ["RayRuntimeEnv must be a non-empty string."]
+        return [] if isinstance(value, str | dict) and value else ["RayRuntimeEnv must not be empty."]
     if key in C.ADVANCED_STRING_KEYS:
         return [] if isinstance(value, str) and value else [f"{key} must be a non-empty string."]
     return []

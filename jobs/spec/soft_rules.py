@@ -8,7 +8,7 @@ from jobs import catalog as C
 from jobs.spec.applicable import _env, _res
 from jobs.spec.base import Context, _Errors
 from jobs.spec.norm import _norm
-from jobs.spec.rules import _bool_value
+from jobs.spec.rules import _bool_value, undocumented_storage_options
 
 # ---------------------------------------------------------------------------------------------------------
 # Notes: warnings and hints that do not block submission.
@@ -25,6 +25,22 @@ def notes(sections: Mapping, context: Context | None = None) -> dict[str, list[s
     if lingjun and env["image_type"] == "custom":
         out.add("environment.image_type", "With Lingjun resources and a custom image, install the RDMA drivers in "
                 "the image to get full use of the RDMA network.")
+    for i, d in enumerate(env["datasets"]):
+        # The console does not call AIWorkspace ListDatasets, so Context.datasets rarely knows the dataset; then
+        # the CPFS rule [004] (an error when the type is known) can only be a reminder.
+        known = isinstance((ctx.datasets or {}).get(d["id"]), Mapping)
+        if d["id"] and not vpc["vpc_id"] and not known:
+            out.add(f"environment.datasets[{i}].id", "If this is a CPFS dataset, set a VPC that matches the CPFS "
+                    "file system's VPC; otherwise the job can stay in EnvPreparing for a long time.")
+    for i, s in enumerate(env["storages"]):
+        label = C.STORAGE_TYPES.get(s["type"], s["type"])
+        if s["type"] in ("nas", "extreme_nas"):  # [004] FAQ
+            out.add(f"environment.storages[{i}].uri", "The NAS file system needs a mount target (create one in the "
+                    "NAS console); without one, CreateJob fails with BadRequest.")
+        for key in undocumented_storage_options(s["type"], s["options"]):
+            documented = ", ".join(C.STORAGE_OPTION_KEYS.get(s["type"], ())) or "none"
+            out.add(f"environment.storages[{i}].options", f"'{key}' is not a documented advanced setting for {label} "
+                    f"(documented: {documented}); it is sent as entered.")
     for i, key, _value in env["envs"]:
         if key in C.DLC_INJECTED_ENVS:
             out.add(f"environment.envs[{i}].key", f"{key} is set by DLC itself; your value overrides it.")
@@ -51,6 +67,9 @@ def notes(sections: Mapping, context: Context | None = None) -> dict[str, list[s
     if res["source"] == "spot":
         out.add("resources.source", "Preemptible resources have no availability guarantee: they may not be "
                 "available at once and may be reclaimed.")
+        if res["bid_method"] == "price":
+            out.add("resources.spot_price", "The maximum price must fall within the instance type's market price "
+                    "range (CNY per minute); this console cannot check it.")
     if res["idle_resources"] and res["source"] == "quota":
         out.add("resources.idle_resources", "Jobs on idle resources are stopped automatically when the owning quota "
                 "needs the resources back.")
@@ -85,7 +104,12 @@ def _advanced_notes(n: dict, ctx: Context, out: _Errors) -> None:
     if "customPortList" in settings and res["resource_type"] == "lingjun":
         out.add("resources.advanced", "Lingjun resources have no custom-port feature; customPortList may not "
                 "take effect.")
-    if _bool_value(settings.get("EnableJumboFrame")) is True and res["source"] == "quota":
+    if _bool_value(settings.get("EnableResourcePreCheck")) is True and res["source"] != "quota":
+        out.add("resources.advanced", "EnableResourcePreCheck compares a resource quota's capacity with the roles' "
+                "specs; this job uses no quota, so there is nothing to check.")
+    # A Lingjun quota is an error already (rules), whatever its generation.
+    if _bool_value(settings.get("EnableJumboFrame")) is True and res["source"] == "quota" \
+            and res["resource_type"] == "general":
         info = (ctx.quotas or {}).get(res["quota_id"])
         if not isinstance(info, Mapping) or info.get("general_computing_2_0") is None:
             out.add("resources.advanced", "EnableJumboFrame needs a General Computing 2.0 quota; this quota's "
