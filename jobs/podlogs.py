@@ -37,6 +37,8 @@ TAIL_MAX_LINES = 10_000
 # exactly one microsecond after the cursor (stamps are microsecond-granular), so each line is read once.
 # The price is that lines appear on the page SETTLE (plus up to a refresh) after they were printed.
 SETTLE = timedelta(seconds=2)
+# The longest search term; a longer one is refused with a message, never cut short without a word.
+QUERY_MAX_CHARS = 200
 # How far ahead of our clock a cursor may be (several web servers' clocks); more is a forged or broken URL.
 CURSOR_AHEAD = timedelta(seconds=10)
 # A tail follows an ended pod until its cursor is this far past the end: end times are whole seconds, cut
@@ -49,6 +51,10 @@ _CURSOR = re.compile(r"[0-9]{1,17}")
 
 class BadCursor(ValueError):
     """A tail request's `since` is not a cursor this console could have sent."""
+
+
+class BadQuery(ValueError):
+    """A log search term the page cannot search for."""
 
 
 @dataclass
@@ -196,6 +202,14 @@ def cut(lines: list[str], query: str = "", *, first_view: int = FIRST_VIEW_LINES
     fresh = [(n, text) for n, text in enumerate(lines, start=1) if matches(text, query)]
     skipped = max(0, len(fresh) - first_view)
     return Chunk([(n, highlight(text, query)) for n, text in fresh[skipped:]], total=len(lines), skipped=skipped)
+
+
+def parse_query(raw: str) -> str:
+    """The search term of `?q=`, checked: surrounding spaces dropped, at most QUERY_MAX_CHARS characters."""
+    query = raw.strip()
+    if len(query) > QUERY_MAX_CHARS:
+        raise BadQuery(f"A search term has at most {QUERY_MAX_CHARS} characters; this one has {len(query)}.")
+    return query
 
 
 def matches(text: str, query: str) -> bool:

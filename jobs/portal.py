@@ -58,6 +58,12 @@ def _user_workspaces(request: HttpRequest) -> list[Workspace]:
     return user_workspaces(request)
 
 
+def _show_workspace(request: HttpRequest, workspace: Workspace) -> None:
+    from jobs.views import show_workspace
+
+    show_workspace(request, workspace)
+
+
 def nav(request: HttpRequest) -> dict[str, Any]:
     """Context processor: the workspace switcher and the links of the top bar, each shown only to those who may
     follow it. The switcher shows the page's workspace (a job's page shows the job's, see views.show_workspace),
@@ -177,7 +183,7 @@ def test_connection(request: HttpRequest, ws: int) -> HttpResponse:
     workspace = access.get_workspace(request.user, ws, "manage")
     candidate = Workspace.objects.get(pk=workspace.pk)  # a copy the form may change without saving
     form = WorkspaceSettingsForm(request.POST, instance=candidate, user=request.user)
-    context: dict[str, Any] = {"workspace": workspace, "specs": None, "error": None, "form_errors": None}
+    context: dict[str, Any] = {"workspace": workspace, "specs": None, "error": None, "reason": "", "form_errors": None}
     if request.POST and not form.is_valid():
         context["form_errors"] = form.errors
     else:
@@ -186,7 +192,11 @@ def test_connection(request: HttpRequest, ws: int) -> HttpResponse:
         except dlc.DLCError as err:
             context["error"] = err
         except Exception as exc:  # noqa: BLE001 - a credentials provider can fail before the SDK does
-            context["error"] = dlc.DLCError("Console.Credentials", str(exc)[:500])
+            # The same classification, and so redaction, as a failure inside an SDK call: the credentials
+            # library quotes an STS answer (a temporary AccessKeySecret and SecurityToken) in its errors.
+            context["error"] = dlc.classify(exc)
+        if context["error"] is not None:
+            context["reason"] = dlc.reason(context["error"])
     if request.htmx:
         return render(request, "portal/_connection.html", context)
     return render(request, "portal/settings.html", {**context, "form": form, "tab": "settings"})
@@ -372,6 +382,7 @@ def template_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
     template = access.get_template(request.user, pk)
+    _show_workspace(request, template.workspace)  # the template's workspace, whichever one is chosen
     is_admin = access.can(request.user, "manage", workspace=template.workspace)
     versions = list(template.versions.select_related("created_by"))
     current = templates_lib.version_of(template) if versions else None
@@ -390,6 +401,7 @@ def template_save(request: HttpRequest) -> HttpResponse:
     """Save a job's configuration (`?job=<id>`) as a new template or as the next version of one."""
     job = access.get_job(request.user, _int(request.GET.get("job") or request.POST.get("job")), "view")
     access.require(request.user, "create", workspace=job.workspace)
+    _show_workspace(request, job.workspace)  # the template is saved in the job's workspace: the top bar says so
     form = TemplateSaveForm(request.POST or None, initial={"name": job.display_name[:100]})
     if request.method == "POST" and form.is_valid():
         try:
@@ -455,6 +467,7 @@ def template_from_wizard(request: HttpRequest) -> HttpResponse:
     carried = [(k, templates_lib.strip_advanced(v) if k == "resources-advanced" else v)
                for k, values in request.POST.lists() for v in values
                if k not in ("csrfmiddlewaretoken", "_template_name", "_template_description", glue.PASSWORD)]
+    _show_workspace(request, workspace)
     return render(request, "portal/template_from_wizard.html",
                   {"form": form, "carried": carried, "workspace": workspace}, status=400)
 

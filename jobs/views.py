@@ -243,13 +243,29 @@ def job_events(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "jobs/_events.html", {"job": job, "events": events, "error": error})
 
 
-def _log_query(request: HttpRequest) -> str:
-    return request.GET.get("q", "").strip()[:200]
+# The id of the log panel's search form: its requests come with it (HX-Trigger), and their answer sets the URL.
+LOG_SEARCH_FORM = "log-search"
+
+
+def _log_query(request: HttpRequest) -> tuple[str, str]:
+    """The log search (?q=) and, when it cannot be searched for, why (the log is then shown unsearched)."""
+    try:
+        return podlogs.parse_query(request.GET.get("q", "")), ""
+    except podlogs.BadQuery as err:
+        return "", str(err)
+
+
+def _log_page_url(job: Job, pod_id: str, query: str = "") -> str:
+    """The job page opened at this pod's log and search: what a reload or a shared link shows."""
+    params = {"pod": pod_id, **({"q": query} if query else {})}
+    return f"{reverse('job_detail', args=[job.pk])}?{urlencode(params)}#logs"
 
 
 def _log_panel(request: HttpRequest, job: Job, pod: jobpage.PodRow | None) -> HttpResponse:
-    query = _log_query(request)
-    context = {"job": job, "pod": pod, "pods": jobpage.pods(job), "q": query, "error": None,
+    query, query_error = _log_query(request)
+    typed = request.GET.get("q", "").strip()
+    context = {"job": job, "pod": pod, "pods": jobpage.pods(job), "q": query, "q_typed": typed,
+               "q_error": query_error, "log_search_form": LOG_SEARCH_FORM, "error": None,
                "following": False, "retrying": False, "chunk": podlogs.Chunk([])}
     if pod is not None:
         try:
@@ -258,7 +274,11 @@ def _log_panel(request: HttpRequest, job: Job, pod: jobpage.PodRow | None) -> Ht
             # Without a first view there is no cursor to tail from: the panel itself asks again.
             context["error"], context["retrying"] = err, job.is_active and pod.live
         context["following"] = podlogs.following(job, pod, context["chunk"].cursor)
-    return render(request, "jobs/_logs.html", context)
+    response = render(request, "jobs/_logs.html", context)
+    if pod is not None and request.htmx and request.htmx.trigger == LOG_SEARCH_FORM:
+        # The URL says the search (as the pod tabs push ?pod=), so a reload or a shared link shows it again.
+        response["HX-Push-Url"] = _log_page_url(job, pod.pod_id, typed)
+    return response
 
 
 @login_required
@@ -294,7 +314,9 @@ def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
         since = podlogs.parse_cursor(request.GET["since"], job, pod_id)
     except podlogs.BadCursor as err:
         return HttpResponse(str(err), status=400, content_type="text/plain; charset=utf-8")
-    query = _log_query(request)
+    query, query_error = _log_query(request)
+    if query_error:  # the page never sends one (its panel refuses it): a hand-made URL
+        return HttpResponse(query_error, status=400, content_type="text/plain; charset=utf-8")
     try:
         chunk, error = podlogs.tail(job, pod_id, since, query), None
         following = podlogs.following(job, pod, chunk.cursor)

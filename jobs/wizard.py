@@ -22,7 +22,7 @@ from jobs import access, clone, export, portal_wizard, secretbox, spec
 from jobs import status as st
 from jobs.forms import wizard as glue
 from jobs.models import Job, Workspace
-from jobs.views import current_workspace, save_and_enqueue
+from jobs.views import current_workspace, save_and_enqueue, show_workspace
 
 # A change of one of these choices re-renders other sections too (their fields or notes depend on it).
 ALSO_RENDER = {
@@ -143,6 +143,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
     start = _start(request, params)
     if start is None:
         return render(request, "jobs/no_workspace.html", status=403)
+    show_workspace(request, start.workspace)  # a clone's, an edit's or a template's workspace, not the chosen one
     if start.mode == "edit" and start.source.status != st.SUBMIT_FAILED:
         messages.info(request, "Only a job whose submission failed can be edited and resubmitted; this is a clone.")
         return redirect(f"{reverse('job_create')}?clone={start.source.pk}")

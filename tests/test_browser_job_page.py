@@ -1,9 +1,10 @@
 """The job page in Chromium against the real stack: the log tail shows lines as the pod prints them, the log box
-opens at its end and stays there for a reader at the end (not for one who scrolled up), a pod's log has its own
-URL, and Stop asks for confirmation, then stops the running job on localdlc."""
+opens at its end and stays there for a reader at the end (not for one who scrolled up), a pod's log and a search
+in it have their own URL, and Stop asks for confirmation, then stops the running job on localdlc."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -51,6 +52,23 @@ def test_the_log_tail_shows_lines_as_the_pod_prints_them(stack, member, page, su
     expect(page.locator("#job-status")).to_have_text("Succeeded", timeout=30_000)
     expect(page.locator("#log-tail")).to_have_attribute("data-following", "no")
     expect(page.locator("#log-pod-status")).to_have_text("Succeeded")
+
+    # The search goes into the URL, and a reload of that URL shows the same search; clearing it clears the URL.
+    found = [f"tick-{i}" for i in (2, 20, 21, 22, 23, 24)]
+    # Without the line number an archived log shows (the job has ended, its log may be archived by now).
+    without_number = "els => els.map(e => e.textContent.slice((e.querySelector('.no')?.textContent ?? '').length))"
+    page.locator('#log-search input[name="q"]').fill("TICK-2")
+    page.locator('#log-search input[name="q"]').press("Enter")
+    page.wait_for_url(re.compile(rf"/jobs/{job.pk}\?pod=[^&#]+&q=TICK-2#logs$"))
+    expect(lines).to_have_count(6)
+    assert lines.evaluate_all(without_number) == found
+    page.reload()
+    expect(lines).to_have_count(6, timeout=30_000)
+    assert lines.evaluate_all(without_number) == found
+    expect(page.locator('#log-search input[name="q"]')).to_have_value("TICK-2")
+    page.get_by_role("link", name="Clear search").click()
+    page.wait_for_url(re.compile(rf"/jobs/{job.pk}\?pod=[^&#]+#logs$"))
+    expect(lines).to_have_count(24)
 
 
 # Pixels between the box's visible bottom and its content's end.

@@ -109,6 +109,13 @@ def test_a_searched_window_keeps_the_matches_and_counts_what_it_searched():
     assert chunk.read == 3 and chunk.full, "the note says the search covered only the window"
 
 
+def test_a_search_term_is_trimmed_and_an_over_long_one_refused_by_its_length():
+    assert podlogs.parse_query("  loss=1 ") == "loss=1" and podlogs.parse_query("") == ""
+    assert podlogs.parse_query("x" * podlogs.QUERY_MAX_CHARS + "   ") == "x" * podlogs.QUERY_MAX_CHARS
+    with pytest.raises(podlogs.BadQuery, match=r"at most 200 characters; this one has 201\."):
+        podlogs.parse_query("x" * 201)
+
+
 def test_a_tail_chunk_sends_the_matching_lines_and_skips_beyond_its_limit_saying_how_many():
     cursor = podlogs.settled(NOW)
     chunk = podlogs.burst([f"l{i}" for i in range(10)], cursor, limit=4)

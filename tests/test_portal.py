@@ -124,6 +124,32 @@ def test_test_connection_shows_the_backend_error(team, localdlc_credentials, tmp
     assert "not-the-secret" not in answer.text
 
 
+def test_test_connection_redacts_a_credentials_failure_raised_before_the_sdk_call(team, monkeypatch):
+    """A credentials failure outside an SDK call (building the client) is shown redacted, with its reason.
+
+    A fake, because no real failure reaches this path with a secret in its text: the credentials library reads
+    profiles and asks STS only when a call signs its request, inside jobs.dlc's own handling. What is faked is
+    the SDK's client constructor (not our code) raising the library's own error for an STS answer that lacks a
+    field, which quotes the answer, a temporary AccessKeySecret and SecurityToken included."""
+    from alibabacloud_credentials.exceptions import CredentialException
+    from alibabacloud_pai_dlc20201203.client import Client
+
+    answer = ('{"RequestId": "R1", "Credentials": {"AccessKeyId": "STS.NUgYrLnoC", "AccessKeySecret": "s3cr3t+/Key=", '
+              '"SecurityToken": "CAIS-t0ken-value", "Expiration": "2026-12-01T00:00:00Z"}}')
+
+    def failing(self, config):
+        raise CredentialException(f"error retrieving credentials from ram_role_arn result: {answer}")
+
+    monkeypatch.setattr(Client, "__init__", failing)
+    admin = pf.client_for(team.users["admin"])
+    for headers in ({"HTTP_HX_REQUEST": "true"}, {}):
+        page = admin.post(f"/workspaces/{team.alpha.pk}/test-connection", settings_data(team.alpha), **headers)
+        assert page.status_code == 200 and 'data-ok="false"' in page.text
+        assert "s3cr3t" not in page.text and "CAIS-t0ken" not in page.text
+        assert "DLC credentials are not working for this workspace (Console.CredentialException)" in page.text
+        assert "error retrieving credentials" in page.text and "STS.NUgYrLnoC" in page.text, "still says what failed"
+
+
 def test_test_connection_uses_unsaved_form_values_and_saves_nothing(team, localdlc_credentials):
     admin = superuser_client(team)
     answer = admin.post(f"/workspaces/{team.alpha.pk}/test-connection",
@@ -315,6 +341,37 @@ def test_a_job_page_shows_the_jobs_workspace_and_leaves_the_choice_alone(team):
     assert 'href="/jobs/new">Create job</a>' in top_nav(client.get("/").text)
 
 
+def test_pages_about_one_job_or_template_show_its_workspace_in_the_top_bar(team):
+    """The wizard started from a job (clone, edit and resubmit) or a template, "Save as template" and a template's
+    page are about something in Alpha: the switcher shows Alpha although Beta is chosen, and chooses nothing."""
+    import re
+
+    from jobs.models import Membership
+
+    member, alpha, beta = team.users["member"], team.alpha, team.beta
+    Membership.objects.create(user=member, workspace=beta, role="viewer")
+    failed = pf.make_job(alpha, member, "failed", status="SubmitFailed", dlc_job_id="", pods=[])
+    client = pf.client_for(member)
+    client.post("/workspace", {"workspace": beta.pk})
+
+    pages = {
+        "clone": client.get(f"/jobs/new?clone={team.job.pk}"),
+        "edit and resubmit": client.get(f"/jobs/new?edit={failed.pk}"),
+        "wizard from a template": client.get(f"/jobs/new?template={team.template.pk}"),
+        "save as template": client.get(f"/templates/save?job={team.job.pk}"),
+        "template page": client.get(f"/templates/{team.template.pk}"),
+        # The wizard's "Save as template" with no name: the page that asks for one.
+        "save from the wizard": client.post("/templates/from-wizard", {"_clone": team.job.pk}),
+    }
+    for name, page in pages.items():
+        assert page.status_code in (200, 400), name
+        assert re.search(rf'<option value="{alpha.pk}" selected>Alpha</option>', page.text), name
+        assert re.search(rf'<option value="{beta.pk}">Beta</option>', page.text), f"{name}: Beta is selected"
+    assert pages["save from the wizard"].status_code == 400
+    assert client.session["workspace_id"] == beta.pk, "looking chose nothing"
+    assert client.get("/").context["nav_workspace"] == beta
+
+
 def test_admin_link_only_for_admins(team):
     assert "Workspace settings" in pf.client_for(team.users["admin"]).get("/").text
     assert "Workspace settings" not in pf.client_for(team.users["member"]).get("/").text
@@ -417,3 +474,40 @@ def test_pages_name_the_time_zone_their_times_are_in(team, settings):
                                                       "Times in Asia/Shanghai", "When (Asia/Shanghai)")
     # The machine-readable value names the same instant, with its offset.
     assert datetime.fromisoformat(iso) == datetime.fromisoformat(iso_there) == created
+
+
+def test_the_api_tokens_and_template_pages_name_the_time_zone_their_times_are_in(team, settings):
+    import re
+    from datetime import UTC, datetime, timedelta
+
+    from jobs import apitokens
+    from jobs.models import ApiToken, JobTemplateVersion
+
+    at = datetime(2026, 11, 30, 14, 2, tzinfo=UTC)
+    admin = team.users["admin"]
+    used, _ = apitokens.create_token(admin, "ci")
+    revoked, _ = apitokens.create_token(admin, "old")
+    ApiToken.objects.filter(pk=used.pk).update(created_at=at, last_used_at=at, expires_at=at + timedelta(days=400))
+    ApiToken.objects.filter(pk=revoked.pk).update(created_at=at, revoked_at=at)
+    JobTemplateVersion.objects.filter(template=team.template).update(created_at=at)
+    client = pf.client_for(admin)
+
+    def shown() -> tuple[list[str], list[str], str, str, str]:
+        tokens = client.get("/account/api").text
+        headers = [re.search(rf'<th id="{name}-header">([^<]+)</th>', tokens).group(1)
+                   for name in ("created", "expires", "last-used")]
+        row = re.search(rf'<tr id="token-{used.pk}">(.*?)</tr>', tokens, re.S).group(1)
+        cells = [cell.strip() for cell in re.findall(r"<td[^>]*>([^<]*)</td>", row)[3:6]]
+        status = re.search(rf'<tr id="token-{revoked.pk}">.*?(revoked [^<]*)</td>', tokens, re.S).group(1)
+        template = client.get(f"/templates/{team.template.pk}").text
+        saved = re.search(r'<th id="saved-header">([^<]+)</th>', template).group(1)
+        saved_at = re.search(r'<tr id="version-1">.*?<td>(\d{4}-[^<]+)</td>', template, re.S).group(1)
+        return headers, cells, status.strip(), saved, saved_at
+
+    assert shown() == (["Created (UTC)", "Expires (UTC)", "Last used (UTC)"],
+                       ["2026-11-30 14:02", "2028-01-04 14:02", "2026-11-30 14:02"],
+                       "revoked 2026-11-30 14:02 (UTC)", "Saved (UTC)", "2026-11-30 14:02")
+    settings.TIME_ZONE = "Asia/Shanghai"
+    assert shown() == (["Created (Asia/Shanghai)", "Expires (Asia/Shanghai)", "Last used (Asia/Shanghai)"],
+                       ["2026-11-30 22:02", "2028-01-04 22:02", "2026-11-30 22:02"],
+                       "revoked 2026-11-30 22:02 (Asia/Shanghai)", "Saved (Asia/Shanghai)", "2026-11-30 22:02")

@@ -403,6 +403,47 @@ def test_an_archived_log_is_numbered_escaped_and_searched_whole(client, people, 
     assert "<mark>&lt;script&gt;</mark>alert(1)" in special
 
 
+def test_the_log_search_is_in_the_url_and_a_url_with_one_opens_searched(client, people, ws):
+    job = on_localdlc(ws, people["alice"], THIRTY, name="searched")
+    assert logarchive.archive(job.pk) == 1
+    pod = job.pods[0]["PodId"]
+    client.force_login(people["alice"])
+
+    # The search form's answer sets the page's URL to one that says the pod and the search.
+    form = re.search(r'<form class="logsearch" id="([^"]+)"', client.get(f"/jobs/{job.pk}/logs", **HTMX).text)
+    searched = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", {"pod": pod, "q": " LINE-2 "}, **HTMX,
+                          HTTP_HX_TRIGGER=form.group(1))
+    url = searched["HX-Push-Url"]
+    assert url == f"/jobs/{job.pk}?pod={pod}&q=LINE-2#logs"
+    assert [n for n, _ in lines_of(searched.text)] == [2, *range(20, 30)]
+    clear = re.search(r'<a [^>]*hx-push-url="([^"]+)">Clear search</a>', searched.text)
+    assert unescape(clear.group(1)) == f"/jobs/{job.pk}?pod={pod}#logs", "clearing the search clears it in the URL"
+    # The tail's and the pod tabs' requests leave the URL alone.
+    assert "HX-Push-Url" not in client.get(f"/jobs/{job.pk}/pods/{pod}/logs", {"q": "LINE-2"}, **HTMX)
+
+    # Reloading (or sharing) that URL opens the page with the same search applied and shown.
+    page = client.get(url.split("#")[0]).text
+    loader = unescape(re.search(r'<div id="log-panel" hx-get="([^"]+)"', page).group(1))
+    panel = client.get(loader, **HTMX).text
+    assert [n for n, _ in lines_of(panel)] == [2, *range(20, 30)] and 'value="LINE-2"' in panel
+    assert "lines containing “LINE-2”" in panel
+
+    # A term too long to search for: said at the search box, the log shown unsearched, never an error page.
+    page = client.get(f"/jobs/{job.pk}", {"pod": pod, "q": "x" * 5000})
+    assert page.status_code == 200
+    loader = unescape(re.search(r'<div id="log-panel" hx-get="([^"]+)"', page.text).group(1))
+    panel = client.get(loader, **HTMX)
+    assert panel.status_code == 200
+    error = re.search(r'<span class="error" id="log-search-error">([^<]+)</span>', panel.text).group(1)
+    assert error == "A search term has at most 200 characters; this one has 5000. The log below is not searched."
+    assert 'aria-invalid="true"' in panel.text and f'value="{"x" * 5000}"' in panel.text, "kept to be corrected"
+    assert len(lines_of(panel.text)) == 31 and "lines containing" not in panel.text
+    # A hand-made tail request with one is refused with the reason.
+    since = podlogs.encode_cursor(timezone.now() - timedelta(seconds=5))
+    tail = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", {"since": since, "q": "x" * 201}, **HTMX)
+    assert tail.status_code == 400 and "at most 200 characters" in tail.text
+
+
 def test_a_live_log_shows_its_last_1000_lines_then_every_later_line_once(client, people, ws, localdlc):
     """5,000 lines, then more while the page follows: the first view is the last 1000 (the rest is in the
     download); tail requests, each with the cursor the previous answer carried, give every later line once, in
