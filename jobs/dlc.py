@@ -402,3 +402,14 @@ def list_ecs_specs(workspace, **query: Any) -> list[dict[str, Any]]:
     request = dlc_models.ListEcsSpecsRequest().from_map({"PageSize": 100, **query})
     body = _call(client_for(workspace, read_timeout_ms=5000).list_ecs_specs_with_options, request)
     return [s.to_map() for s in (body.ecs_specs or [])]
+
+
+def get_job_metrics(workspace, job_id: str, metric_type: str, start: datetime | None = None,
+                    end: datetime | None = None, time_step: str | None = None) -> list[dict[str, Any]]:
+    """GetJobMetrics: [{PodId, Metrics: [{Time (epoch ms), Value}]}] of one metric type, one entry per pod."""
+    request = dlc_models.GetJobMetricsRequest(
+        metric_type=metric_type, start_time=api_time(start) if start else None,
+        end_time=api_time(end) if end else None, time_step=time_step)
+    client = client_for(workspace, read_timeout_ms=5000)
+    body = _call(client.get_job_metrics_with_options, job_id, request)
+    return [pod.to_map() for pod in body.pod_metrics or []]

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import access, audit, dlc, jobpage, lifecycle, listing, podlogs, tasks
+from jobs import access, audit, dlc, jobmetrics, jobpage, lifecycle, listing, podlogs, tasks
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -241,6 +241,24 @@ def job_events(request: HttpRequest, pk: int) -> HttpResponse:
         except dlc.DLCError as err:
             error = err
     return render(request, "jobs/_events.html", {"job": job, "events": events, "error": error})
+
+
+@login_required
+@require_GET
+def job_metrics(request: HttpRequest, pk: int) -> HttpResponse:
+    """The monitoring charts (GetJobMetrics per metric, read on demand); a bad ?range= or a failed read is said
+    in place of the charts."""
+    job = access.get_job(request.user, pk)
+    context = {"job": job, "ranges": jobmetrics.RANGES, "range": None, "charts": [], "error": "", "failure": ""}
+    try:
+        context["range"] = jobmetrics.parse_range(request.GET.get("range"))
+    except jobmetrics.BadRange as err:
+        context["error"] = str(err)
+    if context["range"] is not None and job.dlc_job_id:
+        context["window"] = jobmetrics.window(job, context["range"])
+        context["charts"] = jobmetrics.read(job, context["window"])
+        context["failure"] = jobmetrics.failure(context["charts"])
+    return render(request, "jobs/_metrics.html", context)
 
 
 # The id of the log panel's search form: its requests come with it (HX-Trigger), and their answer sets the URL.

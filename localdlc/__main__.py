@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-grace-seconds", type=float, default=float(_env("LOCALDLC_STOP_GRACE_SECONDS", "3")),
                    help="SIGTERM-to-SIGKILL grace when stopping pods, unless the job sets "
                         "Settings.TerminationGracePeriodSeconds [env LOCALDLC_STOP_GRACE_SECONDS, default 3]")
+    p.add_argument("--metrics-seconds", type=float, default=float(_env("LOCALDLC_METRICS_SECONDS", "2")),
+                   help="how often running pods' CPU, memory and disk I/O are sampled for GetJobMetrics "
+                        "[env LOCALDLC_METRICS_SECONDS, default 2]")
     p.add_argument("--minute-seconds", type=float, default=float(_env("LOCALDLC_MINUTE_SECONDS", "60")),
                    help=argparse.SUPPRESS)  # test knob, documented in README.md and the epilog
     return p
@@ -140,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(store, RunnerConfig(
         data_dir=data_dir, cpu=args.cpu, memory_gib=args.memory_gib, gpu=args.gpu,
         creating_seconds=args.creating_seconds, env_seconds=args.env_preparing_seconds,
-        minute_seconds=args.minute_seconds, grace_seconds=args.stop_grace_seconds))
+        minute_seconds=args.minute_seconds, grace_seconds=args.stop_grace_seconds,
+        metrics_seconds=args.metrics_seconds))
     ctx = actions.Context(store=store, runner=runner, data_dir=data_dir,
                           workspaces=set(workspaces) or None, resource_ids=set(resource_ids) or None)
     service = Service(ctx, Verifier(args.access_key_id, args.access_key_secret), faults)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import catalog, validation
+from . import catalog, metrics, validation
 from .errors import ApiError, invalid, not_found
 from .logindex import LogIndex
 from .runner import Runner, iso, plan_pods
@@ -485,6 +485,30 @@ def _events(ctx: Context, job_id: str, pod_id: str | None, query: dict[str, str]
 def get_job_events(ctx: Context, job_id: str, query: dict[str, str]) -> dict[str, Any]:
     _get_doc(ctx, job_id)
     return {"JobId": job_id, "Events": _events(ctx, job_id, None, query)}
+
+
+def get_job_metrics(ctx: Context, job_id: str, query: dict[str, str]) -> dict[str, Any]:
+    """Each pod's samples of one metric, averaged per TimeStep (see metrics.py); no GPU or network data here."""
+    metric = query.get("MetricType") or ""
+    if metric not in metrics.METRIC_TYPES:
+        raise invalid("MetricType", f"is required and must be one of {', '.join(metrics.METRIC_TYPES)}")
+    doc = _get_doc(ctx, job_id)
+    now = time.time()
+    end = parse_time(query.get("EndTime"), "EndTime")
+    end = now if end is None else end
+    start = parse_time(query.get("StartTime"), "StartTime")
+    start = end - 3600 if start is None else start
+    if start > end:
+        raise invalid("StartTime", "must not be after EndTime")
+    try:
+        step = metrics.parse_step(query.get("TimeStep"))
+    except ValueError as exc:
+        raise invalid("TimeStep", str(exc)) from None
+    if (end - start) / step > metrics.MAX_POINTS:
+        raise invalid("TimeStep", f"too small for this time range: more than {metrics.MAX_POINTS} points per pod")
+    return {"JobId": job_id, "PodMetrics": [
+        {"PodId": pod["PodId"], "Metrics": ctx.runner.metrics.query(pod["PodId"], metric, start, end, step)}
+        for pod in doc.get("Pods", [])]}
 
 
 def get_pod_events(ctx: Context, job_id: str, pod_id: str, query: dict[str, str]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import validation
+from . import metrics, validation
 from .store import Store
 
 ACTIVE = ("Creating", "Queuing", "EnvPreparing", "Running", "Stopping")
@@ -74,6 +74,7 @@ class RunnerConfig:
     minute_seconds: float = 60.0
     grace_seconds: float = 3.0
     tick_seconds: float = 0.05
+    metrics_seconds: float = 2.0  # how often running pods' CPU, memory and I/O are sampled
 
 
 @dataclass
@@ -83,6 +84,7 @@ class _Proc:
     reader: threading.Thread
     exit_code: int | None = None
     exited_at: float | None = None
+    started: float = 0.0  # wall time of the spawn: a pod's first CPU rate is over its life until then
 
 
 @dataclass
@@ -249,6 +251,7 @@ class Runner:
         self._thread: threading.Thread | None = None
         self._guardian: subprocess.Popen | None = None
         self._base_env = {k: v for k, v in os.environ.items() if k not in _SECRET_ENV}
+        self.metrics = metrics.Sampler(config.metrics_seconds)
 
     # -- lifecycle of the runner itself ------------------------------------------------------------------
     def start(self) -> None:
@@ -411,6 +414,12 @@ class Runner:
                     self._poll(job, now)
                 elif job.status == "EnvPreparing" and now - job.since >= self.cfg.env_seconds:
                     self._spawn(job)
+            # Piggybacks on the ticks that run while pods do, so an idle localdlc never reads /proc.
+            running = {} if not self.metrics.due(now) else {
+                proc.pod_id: (proc.popen.pid, proc.started)
+                for job in self._busy.values() for proc in job.procs.values() if proc.exit_code is None}
+        if running:  # outside the lock: the HTTP threads' calls need not wait for /proc
+            self.metrics.sample(running, time.time(), now)
 
     def _fits(self, need: tuple, free: list[float]) -> bool:
         return all(n <= f + 1e-9 for n, f in zip(need, free, strict=True))
@@ -484,11 +493,12 @@ class Runner:
             reader = threading.Thread(target=_pump, args=(popen.stdout, logs / f"{pod['PodId']}.log"),
                                       name=f"log-{pod['PodId']}", daemon=True)
             reader.start()
-            job.procs[pod["PodId"]] = _Proc(pod["PodId"], popen, reader)
-            started[pod["PodId"]] = (popen.pid, time.time())
+            job.procs[pod["PodId"]] = _Proc(pod["PodId"], popen, reader, started=time.time())
+            started[pod["PodId"]] = (popen.pid, job.procs[pod["PodId"]].started)
         if job.outcome is not None and not job.procs:
             self._finish(job, *job.outcome)
             return
+        self.metrics.soon()
         now = time.time()
 
         def mutate(d: dict[str, Any]) -> None:

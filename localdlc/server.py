@@ -44,6 +44,8 @@ ROUTES: list[Route] = [
     ("POST", re.compile(rf"^/api/v1/jobs/{_SEG}/stop$"), "StopJob", lambda c, a, q, b: actions.stop_job(c, a[0])),
     ("GET", re.compile(rf"^/api/v1/jobs/{_SEG}/events$"), "GetJobEvents",
      lambda c, a, q, b: actions.get_job_events(c, a[0], q)),
+    ("GET", re.compile(rf"^/api/v1/jobs/{_SEG}/metrics$"), "GetJobMetrics",
+     lambda c, a, q, b: actions.get_job_metrics(c, a[0], q)),
     ("GET", re.compile(rf"^/api/v1/jobs/{_SEG}/pods/{_SEG}/logs$"), "GetPodLogs",
      lambda c, a, q, b: actions.get_pod_logs(c, a[0], a[1], q)),
     ("GET", re.compile(rf"^/api/v1/jobs/{_SEG}/pods/{_SEG}/events$"), "GetPodEvents",

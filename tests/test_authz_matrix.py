@@ -100,6 +100,7 @@ MATRIX: dict[str, list[Case]] = {
     "jobs/stop": [Case("POST", lambda t: "/jobs/stop", everyone(302, LOGIN), data=lambda t: {"job": [t.job.pk]},
                        check=stop_effect)],
     "jobs/<int:pk>/events": [Case("GET", lambda t: f"/jobs/{job(t)}/events", READ)],
+    "jobs/<int:pk>/metrics": [Case("GET", lambda t: f"/jobs/{job(t)}/metrics", READ)],
     "jobs/<int:pk>/logs": [Case("GET", lambda t: f"/jobs/{job(t)}/logs", READ)],
     "jobs/<int:pk>/pods/<str:pod_id>/logs/download": [
         Case("GET", lambda t: f"/jobs/{job(t)}/pods/train-a-worker-0/logs/download", roles(502, 502, 502, 404))],

@@ -1,0 +1,98 @@
+"""The job page's monitoring partial through the Django test client, against the session's real localdlc through
+the real SDK: SVG charts for a job that ran, nothing for one not started, bad ranges and failed reads in place."""
+
+from __future__ import annotations
+
+import re
+import socket
+import sys
+import time
+
+import pytest
+
+from jobs import dlc, lifecycle
+from jobs.models import Job
+
+pytestmark = pytest.mark.integration
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+# About 1.5 s of busy CPU holding 60 MiB: long enough for localdlc (sampling every 2 s) to sample it.
+BURN = (f"{sys.executable} -c 'import time; held = b\"x\" * (60 << 20); end = time.time() + 1.5\n"
+        "while time.time() < end: pass'")
+
+
+@pytest.fixture
+def ran(ws, people) -> Job:
+    """A job localdlc ran to the end, its row synced the way the beat does it."""
+    body = {"DisplayName": "burn", "JobType": "PyTorchJob", "UserCommand": BURN,
+            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
+    job = Job.objects.create(workspace=ws, owner=people["alice"], display_name="burn", status="Creating",
+                             job_type="PyTorchJob", body=body)
+    job.dlc_job_id = dlc.create_job(ws, body)
+    job.save()
+    deadline = time.monotonic() + 30
+    while (item := dlc.get_job(ws, job.dlc_job_id))["Status"] != "Succeeded":
+        assert time.monotonic() < deadline and item["Status"] not in ("Failed", "Stopped"), item["Status"]
+        time.sleep(0.1)
+    lifecycle.apply_remote(job, item)
+    return job
+
+
+def test_a_job_that_ran_gets_svg_charts_of_its_pods_and_no_refresh(client, people, ran):
+    client.force_login(people["vic"])  # a viewer may look
+    html = client.get(f"/jobs/{ran.pk}/metrics?range=job", **HTMX).content.decode()
+    cpu = re.search(r'<figure class="metric-chart" id="chart-CpuCoreUsage">(.*?)</figure>', html, re.S).group(1)
+    assert re.search(r'<svg class="chart" viewBox="0 0 600 140"', cpu), cpu
+    points = re.search(r'<polyline class="series series-0" points="([^"]+)"', cpu).group(1)
+    assert all(0 <= float(x) <= 600 and 0 <= float(y) <= 140 for x, y in (p.split(",") for p in points.split()))
+    assert f"{ran.dlc_job_id}-worker-0" in cpu and "cores" in cpu
+    memory = re.search(r'id="chart-MemoryUsage">(.*?)</figure>', html, re.S).group(1)
+    assert "<polyline" in memory and "MiB" in memory
+    assert "No GPU metrics for this job." in re.search(r'id="chart-GpuCoreUsage">(.*?)</figure>', html, re.S).group(1)
+    assert 'class="current" aria-current="true">Whole job<' in html
+    assert "every 10s" not in html, "an ended job's charts are not refreshed"
+
+
+def test_the_page_loads_the_section_lazily_and_an_active_job_refreshes(client, people, ws):
+    job = Job.objects.create(workspace=ws, owner=people["alice"], display_name="waiting", status="Submitting")
+    client.force_login(people["alice"])
+    page = client.get(f"/jobs/{job.pk}").content.decode()
+    assert 'id="monitoring"' in page and f'hx-get="/jobs/{job.pk}/metrics" hx-trigger="revealed"' in page
+    html = client.get(f"/jobs/{job.pk}/metrics?range=15m", **HTMX).content.decode()
+    assert "Not started" in html and "<svg" not in html
+    assert f'hx-get="/jobs/{job.pk}/metrics?range=15m" hx-trigger="every 10s"' in html
+
+
+def submitted(ws, people) -> Job:
+    """A job row DLC is said to know (no call is made before the range is checked or the endpoint refuses)."""
+    return Job.objects.create(workspace=ws, owner=people["alice"], display_name="row", status="Running",
+                              dlc_job_id="dlc0000000000000")
+
+
+def test_a_bad_range_is_said_in_place_not_a_500(client, people, ws, localdlc):
+    job = submitted(ws, people)
+    client.force_login(people["alice"])
+    before = localdlc.stats()["calls"].get("GetJobMetrics", 0)
+    answer = client.get(f"/jobs/{job.pk}/metrics?range=<script>", **HTMX)
+    html = answer.content.decode()
+    assert answer.status_code == 200 and "Unknown time range" in html and "<script>" not in html
+    assert "<svg" not in html and "Whole job" in html
+    assert localdlc.stats()["calls"].get("GetJobMetrics", 0) == before
+
+
+def test_a_failed_read_is_said_once_in_place(client, people, ws):
+    job = submitted(ws, people)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ws.endpoint = f"127.0.0.1:{port}"
+    ws.save()
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}/metrics", **HTMX).content.decode()
+    assert html.count("Could not read metrics from DLC") == 1 and "<svg" not in html
+
+
+def test_outside_the_users_workspaces_it_is_404(client, people, ws):
+    job = submitted(ws, people)
+    client.force_login(people["olga"])
+    assert client.get(f"/jobs/{job.pk}/metrics", **HTMX).status_code == 404
