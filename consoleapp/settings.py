@@ -216,6 +216,11 @@ DLC_IMPORT_LOOKBACK_HOURS = float(os.environ.get("DLC_IMPORT_LOOKBACK_HOURS", "1
 DLC_ARCHIVE_DELAY = float(os.environ.get("DLC_ARCHIVE_DELAY", "5"))
 # The job list counts each status up to this many jobs and shows "1,000+" beyond (jobs.listing.counts).
 DLC_LIST_COUNT_CAP = int(os.environ.get("DLC_LIST_COUNT_CAP", "1000"))
+# The console's own address as users reach it, for links in what leaves the console (webhook payloads).
+DLC_BASE_URL = os.environ.get("DLC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Webhook deliveries (jobs.notify): attempts per job end, and the first retry's wait in seconds (then x4).
+DLC_WEBHOOK_ATTEMPTS = int(os.environ.get("DLC_WEBHOOK_ATTEMPTS", "4"))
+DLC_WEBHOOK_RETRY_BASE_SECONDS = float(os.environ.get("DLC_WEBHOOK_RETRY_BASE_SECONDS", "30"))
 CELERY_BEAT_SCHEDULE = {
     # Periodic tasks expire after one interval: a backlog (worker down) must not replay every missed cycle.
     "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL,

@@ -47,7 +47,12 @@ def validate_job(request: HttpRequest) -> JsonResponse:
         workspace = current_workspace(request) if request.user.is_authenticated else \
             access.workspaces_for(request.api_user).first()
     context = policies.context_for(workspace) if workspace else spec.Context(reserved_tags=1)
-    errors = spec.validate(body, context)
+    env_errors: dict[str, list[str]] = {}
+    if isinstance(body, dict):  # SecretEnvs, as POST /api/v1/jobs takes them (jobs.api_jobs)
+        from jobs.api_jobs import merge_secret_envs
+
+        body, _secrets, env_errors = merge_secret_envs(body)
+    errors = {**env_errors, **spec.validate(body, context)}
     if errors:
         return JsonResponse({"errors": errors}, status=400)
     return JsonResponse({"valid": True, "notes": spec.notes(spec.inverse(body), context)})

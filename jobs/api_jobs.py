@@ -18,10 +18,11 @@ from jobs import access, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, Membership, Workspace
 
-API_VERSION = "1.1.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only
+API_VERSION = "1.2.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
-               "read-only (every call that changes something answers 403: create, clone, stop) or read-write; and "
+               "read-only (every call that changes something answers 403: create, clone, stop, a priority change) or "
+               "read-write; and "
                "an expiry of 7, 30, 90 (the default) or 365 days, or none. An expired token answers 401 with "
                "`\"code\": \"token_expired\"`; a revoked or unknown one 401 without it. GET /api/v1/workspaces "
                "shows what the token may do in each workspace: `read_only`, and `effective_role` (viewer when "
@@ -53,6 +54,7 @@ def job_json(job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
         "imported": job.imported,
         "cloned_from": job.cloned_from_id,
         "submit_error": job.submit_error or None,
+        "submit_next_attempt_at": _time(job.submit_next_attempt_at),
         "created_at": _time(job.created_at),
         "submitted_at": _time(job.submitted_at),
         "started_at": _time(job.started_at),
@@ -119,7 +121,47 @@ def take_secrets(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         body.get("Settings"), dict) else {}
     if isinstance(advanced, dict) and isinstance(advanced.get("RayRedisPassword"), str):
         found["RayRedisPassword"] = advanced["RayRedisPassword"]
+    envs = body.get("Envs")
+    for key, value in envs.items() if isinstance(envs, dict) else ():
+        # A value named like a secret is sealed too (strip_secrets leaves the placeholder): the job still gets it.
+        if spec.looks_like_secret(key) and isinstance(value, str) and value and value != spec.SECRET_PLACEHOLDER:
+            found[spec.SECRET_ENV_PREFIX + key] = value
     return spec.strip_secrets(body), found
+
+
+SECRET_ENVS = "SecretEnvs"
+
+
+def merge_secret_envs(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], dict[str, list[str]]]:
+    """(the body with each `SecretEnvs` name in Envs as the placeholder, their values as sealed-secret names,
+    errors). `SecretEnvs` is the API's Secret tick box: {"WANDB_API_KEY": "..."} next to the CreateJob fields."""
+    given = body.get(SECRET_ENVS)
+    out = {k: v for k, v in body.items() if k != SECRET_ENVS}
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        return out, {}, {SECRET_ENVS: ["Must be an object of variable names to secret values."]}
+    envs = dict(out.get("Envs") or {}) if isinstance(out.get("Envs"), dict) else out.get("Envs")
+    errors: dict[str, list[str]] = {}
+    secrets: dict[str, str] = {}
+    for key, value in given.items():
+        if not isinstance(value, str) or not value:
+            errors[f"{SECRET_ENVS}.{key}"] = ["Must be a non-empty string."]
+        elif isinstance(envs, dict) and envs.get(key) not in (None, spec.SECRET_PLACEHOLDER):
+            errors[f"{SECRET_ENVS}.{key}"] = [f"{key} is in Envs too: set it in one of them."]
+        else:
+            secrets[spec.SECRET_ENV_PREFIX + key] = value
+    if isinstance(envs, dict):
+        envs.update({key: spec.SECRET_PLACEHOLDER for key in given})
+        for key, value in envs.items():
+            if value == spec.SECRET_PLACEHOLDER and spec.SECRET_ENV_PREFIX + key not in secrets \
+                    and f"{SECRET_ENVS}.{key}" not in errors:
+                errors[f"Envs.{key}"] = [f"{spec.SECRET_PLACEHOLDER} stands for a secret value that is never "
+                                         f"copied: send the value in {SECRET_ENVS}."]
+        out["Envs"] = envs
+    elif given:
+        out["Envs"] = {key: spec.SECRET_PLACEHOLDER for key in given}
+    return out, secrets, errors
 
 
 def _check_workspace_id(body: dict[str, Any], workspace: Workspace) -> dict[str, list[str]]:
@@ -158,6 +200,8 @@ def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | Non
         return None, {"": ["The request body must be a JSON object (a CreateJob body)."]}
     errors = dict(extra_errors or {})
     errors.update(_check_workspace_id(body, workspace))
+    body, secret_envs, env_errors = merge_secret_envs(body)
+    errors.update(env_errors)
     wire = {k: v for k, v in body.items() if k != "WorkspaceId"}
     context = policies.context_for(workspace)
     for path, messages in spec.validate(wire, context).items():
@@ -165,6 +209,7 @@ def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | Non
     if errors:
         return None, errors
     clean, secrets = take_secrets(wire)
+    secrets.update(secret_envs)
     # The body alone cannot say Lingjun vs general computing: the workspace's quotas and instance types can.
     hints = spec.hints_from_sections(spec.inverse(wire, spec.infer_hints(wire, context)))
     from jobs.views import save_and_enqueue
@@ -223,9 +268,35 @@ def _create(request: HttpRequest) -> JsonResponse:
 
 
 @api_view
-@require_GET
+@require_http_methods(["GET", "PATCH"])
 def job(request: HttpRequest, pk: int) -> JsonResponse:
+    """GET: one job. PATCH {"priority": n}: change a queued quota job's priority (jobs.priority), answered once
+    DLC has."""
+    if request.method == "PATCH":
+        return _patch(request, pk)
     return JsonResponse(job_json(access.get_job(request.api_user, pk), request))
+
+
+def _patch(request: HttpRequest, pk: int) -> JsonResponse:
+    from django.core.exceptions import PermissionDenied
+
+    from jobs import priority
+
+    target = access.get_job(request.api_user, pk)
+    payload, bad = _json_body(request)
+    if bad:
+        return bad
+    if not isinstance(payload, dict) or set(payload) != {"priority"}:
+        return _bad({"": ['Send {"priority": <1-9>}: priority is the one field that can be changed.']})
+    try:
+        priority.change_priority(request.api_user, target, payload["priority"])
+    except priority.PriorityError as err:
+        if err.kind == "forbidden":
+            raise PermissionDenied(err.message) from err
+        if err.kind == "invalid":
+            return _bad({"priority": [err.message]})
+        return JsonResponse({"errors": {"priority": [err.message]}}, status=err.http_status)
+    return JsonResponse(job_json(target, request))
 
 
 @api_view
@@ -246,7 +317,8 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
     """A new job from this one's configuration, by the clone policy table (jobs.clone) the wizard uses.
 
     `changes` overrides top-level CreateJob fields; secrets are never copied, so each secret the policy
-    re-prompts must be sent again (`registry_password`, `ray_redis_password`).
+    re-prompts must be sent again (`registry_password`, `ray_redis_password`, and `secret_envs` {NAME: value} for
+    each environment variable the source kept secret).
     """
     source = access.get_job(request.api_user, pk, "clone")
     payload, bad = _json_body(request)
@@ -259,6 +331,9 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
         return _bad({"changes": ["Must be an object of CreateJob fields."]})
     body, reprompts = clone_body(source)
     body.update(changes)
+    # A secret variable of the source is the placeholder in body: its value must come again, in secret_envs.
+    secret_envs = payload.get("secret_envs")
+    body[SECRET_ENVS] = secret_envs if secret_envs is not None else {}
     errors: dict[str, list[str]] = {}
     for key in reprompts:
         if not isinstance(payload.get(key), str) or not payload[key]:
@@ -373,9 +448,27 @@ def openapi_document(server: str) -> dict[str, Any]:
                          "responses": {"201": {"description": "Created; the worker submits it to DLC", **job_ok},
                                        "400": validation, "401": err, "403": err, "404": err}},
             },
-            "/api/v1/jobs/{id}": {"get": {"summary": "One job", "parameters": [job_id],
-                                          "responses": {"200": {"description": "The job", **job_ok},
-                                                        "401": err, "404": err}}},
+            "/api/v1/jobs/{id}": {
+                "get": {"summary": "One job", "parameters": [job_id],
+                        "responses": {"200": {"description": "The job", **job_ok}, "401": err, "404": err}},
+                "patch": {
+                    "summary": "Change the priority of a job waiting in a resource quota's queue (DLC UpdateJob; "
+                               "members: their own jobs; admins: any)",
+                    "description": "Only for a job on a resource quota (its body has ResourceId) while it is "
+                                   "Creating or Queuing. The call returns once DLC has answered; the new value is "
+                                   "in the job's body.Priority. Setting the same value again is harmless.",
+                    "parameters": [job_id],
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                        "type": "object", "required": ["priority"], "additionalProperties": False,
+                        "properties": {"priority": {"type": "integer", "minimum": 1, "maximum": 9,
+                                                    "description": "1 lowest, 9 highest."}}}}}},
+                    "responses": {"200": {"description": "Changed; the job", **job_ok},
+                                  "400": validation, "401": err, "403": err, "404": err,
+                                  "409": {"description": "The job is not on a resource quota or no longer waits "
+                                                         "in its queue: `errors.priority` says which."},
+                                  "502": {"description": "DLC refused the change or did not answer: "
+                                                         "`errors.priority` says what happened."}}},
+            },
             "/api/v1/jobs/{id}/stop": {"post": {
                 "summary": "Stop a job (members: their own; admins: any)", "parameters": [job_id],
                 "responses": {"202": {"description": "Stop requested; `result` is stopping, stopped, "
@@ -388,7 +481,11 @@ def openapi_document(server: str) -> dict[str, Any]:
                     "type": "object", "properties": {
                         "changes": {"type": "object", "description": "Top-level CreateJob fields to replace."},
                         "registry_password": {"type": "string", "writeOnly": True},
-                        "ray_redis_password": {"type": "string", "writeOnly": True}}}}}},
+                        "ray_redis_password": {"type": "string", "writeOnly": True},
+                        "secret_envs": {"type": "object", "writeOnly": True,
+                                        "additionalProperties": {"type": "string"},
+                                        "description": "The value of each secret environment variable of the "
+                                                       "source (shown as ******** in its Envs)."}}}}}},
                 "responses": {"201": {"description": "The new job", **job_ok}, "400": validation, "401": err,
                               "403": err, "404": err}}},
             "/api/v1/jobs/validate": {"post": {
@@ -411,11 +508,22 @@ def openapi_document(server: str) -> dict[str, Any]:
             "schemas": {
                 "CreateJobBody": {"type": "object", "description": "The PAI-DLC CreateJob request body "
                                   "(POST /api/v1/jobs of the PAI-DLC 2020-12-03 API). A registry password in "
-                                  "JobSpecs[].ImageConfig.Password is sealed for the worker, never stored.",
+                                  "JobSpecs[].ImageConfig.Password is sealed for the worker, never stored. "
+                                  "Secret environment variables (e.g. a W&B API key) go in `SecretEnvs`, "
+                                  "{\"WANDB_API_KEY\": \"...\"}, next to `Envs`: sealed the same way, shown as "
+                                  "******** in Envs. An Envs value whose name looks like a secret's (TOKEN, "
+                                  "API_KEY, SECRET, PASSWORD, ...) is sealed too.",
                                   "required": ["DisplayName", "JobType", "JobSpecs"],
                                   "properties": {"DisplayName": {"type": "string"}, "JobType": {"type": "string"},
                                                  "JobSpecs": {"type": "array", "items": {"type": "object"}},
-                                                 "UserCommand": {"type": "string"}},
+                                                 "UserCommand": {"type": "string"},
+                                                 "Envs": {"type": "object",
+                                                          "additionalProperties": {"type": "string"}},
+                                                 SECRET_ENVS: {"type": "object", "writeOnly": True,
+                                                               "additionalProperties": {"type": "string"},
+                                                               "description": "Console extension: environment "
+                                                               "variables whose values are secrets (never stored "
+                                                               "or shown in plain text)."}},
                                   "additionalProperties": True},
                 "ValidationErrors": {"type": "object", "properties": {"errors": {
                     "type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}}},

@@ -9,20 +9,21 @@ name and prefix (jobs.apitokens puts the token's row on the request's user as `a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from jobs.models import AuditEvent, Job, Workspace
+from jobs.spec import looks_like_secret
 
-# Substrings of detail keys whose values are never recorded (registry passwords, tokens, AccessKeys).
-_SECRET_KEY_RE = re.compile(r"pass(word)?|secret|token|credential|access_?key", re.IGNORECASE)
+# Detail keys whose values are never recorded (registry passwords, tokens, AccessKeys, API keys): the one test
+# of a secret-looking name, shared with the wizard's warning on environment variables.
+_looks_secret = looks_like_secret
 
 
 def scrub(value: Any) -> Any:
     """A JSON-safe copy of value with secret-looking keys removed at any depth."""
     if isinstance(value, Mapping):
-        return {str(k): scrub(v) for k, v in value.items() if not _SECRET_KEY_RE.search(str(k))}
+        return {str(k): scrub(v) for k, v in value.items() if not _looks_secret(k)}
     if isinstance(value, list | tuple | set | frozenset):
         return [scrub(v) for v in value]
     if value is None or isinstance(value, str | int | float | bool):

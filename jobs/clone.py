@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs import dlc, spec
+from jobs import dlc, secretbox, spec
+from jobs.forms import environment
 from jobs.forms import wizard as glue
 
 COPY, RESET, REPROMPT = "copy", "reset", "re-prompt"
@@ -52,7 +53,9 @@ POLICY: dict[str, tuple[str, str]] = {
     "environment.command": (COPY, ""),
     "environment.envs": (COPY, ""),
     "environment.envs[].key": (COPY, ""),
-    "environment.envs[].value": (COPY, ""),
+    "environment.envs[].value": (COPY, "a variable ticked Secret (or named like one) is re-prompted instead"),
+    "environment.envs[].secret": (COPY, ""),
+    "environment.envs.secret_value": (REPROMPT, "value of"),
     "environment.libs_mode": (COPY, ""),
     "environment.libs": (COPY, ""),
     "environment.requirements_dir": (COPY, ""),
@@ -148,6 +151,8 @@ class Prefill:
     resets: list[tuple[str, str, str]] = field(default_factory=list)  # (what, from, to / why)
     reprompts: list[tuple[str, str]] = field(default_factory=list)  # (field name, what)
     not_copied: list[str] = field(default_factory=list)  # wire paths of the source the wizard cannot express
+    # Edit and resubmit: secret variables whose sealed value the failed job still holds (kept unless retyped).
+    kept_secrets: list[tuple[str, str]] = field(default_factory=list)  # (field name, variable)
 
 
 def source_hints(body: Mapping, hints: Mapping | None, context: spec.Context | None = None) -> dict:
@@ -162,8 +167,10 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
             context: spec.Context | None = None) -> Prefill:
     """Sections for a clone (or an edit) of job, with POLICY applied."""
     hints = source_hints(job.body or {}, job.hints, context)
-    source = spec.inverse(job.body or {}, hints)
-    sections = spec.inverse(job.body or {}, hints)
+    # strip_secrets: a variable named like a secret but not ticked Secret is not copied in plain text either.
+    body = spec.strip_secrets(job.body or {})
+    source = spec.inverse(body, hints)
+    sections = spec.inverse(body, hints)
     result = Prefill(sections, source)
     basic, env, res = sections["basic"], sections["environment"], sections["resources"]
     hints_secrets = set((job.hints or {}).get("secrets") or ())
@@ -182,6 +189,18 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
         result.reprompts.append((glue.PASSWORD, POLICY["environment.registry_password"][1]))
     env["registry_password"] = ""
 
+    # A failed job whose secrets are still sealed (retries ran out) lends them to its edit; never to a clone.
+    sealed = kept_envs(job) if edit else {}
+    for i, row in enumerate(env["envs"]):
+        if row.get("secret"):
+            row["value"] = ""
+            name = environment.secret_value_name(f"environment-envs-{i}", row["key"])
+            if row["key"] in sealed:
+                result.kept_secrets.append((name, row["key"]))
+                continue
+            result.reprompts.append((environment.secret_value_name(f"environment-envs-{i}", row["key"]),
+                                     f"{POLICY['environment.envs.secret_value'][1]} {row['key']}"))
+
     advanced, _ = spec.parse_advanced(res.get("advanced"))
     if advanced:
         if "RayRedisPassword" in advanced:
@@ -193,6 +212,13 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
         res["advanced"] = spec.format_advanced(advanced) if advanced else ""
     result.not_copied = _not_copied(job, hints)
     return result
+
+
+def kept_envs(job) -> dict[str, str]:
+    """{NAME: value} of the secret variables sealed with a job (empty once DLC has it or its submit failed)."""
+    secrets = secretbox.unseal(job.sealed_secrets) if getattr(job, "sealed_secrets", "") else {}
+    prefix = spec.SECRET_ENV_PREFIX
+    return {k[len(prefix):]: v for k, v in secrets.items() if k.startswith(prefix) and isinstance(v, str)}
 
 
 def _not_copied(job, hints: Mapping) -> list[str]:

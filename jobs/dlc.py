@@ -385,6 +385,13 @@ def stop_job(workspace, job_id: str) -> None:
     _call(client_for(workspace).stop_job_with_options, job_id)
 
 
+def update_job(workspace, job_id: str, *, priority: int | None = None, description: str | None = None,
+               read_timeout_ms: int = 5000) -> None:
+    """UpdateJob of the fields given (None: left as it is). A user waits on it, hence the short read timeout."""
+    request = dlc_models.UpdateJobRequest(priority=priority, description=description)
+    _call(client_for(workspace, read_timeout_ms=read_timeout_ms).update_job_with_options, job_id, request)
+
+
 def get_pod_logs(workspace, job_id: str, pod_id: str, *, max_lines: int = 2000, read_timeout_ms: int = 5000,
                  **query: Any) -> list[str]:
     request = dlc_models.GetPodLogsRequest(max_lines=max_lines, **query)

@@ -50,7 +50,8 @@ def to_python_sdk(body: Mapping, *, region: str = "cn-hangzhou") -> str:
     """A runnable script that submits the body with alibabacloud_pai_dlc20201203.
 
     Credentials come from the alibabacloud_credentials default chain; secrets (registry password,
-    RayRedisPassword) come from environment variables and are never embedded.
+    RayRedisPassword, the value of a secret environment variable) come from environment variables and are never
+    embedded.
     """
     clean = spec.strip_secrets(body)
     specs = [s for s in clean.get("JobSpecs") or [] if isinstance(s, dict)]
@@ -72,8 +73,14 @@ def to_python_sdk(body: Mapping, *, region: str = "cn-hangzhou") -> str:
             "    advanced = body.setdefault('Settings', {}).setdefault('AdvancedSettings', {})",
             f"    advanced['RayRedisPassword'] = os.environ['{RAY_REDIS_PASSWORD_ENV}']",
         ]
-    env_doc = ", ".join(name for name, used in ((REGISTRY_PASSWORD_ENV, needs_registry),
-                                                (RAY_REDIS_PASSWORD_ENV, needs_redis)) if used)
+    # A secret variable's value is the placeholder in the body: the script takes it from its own environment,
+    # under the same name (e.g. WANDB_API_KEY), as the job will see it.
+    envs = clean.get("Envs") if isinstance(clean.get("Envs"), dict) else {}
+    secret_envs = [k for k, v in envs.items() if v == spec.SECRET_PLACEHOLDER and isinstance(k, str)]
+    if secret_envs:
+        secret_lines += [f"    body['Envs'][{k!r}] = os.environ[{k!r}]" for k in secret_envs]
+    env_doc = ", ".join([*(name for name, used in ((REGISTRY_PASSWORD_ENV, needs_registry),
+                                                   (RAY_REDIS_PASSWORD_ENV, needs_redis)) if used), *secret_envs])
     name = clean.get("DisplayName", "")
     lines = [
         "#!/usr/bin/env python3",
@@ -491,4 +498,13 @@ def to_wizard(body: Mapping, problems: Mapping[str, list[str]],
             if misfit:
                 state = "kept" if not secret and _carry(sections, field, pasted) else "dropped"
         notes += [ImportNote(path, message, field, raw, state) for message in messages]
+    env = sections["environment"]
+    for i, row in enumerate(env["envs"]):
+        if row.get("secret"):
+            # spec.strip_secrets put the placeholder for a value named like a secret: it is typed in the wizard,
+            # which keeps it encrypted, rather than carried through the session and the page.
+            row["value"] = ""
+            notes.append(ImportNote(f"Envs.{row['key']}", f"{row['key']} looks like a secret, so its value was not "
+                                    "imported: type it in the wizard (it is kept encrypted, as Secret is ticked).",
+                                    f"environment.envs[{i}].value", "", "dropped"))
     return sections, notes

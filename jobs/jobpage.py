@@ -107,8 +107,8 @@ def _environment(s: dict) -> list[Item]:
         table.label = "Storage"
         items.append(table)
     _add(items, "Startup command", s.get("command"), "pre")
-    envs = [{"key": e.get("key"), "value": HIDDEN if _SECRET_NAME.search(str(e.get("key") or "")) else e.get("value")}
-            for e in s.get("envs") or []]
+    envs = [{"key": e.get("key"), "value": HIDDEN if e.get("secret") or _SECRET_NAME.search(str(e.get("key") or ""))
+             else e.get("value")} for e in s.get("envs") or []]
     table = _rows(envs, [("key", "Name"), ("value", "Value")])
     if table:
         table.label = "Environment variables"
@@ -331,6 +331,17 @@ def _last_submit_error(job: Job) -> dict:
     return error if error.get("Code") else {}
 
 
+def _next_attempt(job: Job, now: datetime) -> str:
+    """When the retry after a transient error is due, in the console's time zone; "" when none is scheduled."""
+    due = job.submit_next_attempt_at
+    if due is None:
+        return ""
+    at = f"{timezone.localtime(due):%H:%M:%S} ({timezone.get_current_timezone_name()})"
+    if due < now:  # a busy worker, or its task was lost and the sweep enqueues it again
+        return f"The next attempt was due at {at} and starts as soon as a worker is free."
+    return f"Next attempt at {at}."
+
+
 def waiting_note(job: Job, now: datetime | None = None) -> str:
     """What is true about a job DLC does not know yet. The console cannot see whether a worker is up,
     so it says what it knows: that an attempt is on its way, what DLC answered the last one, how long,
@@ -350,14 +361,16 @@ def waiting_note(job: Job, now: datetime | None = None) -> str:
         said = said if said.endswith(".") else f"{said}."
         if in_flight:
             return f"{said} Attempt {attempts} is being sent now. {kept}"
-        return f"{said} {kept}"
+        return " ".join(x for x in (said, _next_attempt(job, now), kept) if x)
     if in_flight:
         unanswered = now - in_flight
         if attempts <= 1 and unanswered < SLOW_SUBMIT:
             return "Sending to DLC…"
         # Unanswered is not refused: it may still land, and the console looks it up before any re-send.
-        return (f"Attempt {attempts} was sent to DLC {human_duration(unanswered)} ago and has no answer yet. "
-                f"Before sending again the console checks whether DLC created it, so it is never created twice. {kept}")
+        return " ".join(x for x in (
+            f"Attempt {attempts} was sent to DLC {human_duration(unanswered)} ago and has no answer yet. "
+            "Before sending again the console checks whether DLC created it, so it is never created twice.",
+            _next_attempt(job, now), kept) if x)
     waited = now - job.created_at
     if attempts == 0 and waited < SLOW_SUBMIT:
         return "Sending to DLC…"
@@ -365,8 +378,9 @@ def waiting_note(job: Job, now: datetime | None = None) -> str:
         return (f"Not yet sent to DLC after {human_duration(waited)}: no worker has picked it up yet. The job is "
                 "kept and is sent automatically once the queue and a worker are available; there is no need to "
                 "resubmit.")
-    return (f"Not yet accepted by DLC after {human_duration(waited)} ({attempts} attempt{'s' if attempts != 1 else ''} "
-            f"so far; the last one failed with a temporary error). {kept}")
+    return " ".join(x for x in (
+        f"Not yet accepted by DLC after {human_duration(waited)} ({attempts} attempt{'s' if attempts != 1 else ''} "
+        "so far; the last one failed with a temporary error).", _next_attempt(job, now), kept) if x)
 
 
 # --- the live part of the page ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import access, audit, batchwrite, dlc, secretbox, spec, syncstate
+from jobs import access, audit, batchwrite, dlc, notify, secretbox, spec, syncstate
 from jobs import status as st
 from jobs.models import Job, Workspace, WorkspaceSync
 
@@ -58,6 +58,9 @@ def wire_body(job: Job, secrets: dict[str, Any] | None = None) -> dict[str, Any]
             {**spec_, "ImageConfig": {**(spec_.get("ImageConfig") or {}), "Password": password}}
             for spec_ in body.get("JobSpecs", [])
         ]
+    envs = body.get("Envs")
+    if isinstance(envs, dict):  # a variable ticked Secret is the placeholder in job.body, its value sealed
+        body["Envs"] = {key: (secrets or {}).get(spec.SECRET_ENV_PREFIX + key, value) for key, value in envs.items()}
     return body
 
 
@@ -90,7 +93,9 @@ def submit(job_id: int) -> str:
         job.submit_attempts += 1
         job.submit_last_attempt_at = now
         job.submit_unanswered_since = now  # the claim: concurrent attempts back off until it settles
-        job.save(update_fields=["submit_attempts", "submit_last_attempt_at", "submit_unanswered_since"])
+        job.submit_next_attempt_at = None  # this is that attempt
+        job.save(update_fields=["submit_attempts", "submit_last_attempt_at", "submit_unanswered_since",
+                                "submit_next_attempt_at"])
     claim = now
 
     sent = False
@@ -129,6 +134,7 @@ def _cancel_unsent(job: Job, now: datetime) -> None:
     job.sealed_secrets = ""
     job.finished_at = now
     job.save(update_fields=["status", "reason_code", "reason_message", "sealed_secrets", "finished_at"])
+    _enqueue_notify(job.workspace_id, [job.pk])
 
 
 def adopt(job: Job, remote_id: str) -> bool:
@@ -150,6 +156,7 @@ def adopt(job: Job, remote_id: str) -> bool:
             sealed_secrets="",
             submit_error={},
             submit_unanswered_since=None,
+            submit_next_attempt_at=None,
             finished_at=None,
             status_history=[{"Status": "Creating", "StartTime": now.isoformat()}],
         )
@@ -159,10 +166,12 @@ def adopt(job: Job, remote_id: str) -> bool:
 
 
 def _fail_submit(job_id: int, err: dlc.DLCError) -> None:
-    Job.objects.filter(pk=job_id, dlc_job_id="", status=st.SUBMITTING).update(
+    failed = Job.objects.filter(pk=job_id, dlc_job_id="", status=st.SUBMITTING).update(
         status=st.SUBMIT_FAILED, submit_error=err.as_dict(), sealed_secrets="", finished_at=timezone.now(),
-        submit_unanswered_since=None,
+        submit_unanswered_since=None, submit_next_attempt_at=None,
     )
+    if failed:
+        _enqueue_notify(Job.objects.values_list("workspace_id", flat=True).get(pk=job_id), [job_id])
 
 
 def give_up_submit(job_id: int, err: dlc.DLCError) -> None:
@@ -171,6 +180,17 @@ def give_up_submit(job_id: int, err: dlc.DLCError) -> None:
     Should the last, unanswered attempt have landed after all, the import adopts that job into this row.
     """
     _fail_submit(job_id, err)
+
+
+def schedule_retry(job_id: int, err: dlc.DLCError, retries: int) -> float:
+    """The countdown before a submit's next attempt after `err`, noted on the row (submit_next_attempt_at) so the
+    job page can say when it is due. Only a job still waiting is noted: one that DLC accepted or that failed
+    meanwhile keeps its cleared value."""
+    delay = retry_delay(err, retries)
+    Job.objects.filter(pk=job_id, dlc_job_id="", status=st.SUBMITTING).update(
+        submit_next_attempt_at=timezone.now() + timedelta(seconds=delay)
+    )
+    return delay
 
 
 def retry_delay(err: dlc.DLCError, retries: int) -> float:
@@ -283,6 +303,7 @@ def sync_workspace(workspace: Workspace) -> list[int] | None:
     failure: dlc.DLCError | None = None
     try:
         ended = sync_active(workspace)
+        watched = len(ended)  # ends of rows the sync followed while active; then those the import found
         ended += import_new(workspace, state)
     except Exception as exc:
         failure = dlc.classify(exc)
@@ -296,6 +317,7 @@ def sync_workspace(workspace: Workspace) -> list[int] | None:
         )
     for job_id in ended:
         _enqueue_archive(job_id)
+    _enqueue_notify(workspace.pk, ended[:watched], found=ended[watched:])
     return ended
 
 
@@ -417,7 +439,8 @@ def import_new(workspace: Workspace, state: WorkspaceSync) -> list[int]:
     """One ListJobs page of the workspace's jobs, oldest first from the import cursor: jobs created
     elsewhere (DLC console, SDK, CLI) get an imported row; jobs carrying our tag are adopted by their row.
 
-    Advances state.import_from / import_page (saved by the caller). Returns ids of jobs that ended here.
+    Advances state.import_from / import_page (saved by the caller). Returns ids of jobs that ended here, and of
+    jobs imported already ended: their logs are archived like any ended job's, before DLC drops them.
     """
     now = timezone.now()
     # A new workspace starts with the jobs of the last DLC_IMPORT_LOOKBACK_HOURS before it was added.
@@ -440,7 +463,7 @@ def import_new(workspace: Workspace, state: WorkspaceSync) -> list[int]:
     for item in items:
         if item.get("JobId") and item["JobId"] not in known:
             row = import_or_adopt(workspace, item)
-            if row is not None and not row.imported and not row.is_active:
+            if row is not None and not row.is_active:
                 ended.append(row.pk)
 
     created = [t for t in (_dt(item.get("GmtCreateTime")) for item in items) if t]
@@ -531,6 +554,7 @@ def import_body(item: dict[str, Any]) -> dict[str, Any]:
             del body["Settings"]["Tags"]
         if not body["Settings"]:
             del body["Settings"]
+    # strip_secrets also puts the placeholder for an env value named like a secret (e.g. a W&B key set elsewhere).
     return spec.strip_secrets(body)
 
 
@@ -669,13 +693,18 @@ def unsent_stops(older_than: timedelta) -> list[int]:
 
 
 def unarchived_jobs(older_than: timedelta) -> list[int]:
-    """Ended jobs whose logs were not archived (the task was lost), while DLC still keeps logs."""
+    """Ended jobs whose logs were not archived (the task was lost), while DLC still keeps logs. Imported jobs
+    too, those that had ended before the import as well."""
     now = timezone.now()
+    cutoff = now - older_than
     return list(
         Job.objects.filter(
-            status__in=st.TERMINAL, logs_archived_at__isnull=True, imported=False,
-            finished_at__lt=now - older_than, finished_at__gt=now - LIST_WINDOW,
+            status__in=st.TERMINAL, logs_archived_at__isnull=True,
+            finished_at__lt=cutoff, finished_at__gt=now - LIST_WINDOW,
         )
+        # The archive was enqueued when the sync wrote the job's end, its last write (synced_at): a job imported
+        # already ended long ago (an old finished_at) is not asked for again while that task is still due.
+        .filter(Q(synced_at__isnull=True) | Q(synced_at__lt=cutoff))
         .exclude(dlc_job_id="")
         .exclude(pods=[])
         .values_list("pk", flat=True)[:100]
@@ -702,6 +731,22 @@ def _enqueue_stop(job_id: int) -> None:
 def _enqueue_archive(job_id: int) -> None:
     # A pod's last lines can reach the log store a moment after DLC reports the job ended: wait a little.
     transaction.on_commit(lambda: _enqueue("archive_logs", job_id, settings.DLC_ARCHIVE_DELAY))
+
+
+def _enqueue_notify(workspace_id: int, job_ids: list[int], found: list[int] | None = None) -> None:
+    """Tell the workspace's webhooks (jobs.notify) of these jobs' ends, once the end is committed. `found`: ended
+    jobs the import just found; only rows the console submitted are news there, a job imported already ended
+    ended before the console knew it. Most workspaces have no webhook: one query spares a task per ended job."""
+    if not (job_ids or found) or not notify.has_webhooks(workspace_id):
+        return
+    if found:
+        job_ids = [*job_ids, *Job.objects.filter(pk__in=found, imported=False).values_list("pk", flat=True)]
+    # The deliveries are made here, with the end they report, not by the task: should the broker be down, they
+    # are owed rows all the same, and the sweep (notify.owed_jobs) enqueues them.
+    for job in Job.objects.filter(pk__in=job_ids):
+        notify.deliveries_for(job)
+    for job_id in job_ids:
+        transaction.on_commit(lambda job_id=job_id: _enqueue("notify_job", job_id))
 
 
 def pages(count: int) -> int:

@@ -104,6 +104,9 @@ class Job(models.Model):
     # attempt is unanswered (it may still land, so nobody re-sends before it has settled).
     submit_last_attempt_at = models.DateTimeField(null=True, blank=True)
     submit_unanswered_since = models.DateTimeField(null=True, blank=True)
+    # When the retry after a transient error is due (the Celery countdown is not visible anywhere else), for the
+    # job page's waiting note; cleared when an attempt starts, and when DLC accepts the job or it finally fails.
+    submit_next_attempt_at = models.DateTimeField(null=True, blank=True)
     # Stop bookkeeping: asked by a user, StopJob accepted by DLC, or why DLC refused it.
     stop_requested_at = models.DateTimeField(null=True, blank=True)
     stop_sent_at = models.DateTimeField(null=True, blank=True)
@@ -211,7 +214,9 @@ class PodLog(models.Model):
         return f"{self.job_id}/{self.pod_id}"
 
 
-# The team portal's models (policies, audit log, API tokens, job templates) live in their own module.
+# The team portal's models (policies, audit log, API tokens, job templates) and the webhooks of job
+# notifications (jobs.notify) live in their own modules.
+from jobs.notify_models import Webhook, WebhookDelivery  # noqa: E402,F401
 from jobs.portal_models import (  # noqa: E402,F401
     ApiToken,
     AuditEvent,

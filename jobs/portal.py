@@ -3,6 +3,7 @@ import and export, and the rate-limited sign-in. Function views; permissions com
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -20,8 +21,21 @@ from django.utils.text import slugify
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from jobs import access, apitokens, audit, dlc, export, policies, ratelimit, secretbox, spec, syncstate, templates_lib
-from jobs.models import AuditEvent, Membership, Workspace, WorkspacePolicy
+from jobs import (
+    access,
+    apitokens,
+    audit,
+    dlc,
+    export,
+    notify,
+    policies,
+    ratelimit,
+    secretbox,
+    spec,
+    syncstate,
+    templates_lib,
+)
+from jobs.models import AuditEvent, Membership, Webhook, Workspace, WorkspacePolicy
 from jobs.portal_forms import (
     SETTINGS_FIELDS,
     AuditFilterForm,
@@ -33,6 +47,7 @@ from jobs.portal_forms import (
     PolicyForm,
     TemplateSaveForm,
     TokenForm,
+    WebhookForm,
     WorkspaceCreateForm,
     WorkspaceSettingsForm,
     import_note_rows,
@@ -325,6 +340,105 @@ def audit_log(request: HttpRequest, ws: int) -> HttpResponse:
         "workspace": workspace, "form": form, "rows": rows, "next_query": next_query, "actors": actors,
         "tab": "audit", "first_page": not data.get("before"),
     })
+
+
+# --- notifications (webhooks) -------------------------------------------------------------------------------
+
+
+def _webhook_record(webhook: Webhook) -> dict[str, Any]:
+    """What the audit log keeps of a webhook: the URL's host and a digest, not its path, which often is the
+    receiver's secret (chat webhooks); a signing secret only as on or off."""
+    return {"name": webhook.name, "url_host": notify.host_of(webhook.url),
+            "url_digest": hashlib.sha256(webhook.url.encode()).hexdigest()[:12], "events": list(webhook.events),
+            "enabled": webhook.enabled, "signing": "on" if webhook.has_secret else "off"}
+
+
+def _notifications_page(request: HttpRequest, workspace: Workspace, form: WebhookForm,
+                        editing: Webhook | None = None) -> HttpResponse:
+    webhooks = list(Webhook.objects.filter(workspace=workspace))
+    latest = notify.latest_deliveries(webhooks)
+    return render(request, "portal/notifications.html", {
+        "workspace": workspace, "form": form, "editing": editing, "tab": "notifications",
+        "rows": [(w, latest[w.pk]) for w in webhooks],
+    })
+
+
+def _webhook(request: HttpRequest, ws: int, pk: int) -> tuple[Workspace, Webhook]:
+    workspace = access.get_workspace(request.user, ws, "manage")
+    return workspace, get_object_or_404(Webhook, pk=pk, workspace=workspace)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def notifications(request: HttpRequest, ws: int) -> HttpResponse:
+    """The workspace's webhooks, their latest deliveries, and the form that adds one."""
+    workspace = access.get_workspace(request.user, ws, "manage")
+    form = WebhookForm(request.POST or None, workspace=workspace)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            webhook = form.save()
+            audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="webhook-added",
+                         webhook=_webhook_record(webhook))
+        messages.success(request, f"Webhook {webhook.name} added.")
+        return redirect("notifications", ws=workspace.pk)
+    return _notifications_page(request, workspace, form)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def webhook_edit(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
+    workspace, webhook = _webhook(request, ws, pk)
+    before = _webhook_record(webhook)
+    form = WebhookForm(request.POST or None, instance=webhook, workspace=workspace)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            webhook = form.save()
+            changed = audit.changes(before, _webhook_record(webhook))
+            if form.cleaned_data.get("secret"):
+                changed["signing"] = {"from": before["signing"], "to": "new"}
+            if changed:
+                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="webhook-changed",
+                             webhook=webhook.name, changes=changed)
+        messages.success(request, f"Webhook {webhook.name} saved." if changed else "Nothing changed.")
+        return redirect("notifications", ws=workspace.pk)
+    return _notifications_page(request, workspace, form, editing=webhook)
+
+
+@login_required
+@require_POST
+def webhook_toggle(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
+    workspace, webhook = _webhook(request, ws, pk)
+    with transaction.atomic():
+        webhook.enabled = not webhook.enabled
+        webhook.save(update_fields=["enabled", "updated_at"])
+        audit.record(request.user, AuditEvent.CHANGED, workspace=workspace,
+                     event="webhook-enabled" if webhook.enabled else "webhook-disabled", webhook=webhook.name)
+    messages.success(request, f"Webhook {webhook.name} {'enabled' if webhook.enabled else 'disabled'}.")
+    return redirect("notifications", ws=workspace.pk)
+
+
+@login_required
+@require_POST
+def webhook_delete(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
+    workspace, webhook = _webhook(request, ws, pk)
+    with transaction.atomic():
+        record = _webhook_record(webhook)
+        webhook.delete()
+        audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="webhook-deleted", webhook=record)
+    messages.success(request, f"Webhook {record['name']} deleted.")
+    return redirect("notifications", ws=workspace.pk)
+
+
+@login_required
+@require_POST
+def webhook_test(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
+    """POST {"event": "test"} to the webhook now and show the answer in place (waits up to notify.TIMEOUT)."""
+    _workspace, webhook = _webhook(request, ws, pk)
+    answer = notify.send_test(webhook)
+    if request.htmx:
+        return render(request, "portal/_webhook_test.html", {"webhook": webhook, "answer": answer})
+    (messages.success if answer.ok else messages.error)(request, f"Test of {webhook.name}: {answer}.")
+    return redirect("notifications", ws=webhook.workspace_id)
 
 
 # --- API tokens ---------------------------------------------------------------------------------------------

@@ -11,10 +11,10 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.core.validators import RegexValidator
 
-from jobs import access, catalog, export, spec
+from jobs import access, catalog, export, notify, spec
 from jobs.forms import environment
 from jobs.forms import wizard as glue
-from jobs.models import AuditEvent, Membership, Workspace
+from jobs.models import AuditEvent, Membership, Webhook, Workspace
 from jobs.templates_lib import LOCKABLE
 
 _region = RegexValidator(r"^[a-z]{2,}(-[a-z0-9]+)+$", "A region id such as cn-hangzhou.")
@@ -287,6 +287,61 @@ class LockForm(forms.Form):
 
 class DefaultVersionForm(forms.Form):
     default_version = forms.IntegerField(required=False, min_value=1)
+
+
+class WebhookForm(forms.ModelForm):
+    """A workspace webhook (jobs.notify). The signing secret is write-only: never shown, blank keeps the saved one."""
+
+    events = forms.MultipleChoiceField(
+        choices=notify.EVENTS, widget=forms.CheckboxSelectMultiple, label="Notify when a job ends as",
+        error_messages={"required": "Choose at least one job end to notify."},
+    )
+    secret = forms.CharField(
+        required=False, max_length=200, label="Signing secret", widget=forms.PasswordInput(render_value=False),
+        help_text="Optional. Each POST then carries X-DLC-Signature: sha256=<HMAC-SHA256 of the body>.",
+    )
+    clear_secret = forms.BooleanField(required=False, label="Remove the signing secret")
+
+    class Meta:
+        model = Webhook
+        fields = ["name", "url", "events", "enabled"]
+        widgets = {"url": forms.TextInput(attrs={"placeholder": "https://hooks.example.com/dlc"})}
+        help_texts = {"url": "http:// or https://; redirects are not followed."}
+
+    def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.workspace = self.instance.workspace = workspace
+        if self.instance.has_secret:
+            self.fields["secret"].help_text = "A secret is set and stays hidden; type a new one to replace it."
+        else:
+            del self.fields["clear_secret"]
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if not name:
+            raise forms.ValidationError("Give the webhook a name.")
+        taken = Webhook.objects.filter(workspace=self.workspace, name=name).exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise forms.ValidationError("This workspace already has a webhook of that name.")
+        return name
+
+    def clean_url(self) -> str:
+        url = self.cleaned_data["url"].strip()
+        problem = notify.url_problem(url)
+        if problem:
+            raise forms.ValidationError(problem)
+        return url
+
+    def save(self, commit: bool = True) -> Webhook:
+        webhook = super().save(commit=False)
+        webhook.workspace = self.workspace
+        if self.cleaned_data.get("clear_secret"):
+            webhook.set_secret("")
+        elif self.cleaned_data.get("secret"):
+            webhook.set_secret(self.cleaned_data["secret"])
+        if commit:
+            webhook.save()
+        return webhook
 
 
 IMPORT_MAX_BYTES = 256 * 1024

@@ -1,4 +1,4 @@
-"""URLs of the team portal (workspaces, members, policy, audit, tokens, templates, import/export) and the
+"""URLs of the team portal (workspaces, members, policy, audit, webhooks, tokens, templates, import/export) and the
 JSON API; included from jobs/urls.py."""
 
 from django.urls import path
@@ -14,6 +14,11 @@ urlpatterns = [
     path("workspaces/<int:ws>/members/<int:pk>", portal.member_update, name="member_update"),
     path("workspaces/<int:ws>/policy", portal.policy_edit, name="policy_edit"),
     path("workspaces/<int:ws>/audit", portal.audit_log, name="audit_log"),
+    path("workspaces/<int:ws>/notifications", portal.notifications, name="notifications"),
+    path("workspaces/<int:ws>/notifications/<int:pk>", portal.webhook_edit, name="webhook_edit"),
+    path("workspaces/<int:ws>/notifications/<int:pk>/toggle", portal.webhook_toggle, name="webhook_toggle"),
+    path("workspaces/<int:ws>/notifications/<int:pk>/delete", portal.webhook_delete, name="webhook_delete"),
+    path("workspaces/<int:ws>/notifications/<int:pk>/test", portal.webhook_test, name="webhook_test"),
     path("account/api", portal.api_tokens, name="api_tokens"),
     path("account/api/tokens/<int:pk>/revoke", portal.api_token_revoke, name="api_token_revoke"),
     path("templates", portal.template_list, name="template_list"),

@@ -1,5 +1,5 @@
-"""Celery tasks: thin, idempotent wrappers over jobs.lifecycle and jobs.logarchive, safe to retry and to run
-twice. Every task acks late, so a worker killed mid-task leaves it for redelivery (and the sweep)."""
+"""Celery tasks: thin, idempotent wrappers over jobs.lifecycle, jobs.logarchive and jobs.notify, safe to retry and
+to run twice. Every task acks late, so a worker killed mid-task leaves it for redelivery (and the sweep)."""
 
 import logging
 from datetime import timedelta
@@ -7,7 +7,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from jobs import dlc, lifecycle, logarchive
+from jobs import dlc, lifecycle, logarchive, notify
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ def submit_job(self, job_id: int) -> str:
         if err.code != lifecycle.IN_FLIGHT and self.request.retries >= settings.DLC_SUBMIT_RETRIES:
             lifecycle.give_up_submit(job_id, err)
             return "gave-up"
-        raise self.retry(exc=err, countdown=lifecycle.retry_delay(err, self.request.retries)) from err
+        raise self.retry(exc=err, countdown=lifecycle.schedule_retry(job_id, err, self.request.retries)) from err
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -71,15 +71,28 @@ def archive_logs(self, job_id: int) -> int:
         raise self.retry(exc=err, countdown=lifecycle.retry_delay(err, self.request.retries)) from err
 
 
+@shared_task(bind=True, acks_late=True, max_retries=None, ignore_result=True)
+def notify_job(self, job_id: int) -> None:
+    """A job's end to its workspace's webhooks; retried while a delivery is owed (each has its own attempt
+    budget, settings.DLC_WEBHOOK_ATTEMPTS, so this ends)."""
+    try:
+        wait = notify.notify_job(job_id)
+    except Job.DoesNotExist:
+        return
+    if wait is not None:
+        raise self.retry(countdown=wait)
+
+
 @shared_task(acks_late=True, ignore_result=True)
 def sweep_stuck() -> int:
-    """Re-enqueue what is owed but whose task was lost: submissions, stops, log archives."""
+    """Re-enqueue what is owed but whose task was lost: submissions, stops, log archives, webhook deliveries."""
     age = timedelta(seconds=settings.DLC_SWEEP_AGE)
     owed = 0
     for task, job_ids in [
         (submit_job, lifecycle.stuck_jobs(age)),
         (stop_job, lifecycle.unsent_stops(age)),
         (archive_logs, lifecycle.unarchived_jobs(age)),
+        (notify_job, notify.owed_jobs(age)),
     ]:
         for job_id in job_ids:
             task.delay(job_id)

@@ -68,6 +68,10 @@ def strip_secrets(sections: Mapping) -> dict:
     env = out.get("environment")
     if isinstance(env, dict):
         env["registry_password"] = ""
+        for row in env.get("envs") if isinstance(env.get("envs"), list) else []:
+            # A variable ticked Secret, or named like one, keeps its name and Secret; its value is typed per job.
+            if isinstance(row, dict) and (row.get("secret") is True or spec.looks_like_secret(row.get("key"))):
+                row.update(value="", secret=True)
     res = out.get("resources")
     if isinstance(res, dict) and res.get("advanced"):
         res["advanced"] = strip_advanced(res["advanced"])

@@ -11,6 +11,7 @@ urlpatterns = [
     path("jobs/<int:pk>", views.job_detail, name="job_detail"),
     path("jobs/<int:pk>/row", views.job_row, name="job_row"),
     path("jobs/<int:pk>/stop", views.job_stop, name="job_stop"),
+    path("jobs/<int:pk>/priority", views.job_priority, name="job_priority"),
     path("jobs/<int:pk>/pods/<str:pod_id>/logs", views.pod_logs, name="pod_logs"),
     path("jobs/rows", views.job_rows, name="job_rows"),
     path("jobs/counts", views.job_counts, name="job_counts"),

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import access, audit, dlc, jobmetrics, jobpage, lifecycle, listing, podlogs, tasks
+from jobs import access, audit, dlc, jobmetrics, jobpage, lifecycle, listing, podlogs, priority, tasks
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -213,6 +213,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, "jobs/_detail_live.html", context)
     show_workspace(request, job.workspace)
     context["sections"] = jobpage.sections(job)
+    context["priority"] = priority.control(request.user, job)
     context["pod_id"] = request.GET.get("pod", "")
     return render(request, "jobs/detail.html", context)
 
@@ -227,6 +228,26 @@ def job_stop(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect(job)
     job = access.get_job(request.user, pk)
     return render(request, "jobs/_detail_live.html", {**jobpage.live(job, request.user), "notice": result})
+
+
+@login_required
+@require_POST
+def job_priority(request: HttpRequest, pk: int) -> HttpResponse:
+    """Change a queued quota job's priority (DLC UpdateJob, answered while the user waits). htmx gets the
+    priority fragment with the new value or the reason in place; a plain POST, the page with a message."""
+    job = access.get_job(request.user, pk, action="stop")  # stop's rule: owner or admin; 403 for viewers
+    notice = error = ""
+    try:
+        change = priority.change_priority(request.user, job, request.POST.get("priority", ""))
+        notice = f"Priority changed from {change.old} to {change.new}." if change.changed else \
+            f"Priority is {change.new}."
+    except priority.PriorityError as err:
+        error = err.message
+    if not _partial(request):
+        (messages.error if error else messages.success)(request, error or notice)
+        return redirect(job)
+    return render(request, "jobs/_priority.html", {"priority": priority.control(request.user, job),
+                                                  "priority_notice": notice, "priority_error": error})
 
 
 @login_required

@@ -9,6 +9,7 @@ its own idempotency tag, and no web request ever rewrites a job a worker might s
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 from django.contrib import messages
@@ -20,6 +21,7 @@ from django.views.decorators.http import require_POST
 
 from jobs import access, clone, export, portal_wizard, secretbox, spec
 from jobs import status as st
+from jobs.forms import environment
 from jobs.forms import wizard as glue
 from jobs.models import Job, Workspace
 from jobs.views import current_workspace, save_and_enqueue, show_workspace
@@ -83,7 +85,25 @@ def _start(request: HttpRequest, params) -> Start | None:
     return Start(workspace, hidden={"_workspace": str(workspace.pk)})
 
 
+def _keep_sealed_envs(start: Start, data):
+    """Edit and resubmit: a secret variable posted empty takes the failed job's sealed value (spec.fill_secrets'
+    rule, applied to the POST so that the value never goes to the page). Typing a value replaces it."""
+    if start.mode != "edit" or data is None or not start.prefill or not start.prefill.kept_secrets:
+        return data
+    sealed = clone.kept_envs(start.source)
+    out = {key: data.get(key) for key in data.keys()}
+    for key, flag in list(out.items()):
+        found = re.fullmatch(r"environment-envs-(\d{1,6})-secret", key)
+        if not found or flag not in ("on", "true", "True", "1"):
+            continue
+        name = str(out.get(f"environment-envs-{found[1]}-key") or "").strip()
+        if name in sealed and not out.get(f"environment-envs-{found[1]}-value"):
+            out[f"environment-envs-{found[1]}-value"] = sealed[name]
+    return out
+
+
 def _wizard(start: Start, data, show=None) -> glue.Wizard:
+    data = _keep_sealed_envs(start, data)
     catalog = glue.instance_catalog(start.workspace)
     # Template locks: read-only fields and lists (built into the Wizard), and a change to one is an error.
     wizard = glue.Wizard(data, catalog=catalog, context=glue.context_for(start.workspace, catalog), show=show,
@@ -119,6 +139,12 @@ def _reprompts(wizard: glue.Wizard, start: Start) -> list[tuple[str, str]]:
         found.append((glue.PASSWORD, "registry password"))
     if "RayRedisPassword" in secrets and "resources-advanced" not in names:
         found.append(("resources-advanced", "RayRedisPassword (advanced framework configuration)"))
+    kept = {key for _name, key in start.prefill.kept_secrets} if start.prefill else set()
+    for i, row in enumerate(wizard.sections["environment"].get("envs") or []):
+        key = str(row.get("key") or "").strip()
+        name = environment.secret_value_name(f"environment-envs-{i}", key)
+        if spec.SECRET_ENV_PREFIX + key in secrets and name not in names and key not in kept:
+            found.append((name, f"value of {key}"))
     return found
 
 

@@ -186,6 +186,43 @@ def test_clone_never_copies_a_secret_and_asks_for_it(team, api):
     assert "new-secret" not in json.dumps(clone.body) and "new-secret" not in answer.text
 
 
+def test_secret_envs_are_sealed_shown_as_the_placeholder_and_asked_again_by_a_clone(team, api):
+    url = f"/api/v1/jobs?workspace={team.alpha.pk}"
+    body = {**pf.BODY, "DisplayName": "wandb", "Envs": {"EPOCHS": "3", "HF_TOKEN": "hf-plain-secret"},
+            "SecretEnvs": {"WANDB_API_KEY": "wandb-api-secret"}}
+    answer = api["member"].post(url, body)
+    assert answer.status_code == 201, answer.json()
+    job = Job.objects.get(pk=answer.json()["id"])
+    # SecretEnvs, and an Envs value named like a secret, are sealed; the body keeps their names.
+    assert job.body["Envs"] == {"EPOCHS": "3", "HF_TOKEN": "********", "WANDB_API_KEY": "********"}
+    assert secretbox.unseal(job.sealed_secrets) == {"env:WANDB_API_KEY": "wandb-api-secret",
+                                                    "env:HF_TOKEN": "hf-plain-secret"}
+    shown = api["member"].get(f"/api/v1/jobs/{job.pk}").text
+    assert "secret" not in shown.replace("SecretEnvs", "") and '"WANDB_API_KEY": "********"' in shown
+    refused = api["member"].post(f"/api/v1/jobs/{job.pk}/clone")
+    assert refused.status_code == 400 and set(refused.json()["errors"]) == {"Envs.HF_TOKEN", "Envs.WANDB_API_KEY"}
+    again = api["member"].post(f"/api/v1/jobs/{job.pk}/clone",
+                               {"secret_envs": {"WANDB_API_KEY": "w2", "HF_TOKEN": "h2"}})
+    assert again.status_code == 201, again.json()
+    clone = Job.objects.get(pk=again.json()["id"])
+    assert secretbox.unseal(clone.sealed_secrets) == {"env:WANDB_API_KEY": "w2", "env:HF_TOKEN": "h2"}
+
+
+@pytest.mark.parametrize("extra,path,fragment", [
+    ({"SecretEnvs": ["x"]}, "SecretEnvs", "Must be an object"),
+    ({"SecretEnvs": {"A_KEY": ""}}, "SecretEnvs.A_KEY", "non-empty"),
+    ({"Envs": {"A": "1"}, "SecretEnvs": {"A": "2"}}, "SecretEnvs.A", "in Envs too"),
+    ({"Envs": {"WANDB_API_KEY": "********"}}, "Envs.WANDB_API_KEY", "send the value in SecretEnvs"),
+    ({"SecretEnvs": {"1BAD": "x"}}, "Envs", "letters, digits"),
+])
+def test_bad_secret_envs_get_400_at_the_field(team, api, extra, path, fragment):
+    answer = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", {**pf.BODY, **extra})
+    assert answer.status_code == 400
+    errors = answer.json()["errors"]
+    assert any(k.startswith(path) and fragment in " ".join(v) for k, v in errors.items()), errors
+    assert not Job.objects.filter(display_name=pf.BODY["DisplayName"]).exclude(pk=team.job.pk).exists()
+
+
 # --- OpenAPI ---------------------------------------------------------------------------------------------
 
 

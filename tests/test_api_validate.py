@@ -55,6 +55,13 @@ def test_a_valid_body_is_valid(api):
     assert answer.json()["valid"] is True
 
 
+def test_the_dry_run_takes_secret_envs_like_the_create(api):
+    ok = post(api, {**VALID, "SecretEnvs": {"WANDB_API_KEY": "w"}})
+    assert ok.status_code == 200, ok.json()
+    hidden = post(api, {**VALID, "Envs": {"WANDB_API_KEY": "********"}}).json()["errors"]
+    assert "send the value in SecretEnvs" in hidden["Envs.WANDB_API_KEY"][0]
+
+
 def test_errors_are_keyed_by_wire_path(api):
     body = {**VALID, "JobSpecs": [{**VALID["JobSpecs"][0], "PodCount": 0}], "Priority": 3,
             "Settings": {"Tags": {"aliyun-x": "1"}}}

@@ -177,3 +177,9 @@ def test_an_event_made_with_an_api_token_names_the_token_never_its_secret(team):
     assert f'<div class="muted via">via API token ci-bot ({token.prefix}…)</div>' in page
     assert "forged" not in page and raw not in page
     assert "api_token:" not in page, "the token is said once, under Who, not again among the details"
+
+
+def test_scrub_shares_the_secret_name_test_of_the_wizard_and_keeps_look_alikes():
+    details = {"WANDB_API_KEY": "w", "HF_TOKEN": "h", "RayRedisPassword": "r", "sealed_secrets": "s",
+               "TOKENIZERS_PARALLELISM": "false", "PWD": "/work", "envs": {"DB_PASSWD": "p", "EPOCHS": "3"}}
+    assert audit.scrub(details) == {"TOKENIZERS_PARALLELISM": "false", "PWD": "/work", "envs": {"EPOCHS": "3"}}

@@ -62,6 +62,24 @@ def stop_effect(team, role, response):
     assert status == ("Stopping" if role in ("member", "admin") else "Running"), (role, status)
 
 
+def priority_unchanged(team, role, response):
+    from jobs.models import Job
+
+    assert "Priority" not in Job.objects.get(pk=team.job.pk).body, role
+
+
+def webhook_added(team, role, response):
+    from jobs.models import Webhook
+
+    assert Webhook.objects.filter(name="matrix").exists() == (role == "admin"), role
+
+
+def webhook_toggled(team, role, response):
+    from jobs.models import Webhook
+
+    assert Webhook.objects.get(name="alpha-hook").enabled == (role != "admin"), role
+
+
 def wizard_data(t):
     from jobs import spec
     from jobs.forms import wizard as glue
@@ -93,6 +111,8 @@ MATRIX: dict[str, list[Case]] = {
     "jobs/<int:pk>/row": [Case("GET", lambda t: f"/jobs/{job(t)}/row", READ)],
     "jobs/<int:pk>/stop": [Case("POST", lambda t: f"/jobs/{job(t)}/stop", roles(403, 302, 302, 404),
                                 check=stop_effect)],
+    "jobs/<int:pk>/priority": [Case("POST", lambda t: f"/jobs/{job(t)}/priority", roles(403, 302, 302, 404),
+                                    data=lambda t: {"priority": "5"}, check=priority_unchanged)],
     "jobs/<int:pk>/pods/<str:pod_id>/logs": [Case("GET", lambda t: f"/jobs/{job(t)}/pods/train-a-worker-0/logs",
                                                   READ)],
     "jobs/counts": [Case("GET", lambda t: "/jobs/counts", everyone(200, LOGIN))],
@@ -117,6 +137,21 @@ MATRIX: dict[str, list[Case]] = {
              data=lambda t: {"role": "admin"})],
     "workspaces/<int:ws>/policy": [Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/policy", ADMIN_PAGE)],
     "workspaces/<int:ws>/audit": [Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/audit", ADMIN_PAGE)],
+    "workspaces/<int:ws>/notifications": [
+        Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/notifications", ADMIN_PAGE),
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/notifications", ADMIN_POST, check=webhook_added,
+             data=lambda t: {"name": "matrix", "url": "http://127.0.0.1:9/hook", "events": ["Failed"]}),
+    ],
+    "workspaces/<int:ws>/notifications/<int:pk>": [
+        Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/notifications/{webhook(t)}", ADMIN_PAGE)],
+    "workspaces/<int:ws>/notifications/<int:pk>/toggle": [
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/notifications/{webhook(t)}/toggle", ADMIN_POST,
+             check=webhook_toggled)],
+    "workspaces/<int:ws>/notifications/<int:pk>/delete": [
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/notifications/{webhook(t)}/delete", ADMIN_POST)],
+    # Not an htmx request: the answer is a message on the page the POST redirects to (port 9: refused at once).
+    "workspaces/<int:ws>/notifications/<int:pk>/test": [
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/notifications/{webhook(t)}/test", ADMIN_POST)],
     "account/api": [Case("GET", lambda t: "/account/api", everyone(200, LOGIN))],
     "account/api/tokens/<int:pk>/revoke": [
         Case("POST", lambda t: f"/account/api/tokens/{member_token(t)}/revoke", roles(403, 302, 403, 403))],
@@ -140,12 +175,25 @@ MATRIX: dict[str, list[Case]] = {
         Case("POST", lambda t: f"/api/v1/jobs?workspace={t.alpha.pk}", roles(403, 201, 201, 404, 401), json=True,
              data=lambda t: {**pf.BODY, "DisplayName": "matrix-job"}),
     ],
-    "api/v1/jobs/<int:pk>": [Case("GET", lambda t: f"/api/v1/jobs/{job(t)}", API_READ)],
+    "api/v1/jobs/<int:pk>": [
+        Case("GET", lambda t: f"/api/v1/jobs/{job(t)}", API_READ),
+        # The team's job runs (and is not on a quota): those who may change it hear why not (409).
+        Case("PATCH", lambda t: f"/api/v1/jobs/{job(t)}", roles(403, 409, 409, 404, 401), json=True,
+             data=lambda t: {"priority": 5}, check=priority_unchanged),
+    ],
     "api/v1/jobs/<int:pk>/stop": [Case("POST", lambda t: f"/api/v1/jobs/{job(t)}/stop",
                                        roles(403, 202, 202, 404, 401), check=stop_effect)],
     "api/v1/jobs/<int:pk>/clone": [Case("POST", lambda t: f"/api/v1/jobs/{job(t)}/clone",
                                         roles(403, 201, 201, 404, 401), json=True, data=lambda t: {})],
 }
+
+
+def webhook(team) -> int:
+    from jobs.models import Webhook
+
+    hook, _ = Webhook.objects.get_or_create(workspace=team.alpha, name="alpha-hook",
+                                            defaults={"url": "http://127.0.0.1:9/hook", "events": ["Failed"]})
+    return hook.pk
 
 
 def member_token(team) -> int:

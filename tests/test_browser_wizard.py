@@ -208,3 +208,45 @@ def test_remove_by_keyboard_keeps_the_focus_in_the_list(stack, member, page):
     settle(page)
     expect(page.locator("#list-tags .row")).to_have_count(1)
     expect(page.locator("#add-tags")).to_be_focused()
+
+
+def test_a_secret_variable_turns_into_a_password_field_survives_row_changes_and_reaches_the_pod(stack, member, page):
+    import hashlib
+
+    secret = "wandb-browser-" + hashlib.sha256(b"secret-env").hexdigest()[:16]
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/jobs/new")
+    page.fill("#id_basic-name", "secret-env-e2e")
+    page.check("input[name=environment-image_type][value=address]")
+    settle(page)
+    page.fill("#id_environment-image", "registry.example.com/team/pytorch:2.3")
+    page.fill("#id_environment-command", 'echo "sha=$(printf %s "$WANDB_API_KEY" | sha256sum)"')
+    page.click("#sec-environment details.more > summary")
+    page.click("button[name=_add][value=envs]")
+    settle(page)
+    page.fill("#id_environment-envs-0-key", "WANDB_API_KEY")
+    # Ticking Secret re-renders the section: the value becomes a password field.
+    page.check("#id_environment-envs-0-secret")
+    settle(page)
+    value = page.locator("input[name=environment-envs-0-value]")
+    expect(value).to_have_attribute("type", "password")
+    value.fill(secret)
+    # Another row re-renders the section again: the typed secret stays in the browser, never from the server.
+    page.click("button[name=_add][value=envs]")
+    settle(page)
+    expect(page.locator("input[name=environment-envs-0-value]")).to_have_value(secret)
+    page.fill("#id_environment-envs-1-key", "HF_TOKEN")
+    page.fill("#id_environment-envs-1-value", "x")
+    page.click("#row-envs-1 button[name=_remove]")
+    settle(page)
+    expect(page.locator("input[name=environment-envs-0-value]")).to_have_value(secret)
+    page.select_option("#id_resources-roles-0-instance_type", "ecs.g6.large")
+    settle(page)
+    expect(page.locator("#api-json")).to_contain_text('"WANDB_API_KEY": "********"')
+    assert secret not in page.content()
+    page.click("#wizard-form .actions button[type=submit]")
+    page.wait_for_url(re.compile(r"/jobs/\d+$"))
+    job = wait_for_status(Job.objects.get(display_name="secret-env-e2e"), "Succeeded")
+    assert job.body["Envs"] == {"WANDB_API_KEY": "********"} and job.sealed_secrets == ""
+    page.goto(f"{stack.url}/jobs/{job.pk}/pods/{job.pods[0]['PodId']}/logs")
+    expect(page.locator("body")).to_contain_text(f"sha={hashlib.sha256(secret.encode()).hexdigest()}")

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.integration
 URL = "/jobs/new"
 REGISTRY_SECRET = "pw-REGISTRY-0xC0FFEE"
 RAY_SECRET = "pw-RAY-0xBEEF"
+WANDB_SECRET = "wandb-SECRET-0xFACE"
 ARN = "acs:ram::1234567890:role/train"
 
 
@@ -72,6 +73,7 @@ FULL = {
         environment__libs_mode="list", environment__libs="numpy pandas",
         environment__code_mode="upload", environment__code_upload_uri="oss://bucket.oss-cn-hangzhou.aliyuncs.com/c/",
         environment__code_mount_path="/mnt/up", environment__command="python /mnt/up/run.py",
+        **rows("environment__envs", {"key": "WANDB_API_KEY", "value": WANDB_SECRET, "secret": "on"}),
         resources__framework="Ray", _framework_shown="Ray", resources__spot_discount="40",
         **rows("resources__roles", {"role": "Head", "count": "1", "instance_type": "ecs.g6.large"},
                {"role": "Worker-cpu", "count": "2", "instance_type": "ecs.c6.large"}),
@@ -167,7 +169,7 @@ def test_the_policy_table_covers_every_wizard_field_exactly_once():
     assert {kind for kind, _why in clone.POLICY.values()} == {clone.COPY, clone.RESET, clone.REPROMPT}
     # Secrets are exactly the re-prompted entries.
     assert {p for p, (kind, _) in clone.POLICY.items() if kind == clone.REPROMPT} == {
-        "environment.registry_password", "resources.advanced.RayRedisPassword"}
+        "environment.registry_password", "resources.advanced.RayRedisPassword", "environment.envs.secret_value"}
 
 
 def test_clone_walks_every_field_copy_reset_or_reprompt_as_the_table_says(web, ws, sources):
@@ -184,7 +186,7 @@ def test_clone_walks_every_field_copy_reset_or_reprompt_as_the_table_says(web, w
         pages[kind] = html
         page = page_form_data(html)
         source = glue.sections_to_data(spec.inverse(job.body, job.hints))
-        assert REGISTRY_SECRET not in html and RAY_SECRET not in html
+        assert REGISTRY_SECRET not in html and RAY_SECRET not in html and WANDB_SECRET not in html
         for path, (policy, _why) in clone.POLICY.items():
             if path == "basic.name":
                 assert page["basic-name"] == clone.copy_name(source["basic-name"], taken), kind
@@ -212,6 +214,12 @@ def test_clone_walks_every_field_copy_reset_or_reprompt_as_the_table_says(web, w
                 if "RayRedisPassword" in advanced(source):
                     assert advanced(page)["RayRedisPassword"] == spec.SECRET_PLACEHOLDER
                     assert "RayRedisPassword (advanced framework configuration)" in html
+                    covered.add(path)
+            elif path == "environment.envs.secret_value":
+                ticked = [k for k, v in page.items() if re.fullmatch(r"environment-envs-\d+-secret", k) and v == "on"]
+                assert all(page.get(k.replace("-secret", "-value"), "") == "" for k in ticked), kind
+                if ticked:
+                    assert "Value of WANDB_API_KEY" in html and "Type again" in html
                     covered.add(path)
             elif path == "resources.advanced.customPortList":
                 assert "customPortList" not in advanced(page)
@@ -275,17 +283,34 @@ def test_clone_submits_a_new_job_with_fresh_identity_and_only_the_users_changes(
     assert new.body["Priority"] == 9 and new.body["Settings"]["Tags"]["cost"] == "c2"
 
 
-def test_a_ray_clone_needs_its_redis_password_typed_again_and_then_seals_it(web, sources):
+def test_a_ray_clone_needs_its_secrets_typed_again_and_then_seals_them(web, sources):
     source = sources["spot"]
+    assert source.body["Envs"] == {"WANDB_API_KEY": spec.SECRET_PLACEHOLDER}
+    assert WANDB_SECRET not in str(source.body) and WANDB_SECRET in str(secretbox.unseal(source.sealed_secrets))
     data = page_form_data(clone_page(web, source))
-    refused = web.post(URL, data)
-    assert refused.status_code == 200 and "Type RayRedisPassword again" in refused.content.decode()
+    assert data["environment-envs-0-secret"] == "on" and data.get("environment-envs-0-value", "") == ""
+    refused = web.post(URL, data).content.decode()
+    assert "Type RayRedisPassword again" in refused and "Type the value of WANDB_API_KEY again" in refused
     data["resources-advanced"] = data["resources-advanced"].replace(spec.SECRET_PLACEHOLDER, "typed-again")
-    assert web.post(URL, data).status_code == 302
+    data["environment-envs-0-value"] = "wandb-typed-again"
+    answer = web.post(URL, data)
+    assert answer.status_code == 302, answer.content.decode()[:2000]
     new = Job.objects.order_by("-pk").first()
-    assert secretbox.unseal(new.sealed_secrets) == {"RayRedisPassword": "typed-again"}
-    assert "typed-again" not in str(new.body)
+    assert secretbox.unseal(new.sealed_secrets) == {"RayRedisPassword": "typed-again",
+                                                    "env:WANDB_API_KEY": "wandb-typed-again"}
+    assert "typed-again" not in str(new.body) and new.body["Envs"] == {"WANDB_API_KEY": spec.SECRET_PLACEHOLDER}
     assert new.body["JobSpecs"] == source.body["JobSpecs"]
+
+
+def test_a_secret_variable_typed_on_a_page_that_comes_back_is_never_echoed_and_asked_again(web, sources):
+    data = page_form_data(clone_page(web, sources["spot"]))
+    data["environment-envs-0-value"] = "wandb-typed-once"
+    data["basic-name"] = ""  # an error elsewhere: the page comes back
+    html = web.post(URL, data).content.decode()
+    assert "wandb-typed-once" not in html
+    assert "Value of WANDB_API_KEY" in html  # the "Type again" list links to the field
+    back = page_form_data(html)
+    assert back["environment-envs-0-secret"] == "on" and back.get("environment-envs-0-value", "") == ""
 
 
 def test_copy_names_are_unique_and_fit_the_name_limit():
@@ -355,3 +380,23 @@ def test_edit_and_resubmit_reopens_a_failed_job_with_every_value_and_creates_a_n
     running = sources["price"]
     answer = web.get(f"{URL}?edit={running.pk}")
     assert answer.status_code == 302 and answer["Location"].endswith(f"?clone={running.pk}")
+
+
+def test_edit_of_a_failed_job_whose_secret_env_is_still_sealed_keeps_it_without_showing_it(web, sources):
+    # Today a failed submit clears its sealed secrets; a row that still holds them (a submit that failed before
+    # clearing, or a future retry policy) lends them to its edit, never to a clone.
+    failed = sources["spot"]
+    assert failed.sealed_secrets
+    Job.objects.filter(pk=failed.pk).update(status=st.SUBMIT_FAILED)
+    html = web.get(f"{URL}?edit={failed.pk}").content.decode()
+    assert WANDB_SECRET not in html and 'id="kept-secrets"' in html and "Value of WANDB_API_KEY" in html
+    data = page_form_data(html)
+    assert data.get("environment-envs-0-value", "") == ""
+    data["resources-advanced"] = data["resources-advanced"].replace(spec.SECRET_PLACEHOLDER, "typed-again")
+    answer = web.post(URL, data)
+    assert answer.status_code == 302, answer.content.decode()[:2000]
+    new = Job.objects.order_by("-pk").first()
+    assert secretbox.unseal(new.sealed_secrets)["env:WANDB_API_KEY"] == WANDB_SECRET
+    # A clone of the same job asks for it.
+    clone_html = clone_page(web, failed)
+    assert 'id="kept-secrets"' not in clone_html and "Value of WANDB_API_KEY" in clone_html

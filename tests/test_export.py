@@ -242,3 +242,30 @@ def test_to_wizard_quotes_pasted_values_it_did_import():
     sections, notes = export.to_wizard(body, spec.validate(body))
     note = next(n for n in notes if n.path == "JobSpecs[0].PodCount")
     assert (note.raw, note.state, sections["resources"]["roles"][0]["count"]) == ("0", "", 0)
+
+
+def test_python_sdk_script_reads_a_secret_env_from_its_own_environment(monkeypatch):
+    s = spec.defaults()
+    s["basic"]["name"] = "wandb"
+    s["environment"].update(image="img", command="python train.py",
+                            envs=[{"key": "WANDB_API_KEY", "value": "wandb-key-xyz", "secret": True},
+                                  {"key": "EPOCHS", "value": "3"}])
+    s["resources"]["roles"][0]["instance_type"] = "ecs.g7.xlarge"
+    assert spec.validate_sections(s) == {}
+    code = export.to_python_sdk(spec.build(s))
+    assert "wandb-key-xyz" not in code and "Secrets are read from the environment: WANDB_API_KEY." in code
+    got = _run_script(code, monkeypatch, {"WANDB_API_KEY": "wandb-key-xyz"})
+    assert got == spec.build(s, include_secrets=True)
+
+
+def test_an_imported_env_named_like_a_secret_becomes_a_secret_row_to_type_again():
+    body = {"DisplayName": "j", "JobType": "PyTorchJob", "UserCommand": "run",
+            "JobSpecs": [{"Type": "Worker", "Image": "img", "PodCount": 1, "EcsSpec": "ecs.g6.large"}],
+            "Envs": {"HF_TOKEN": "hf_secret_value", "TOKENIZERS_PARALLELISM": "false"}}
+    clean = spec.strip_secrets(body)
+    sections, notes = export.to_wizard(clean, spec.validate(clean))
+    assert sections["environment"]["envs"] == [{"key": "HF_TOKEN", "value": "", "secret": True},
+                                               {"key": "TOKENIZERS_PARALLELISM", "value": "false", "secret": False}]
+    assert "hf_secret_value" not in json.dumps(sections) + json.dumps([n.to_dict() for n in notes])
+    note = next(n for n in notes if n.path == "Envs.HF_TOKEN")
+    assert note.field == "environment.envs[0].value" and note.state == "dropped" and "type it" in note.message

@@ -100,6 +100,17 @@ def row_html(faulty: Faulty, user, job) -> str:
     return web.get(f"{faulty.stack.url}/jobs/{job.pk}/row", timeout=10).text
 
 
+def explained_wait(faulty: Faulty, job, status: str, what: str, timeout: float = 60) -> None:
+    """wait_for the row's status; a timeout says where the job stood, so a failure on a busy machine can be read."""
+    try:
+        wait_for(lambda: status_of(job) == status, timeout=timeout, what=what)
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}: status {job.status}, {job.submit_attempts} attempts, submit_error {job.submit_error}, "
+            f"CreateJob calls {faulty.calls('CreateJob')}; the stack's logs: {faulty.stack.data_dir}"
+        ) from exc
+
+
 def assert_one_dlc_job(faulty: Faulty, job) -> None:
     job.refresh_from_db()
     remote = tagged(faulty.client(), job.tag)
@@ -119,7 +130,8 @@ def test_worker_killed_while_create_job_is_in_flight_yields_one_job(faulty, sett
     # The killed task's message only comes back after the visibility timeout. The lost call lands on DLC;
     # either the import sees the job's tag and binds it to the row, or the sweep re-enqueues the job once
     # the call can no longer land and the retry finds it by the tag. Neither sends CreateJob again.
-    wait_for(lambda: status_of(job) == "Succeeded", timeout=60, what="job succeeded")
+    # 90 s: with both database passes of `make test` on 2 CPUs, this once took longer than 60 s.
+    explained_wait(faulty, job, "Succeeded", "job succeeded", timeout=90)
     assert_one_dlc_job(faulty, job)
     assert len(all_jobs(faulty.client())) == 1
     assert faulty.calls("CreateJob") == 1, "the job must be adopted, not sent again"
@@ -130,20 +142,54 @@ def test_worker_killed_while_create_job_is_in_flight_yields_one_job(faulty, sett
 
 
 def test_redis_down_at_submit_then_the_sweep_submits_it_once(faulty, setting):
+    from jobs.models import WorkspaceSync
+
     workspace, user = setting
+    # Redis goes down under a running console: once a sync went beat -> Redis -> worker. A beat still starting
+    # when Redis goes down waits in kombu's connection back-off (2, 4, 6 ... 30 s between tries) instead of
+    # retrying on its next tick, and on a busy machine it starts late enough for that.
+    wait_for(lambda: WorkspaceSync.objects.filter(workspace=workspace, last_success_at__isnull=False).exists(),
+             timeout=60, what="a first sync cycle")
+    # Signed in beforehand: hashing the password takes seconds on a busy machine, and every second Redis is down
+    # pushes the worker's reconnect further out on that same back-off.
+    web = signed_in_session(faulty.stack.url, user.username)
     faulty.stack.stop_service("redis")
     started = time.monotonic()
     job = faulty.submit(workspace, user, "echo late-but-once")
     assert time.monotonic() - started < 5, "saving must not hang on a dead broker"
-    assert "Waiting to submit" in row_html(faulty, user, job)
+    assert "Waiting to submit" in web.get(f"{faulty.stack.url}/jobs/{job.pk}/row", timeout=10).text
     time.sleep(2)
     assert status_of(job) == "Submitting" and faulty.calls("CreateJob") == 0
 
     faulty.stack.start_redis()
-    wait_for(lambda: status_of(job) == "Succeeded", timeout=60, what="job submitted by the sweep and succeeded")
+    explained_wait(faulty, job, "Succeeded", "job submitted by the sweep and succeeded")
     assert_one_dlc_job(faulty, job)
     assert faulty.calls("CreateJob") == 1
     assert 'data-status="Succeeded"' in row_html(faulty, user, job)
+
+
+def test_the_waiting_note_says_when_the_next_attempt_is_due_then_the_job_runs(faulty, setting):
+    from django.utils import timezone
+
+    from jobs.models import Job
+
+    workspace, user = setting
+    web = signed_in_session(faulty.stack.url, user.username)  # before the clock starts: signing in is slow
+    # One refusal asking for an 8 s wait (Retry-After): long enough to read the page while the job waits.
+    faulty.set_faults([{"action": "CreateJob", "mode": "throttle", "status": 429, "retry_after": 8000, "count": 1}])
+    job = faulty.submit(workspace, user, "echo after-one-retry")
+    due = wait_for(lambda: Job.objects.get(pk=job.pk).submit_next_attempt_at, timeout=30, interval=0.05,
+                   what="retry scheduled")
+    page = web.get(f"{faulty.stack.url}/jobs/{job.pk}", timeout=10).text
+    at = f"{timezone.localtime(due):%H:%M:%S} ({timezone.get_current_timezone_name()})"
+    assert timezone.now() < due, "the page was read after the retry was due: too slow to tell"
+    assert "Waiting to submit" in page and "Throttling" in page
+    assert f"Next attempt at {at}." in page
+
+    wait_for(lambda: status_of(job) == "Succeeded", timeout=60, what="job submitted by the retry and succeeded")
+    assert job.submit_next_attempt_at is None and job.submit_error == {} and job.submit_attempts == 2
+    assert faulty.calls("CreateJob") == 2
+    assert_one_dlc_job(faulty, job)
 
 
 def test_503_and_throttling_for_a_while_are_retried_into_one_job(faulty, setting):

@@ -8,6 +8,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from jobs import spec
 from jobs.models import AuditEvent, Job
 from tests import portal_fixtures as pf
 
@@ -242,3 +243,25 @@ def test_export_then_import_round_trips(team):
     assert answer.status_code == 302
     assert Job.objects.get(display_name="round-trip").body == {**pf.BODY, "DisplayName": "round-trip",
                                                                 "WorkspaceId": "alpha"}
+
+
+def test_an_imported_secret_looking_env_is_not_kept_and_the_wizard_asks_for_it(team):
+    client = pf.client_for(team.users["member"])
+    body = {**pf.BODY, "Envs": {"WANDB_API_KEY": "wandb-import-secret", "EPOCHS": "3"}}
+    page = import_into_wizard(client, text=json.dumps(body))
+    assert "wandb-import-secret" not in page.text and "wandb-import-secret" not in str(dict(client.session))
+    assert field_value(page, "environment-envs-0-secret") == "on"
+    assert field_value(page, "environment-envs-1-value") == "3"
+    assert "looks like a secret, so its value was not imported" in page.text
+
+
+def test_exports_show_a_secret_env_as_the_placeholder_and_the_script_reads_it(team):
+    team.job.body = {**pf.BODY, "Envs": {"WANDB_API_KEY": spec.SECRET_PLACEHOLDER, "HF_TOKEN": "hf-plain-x"}}
+    team.job.save()
+    client = pf.client_for(team.users["viewer"])
+    exported = json.loads(client.get(f"/jobs/{team.job.pk}/export/json").content)
+    assert exported["Envs"] == {"WANDB_API_KEY": spec.SECRET_PLACEHOLDER, "HF_TOKEN": spec.SECRET_PLACEHOLDER}
+    python = client.get(f"/jobs/{team.job.pk}/export/python").text
+    assert "os.environ['WANDB_API_KEY']" in python and "hf-plain-x" not in python
+    page = client.get(f"/jobs/{team.job.pk}").text
+    assert "hf-plain-x" not in page

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -260,6 +261,53 @@ def test_answered_transient_error_is_looked_up_then_sent_again_without_waiting(w
     assert len(tagged(backend.client(), job.tag)) == 1
 
 
+def test_a_scheduled_retry_is_noted_on_the_row_and_cleared_once_dlc_accepts(ws, backend):
+    """What the submit task does on a transient error: schedule_retry returns the countdown and notes when it is
+    due, the job page says so; the attempt itself and DLC's acceptance clear it."""
+    from django.utils import timezone
+
+    from jobs import dlc, jobpage, lifecycle
+
+    job = make_job(ws)
+    backend.set_faults({"action": "CreateJob", "mode": "throttle", "status": 429, "retry_after": 30000, "count": 1})
+    with pytest.raises(dlc.DLCError) as first:
+        lifecycle.submit(job.pk)
+    before = timezone.now()
+    delay = lifecycle.schedule_retry(job.pk, first.value, 0)
+    job.refresh_from_db()
+    assert 30 <= delay <= 30.1, "the backend's Retry-After is the countdown"
+    assert before + timedelta(seconds=29.9) <= job.submit_next_attempt_at <= timezone.now() + timedelta(seconds=30.1)
+    due = f"{timezone.localtime(job.submit_next_attempt_at):%H:%M:%S} ({timezone.get_current_timezone_name()})"
+    note = jobpage.waiting_note(job)
+    assert "Throttling" in note and f"Next attempt at {due}." in note
+    late = jobpage.waiting_note(job, now=job.submit_next_attempt_at + timedelta(seconds=1))
+    assert f"The next attempt was due at {due}" in late and "Next attempt at" not in late
+
+    assert lifecycle.submit(job.pk) == "created"
+    job.refresh_from_db()
+    assert job.submit_next_attempt_at is None and job.submit_error == {} and job.dlc_job_id
+    # A retry scheduled by a task that lost the race with DLC's acceptance notes nothing on the accepted job.
+    lifecycle.schedule_retry(job.pk, first.value, 1)
+    job.refresh_from_db()
+    assert job.submit_next_attempt_at is None and jobpage.waiting_note(job) == ""
+
+
+def test_a_scheduled_retry_is_cleared_when_the_submit_finally_fails(ws, backend):
+    from jobs import dlc, lifecycle
+    from jobs import status as st
+
+    job = make_job(ws)
+    backend.set_faults({"action": "CreateJob", "mode": "503", "count": 1})
+    with pytest.raises(dlc.DLCError) as first:
+        lifecycle.submit(job.pk)
+    lifecycle.schedule_retry(job.pk, first.value, 0)
+    job.refresh_from_db()
+    assert job.submit_next_attempt_at is not None
+    lifecycle.give_up_submit(job.pk, first.value)
+    job.refresh_from_db()
+    assert job.status == st.SUBMIT_FAILED and job.submit_next_attempt_at is None
+
+
 def test_concurrent_attempts_send_one_create_job(ws, backend):
     """A sweep re-enqueues a job whose first attempt is still in the air: the second attempt backs off."""
     from jobs import dlc, lifecycle
@@ -335,7 +383,8 @@ def test_import_body_keeps_create_job_fields_only_and_no_secret_or_tag_of_ours()
     item = {
         "JobId": "dlc123", "Status": "Running", "DisplayName": "train", "JobType": "PyTorchJob",
         "WorkspaceId": "ws1", "UserCommand": "python train.py", "Priority": 3, "ResourceId": "quota1",
-        "JobMaxRunningTimeMinutes": 0, "Envs": {"A": "1", "EMPTY": ""}, "GmtCreateTime": "2026-01-01T00:00:00Z",
+        "JobMaxRunningTimeMinutes": 0, "Envs": {"A": "1", "EMPTY": "", "WANDB_API_KEY": "w-secret"},
+        "GmtCreateTime": "2026-01-01T00:00:00Z",
         "JobSpecs": [{"Type": "Worker", "Image": "img", "PodCount": 2, "EcsSpec": "ecs.g6.large",
                       "ImageConfig": {"Username": "u", "Password": "hunter2"}, "ElasticSpotSpecs": [],
                       "ResourceConfig": {"CPU": "4", "Memory": "8Gi"}}],
@@ -347,13 +396,24 @@ def test_import_body_keeps_create_job_fields_only_and_no_secret_or_tag_of_ours()
     }
     assert lifecycle.import_body(item) == {
         "DisplayName": "train", "JobType": "PyTorchJob", "WorkspaceId": "ws1", "UserCommand": "python train.py",
-        "Priority": 3, "ResourceId": "quota1", "Envs": {"A": "1", "EMPTY": ""},
+        "Priority": 3, "ResourceId": "quota1", "Envs": {"A": "1", "EMPTY": "", "WANDB_API_KEY": "********"},
         "JobSpecs": [{"Type": "Worker", "Image": "img", "PodCount": 2, "EcsSpec": "ecs.g6.large",
                       "ImageConfig": {"Username": "u"}, "ResourceConfig": {"CPU": "4", "Memory": "8Gi"}}],
         "Settings": {"Tags": {"team": "nlp"}, "EnableDSWDev": False},
         "UserVpc": {"VpcId": "vpc-1", "ExtendedCIDRs": ["10.0.0.0/8"]},
         "DataSources": [{"DataSourceId": "d-1", "MountPath": "/mnt/data"}],
     }
+
+
+def test_wire_body_puts_sealed_secret_envs_back_and_leaves_the_stored_body_alone():
+    from jobs import lifecycle
+    from jobs.models import Job, Workspace
+
+    job = Job(workspace=Workspace(name="w", dlc_workspace_id=""),
+              body={"Envs": {"WANDB_API_KEY": "********", "A": "1"}})
+    wire = lifecycle.wire_body(job, {"env:WANDB_API_KEY": "w-real", "env:OTHER": "x"})
+    assert wire["Envs"] == {"WANDB_API_KEY": "w-real", "A": "1"}
+    assert job.body["Envs"] == {"WANDB_API_KEY": "********", "A": "1"}
 
 
 def test_foreign_job_is_imported_once_and_our_tagged_job_is_adopted_not_imported(ws, backend):
@@ -489,6 +549,27 @@ def test_registry_password_is_sent_to_dlc_but_kept_nowhere(ws, backend):
     job.refresh_from_db()
     row = Job.objects.filter(pk=job.pk).values().get()
     assert "pa55-w0rd-xyz" not in str(row)
+
+
+def test_the_sweep_archives_imported_jobs_too_but_not_while_their_archive_is_due(db):
+    """A job imported already ended has an old finished_at (DLC's) but its archive was enqueued by the import,
+    when the sync wrote the row (synced_at): the sweep asks again only once that task should have run."""
+    from django.utils import timezone
+
+    from jobs import lifecycle
+    from jobs.models import Job, Workspace
+
+    ws = Workspace.objects.create(name="imports", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="local")
+    now = timezone.now()
+    age = timedelta(seconds=60)
+    ended = {"status": "Succeeded", "finished_at": now - timedelta(hours=1), "pods": [{"PodId": "p"}], "imported": True}
+    just_imported = Job.objects.create(workspace=ws, display_name="a", dlc_job_id="dlc-a", synced_at=now, **ended)
+    lost = Job.objects.create(workspace=ws, display_name="b", dlc_job_id="dlc-b",
+                              synced_at=now - timedelta(minutes=5), **ended)
+    Job.objects.create(workspace=ws, display_name="c", dlc_job_id="dlc-c", synced_at=now - timedelta(minutes=5),
+                       logs_archived_at=now, **ended)
+    assert lifecycle.unarchived_jobs(age) == [lost.pk]
+    assert just_imported.pk in lifecycle.unarchived_jobs(timedelta(seconds=-1))  # only its sync time kept it out
 
 
 def test_an_over_long_text_from_dlc_is_cut_to_its_column_not_a_stuck_sync(db):

@@ -962,3 +962,86 @@ def test_secrets_round_trip_through_storage():
     assert spec.extract_secrets(clone) == {}
     filled = spec.fill_secrets(clone, secrets)
     assert spec.build(filled, include_secrets=True) == spec.build(s, include_secrets=True)
+
+
+# ---- secret environment variables (the W&B key rule) -------------------------------------------------------
+
+WANDB = "wandb-0123456789abcdef"
+
+
+def _secret_env_job() -> dict:
+    s = _apply(Case("", {"environment.envs": [{"key": "WANDB_API_KEY", "value": WANDB, "secret": True},
+                                              {"key": "EPOCHS", "value": "3"}]}))
+    assert spec.validate_sections(s) == {}
+    return s
+
+
+def test_a_secret_env_is_the_placeholder_in_the_stored_body_and_real_only_with_include_secrets():
+    s = _secret_env_job()
+    stored = spec.build(s)
+    assert stored["Envs"] == {"WANDB_API_KEY": spec.SECRET_PLACEHOLDER, "EPOCHS": "3"}
+    assert WANDB not in str(stored)
+    assert spec.build(s, include_secrets=True)["Envs"] == {"WANDB_API_KEY": WANDB, "EPOCHS": "3"}
+    assert spec.strip_secrets(spec.build(s, include_secrets=True)) == stored
+    # The stored body is valid as it is (the API and the sync read it back).
+    assert spec.validate(stored, spec.Context(hints=spec.hints_from_sections(s))) == {}
+
+
+def test_secret_envs_round_trip_extract_inverse_fill():
+    s = _secret_env_job()
+    secrets = spec.extract_secrets(s)
+    assert secrets == {"env:WANDB_API_KEY": WANDB}
+    clone = spec.inverse(spec.build(s), spec.hints_from_sections(s))
+    assert clone["environment"]["envs"] == [
+        {"key": "WANDB_API_KEY", "value": spec.SECRET_PLACEHOLDER, "secret": True},
+        {"key": "EPOCHS", "value": "3", "secret": False}]
+    assert spec.extract_secrets(clone) == {}
+    with pytest.raises(ValueError, match="placeholder"):
+        spec.build(clone, include_secrets=True)
+    filled = spec.fill_secrets(clone, secrets)
+    assert spec.build(filled, include_secrets=True) == spec.build(s, include_secrets=True)
+    # Only the placeholder is filled: a value typed over it wins.
+    typed = copy.deepcopy(clone)
+    typed["environment"]["envs"][0]["value"] = "typed"
+    assert spec.fill_secrets(typed, secrets)["environment"]["envs"][0]["value"] == "typed"
+
+
+def test_a_secret_env_without_a_value_must_be_typed_again():
+    s = _apply(Case("", {"environment.envs": [{"key": "HF_TOKEN", "value": "", "secret": "on"}]}))
+    errors = spec.validate_sections(s)
+    assert "Type the value of HF_TOKEN again" in " ".join(errors["environment.envs[0].value"])
+    plain = _apply(Case("", {"environment.envs": [{"key": "EMPTY_OK", "value": ""}]}))
+    assert spec.validate_sections(plain) == {}
+    bad = _apply(Case("", {"environment.envs": [{"key": "A", "value": "1", "secret": "maybe"}]}))
+    assert spec.validate_sections(bad)["environment.envs[0].secret"] == ["Must be on or off."]
+
+
+@pytest.mark.parametrize("name,secret", [
+    ("WANDB_API_KEY", True), ("HF_TOKEN", True), ("GITHUB_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True),
+    ("DB_PASSWORD", True), ("DB_PASSWD", True), ("OPENAI_APIKEY", True), ("MY_CREDENTIALS", True),
+    ("RayRedisPassword", True), ("registry_password", True), ("accessKeyId", True), ("api_token", True),
+    ("TOKENIZERS_PARALLELISM", False), ("PWD", False), ("KEY_COLUMN", False), ("EPOCHS", False),
+    ("MASTER_ADDR", False), ("PASSPORT_DIR", False), ("BYPASS_CACHE", False), ("SECRETARY", False),
+])
+def test_looks_like_secret_matches_whole_segments(name, secret):
+    assert spec.looks_like_secret(name) is secret
+
+
+def test_a_plain_env_named_like_a_secret_gets_a_note_and_a_ticked_one_none():
+    plain = _apply(Case("", {"environment.envs": [{"key": "WANDB_API_KEY", "value": "x"},
+                                                  {"key": "TOKENIZERS_PARALLELISM", "value": "false"}]}))
+    notes = spec.notes(plain)
+    assert "tick Secret" in " ".join(notes["environment.envs[0].key"])
+    assert "environment.envs[1].key" not in notes
+    ticked = _apply(Case("", {"environment.envs": [{"key": "WANDB_API_KEY", "value": "x", "secret": True}]}))
+    assert "environment.envs[0].key" not in spec.notes(ticked)
+
+
+def test_strip_secrets_hides_env_values_named_like_secrets():
+    body = {"DisplayName": "j", "Envs": {"HF_TOKEN": "hf_abc", "TOKENIZERS_PARALLELISM": "false", "EMPTY_KEY": ""}}
+    assert spec.strip_secrets(body)["Envs"] == {"HF_TOKEN": spec.SECRET_PLACEHOLDER,
+                                                "TOKENIZERS_PARALLELISM": "false", "EMPTY_KEY": ""}
+    assert body["Envs"]["HF_TOKEN"] == "hf_abc"  # a copy
+    # Read back, the hidden one is a secret row: a clone or an import asks for it.
+    rows = spec.inverse(spec.strip_secrets(body))["environment"]["envs"]
+    assert [r["secret"] for r in rows] == [True, False, False]

@@ -37,6 +37,17 @@ def test_secrets_never_reach_a_template(team):
     assert version.sections["resources"]["advanced"] == "foo=bar"
 
 
+def test_secret_env_values_never_reach_a_template(team):
+    s = sections(**{"environment.envs": [{"key": "WANDB_API_KEY", "value": "wandb-tpl-secret", "secret": True},
+                                         {"key": "HF_TOKEN", "value": "hf-tpl-secret"},
+                                         {"key": "EPOCHS", "value": "3"}]})
+    version = templates_lib.save(team.alpha, team.users["member"], "with-secret-envs", s)
+    assert "tpl-secret" not in str(version.sections)
+    assert version.sections["environment"]["envs"] == [
+        {"key": "WANDB_API_KEY", "value": "", "secret": True}, {"key": "HF_TOKEN", "value": "", "secret": True},
+        {"key": "EPOCHS", "value": "3"}]
+
+
 def test_saving_under_the_same_name_adds_a_version_and_is_audited(team):
     from jobs.models import AuditEvent
 
@@ -311,3 +322,26 @@ def test_template_pages_lock_and_default_by_admins_only(team):
     assert "Save locks" not in page.text
     assert member.get("/templates").status_code == 200
     assert admin.post(f"/templates/{team.template.pk}/delete").status_code == 302
+
+
+def test_a_secret_env_of_a_locked_list_is_typed_per_job_and_sealed(team):
+    from jobs import secretbox
+    from jobs.models import Job
+
+    s = sections(**{"environment.envs": [{"key": "WANDB_API_KEY", "value": "tpl-secret", "secret": True}]})
+    version = templates_lib.save(team.alpha, team.users["admin"], "base", s)
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.envs"])
+    client = pf.client_for(team.users["member"])
+    page = client.get(f"/jobs/new?template={team.template.pk}").text
+    value = re.search(r'<input type="password" name="environment-envs-0-value"[^>]*>', page).group(0)
+    assert "readonly" not in value and "tpl-secret" not in page
+    data = {**glue.sections_to_data(version.sections), "_template": team.template.pk,
+            "_template_version": version.number, "_workspace": team.alpha.pk,
+            "basic-name": "from-template", "environment-envs-0-value": "typed-for-this-job"}
+    refused = client.post("/jobs/new", {**data, "environment-envs-0-value": ""}).text
+    assert "Type the value of WANDB_API_KEY again" in refused
+    answer = client.post("/jobs/new", data)
+    assert answer.status_code == 302, answer.content.decode()[:2000]
+    job = Job.objects.get(display_name="from-template")
+    assert job.body["Envs"] == {"WANDB_API_KEY": spec.SECRET_PLACEHOLDER}
+    assert secretbox.unseal(job.sealed_secrets) == {"env:WANDB_API_KEY": "typed-for-this-job"}

@@ -5,6 +5,8 @@ wire_body() and jobs.dlc.create_job() -- the official SDK, signed requests -- to
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from alibabacloud_pai_dlc20201203.models import CreateJobRequest, GetJobRequest
 
@@ -93,3 +95,43 @@ def test_localdlc_accepts_every_framework_with_each_of_its_roles(ws, framework, 
                      f"resources-roles-{i}-instance_type": "ecs.c6.large"})
     _wire, job_id = submit(ws, data)
     assert job_id
+
+
+def test_a_secret_env_reaches_the_pod_but_never_the_database(stack, member):
+    """Through the wizard's POST, the worker's CreateJob and a real localdlc pod: the pod prints the secret's
+    length and a hash of it (so the value is really there), while the Job row, its sealed secrets after the
+    submit and the audit log never hold it."""
+    import hashlib
+
+    from jobs.models import AuditEvent
+    from tests.support.waiting import wait_for
+    from tests.test_skeleton_flow import csrf, signed_in_session
+
+    secret = "wandb-" + hashlib.sha256(b"task-e").hexdigest()[:24]
+    web = signed_in_session(stack.url, member.username)
+    create_url = f"{stack.url}/jobs/new"
+    data = form_data(basic__name="secret-env", environment__image="registry.example/pytorch:2.3",
+                     resources__roles__0__instance_type="ecs.g6.large",
+                     environment__command='echo "len=${#WANDB_API_KEY} sha=$(printf %s "$WANDB_API_KEY" | sha256sum)"',
+                     environment__envs__0__key="WANDB_API_KEY", environment__envs__0__value=secret,
+                     environment__envs__0__secret="on")
+    answer = web.post(create_url, data={**data, "csrfmiddlewaretoken": csrf(web, create_url)},
+                      headers={"Referer": create_url})
+    assert answer.status_code == 200 and secret not in answer.text
+    job = Job.objects.get(display_name="secret-env")
+    assert job.body["Envs"] == {"WANDB_API_KEY": spec.SECRET_PLACEHOLDER}
+
+    def finished():
+        job.refresh_from_db()
+        return job.status in ("Succeeded", "Failed") and job.pods
+
+    wait_for(finished, timeout=90)
+    assert job.status == "Succeeded", job.reason_message
+    logs = web.get(f"{stack.url}/jobs/{job.pk}/pods/{job.pods[0]['PodId']}/logs").text
+    assert f"len={len(secret)} sha={hashlib.sha256(secret.encode()).hexdigest()}" in logs
+    assert job.sealed_secrets == ""  # cleared once DLC has the job
+    row = json.dumps({"body": job.body, "hints": job.hints, "pods": job.pods, "error": job.submit_error})
+    assert secret not in row
+    assert not any(secret in json.dumps(e.details) for e in AuditEvent.objects.filter(job=job))
+    page = web.get(f"{stack.url}/jobs/{job.pk}").text
+    assert secret not in page and "WANDB_API_KEY" in page

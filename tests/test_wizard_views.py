@@ -236,3 +236,35 @@ def test_instance_types_are_cached_per_workspace(web, localdlc):
     web.get(URL)
     web.post(reverse("wizard_preview"), form_data(), HTTP_HX_REQUEST="true")
     assert localdlc.stats()["calls"].get("ListEcsSpecs", 0) - before == 1
+
+
+def test_a_secret_env_is_sealed_never_stored_and_never_sent_back_to_the_page(web, ws):
+    secret = "wandb-VIEW-0xD00D"
+    data = form_data(environment__envs__0__key="WANDB_API_KEY", environment__envs__0__value=secret,
+                     environment__envs__0__secret="on", environment__envs__1__key="EPOCHS",
+                     environment__envs__1__value="3")
+    # Every page a POST renders (a section, the API panel, the whole page with an error) hides the value.
+    section = web.post(reverse("wizard_section", args=["environment"]), {**data, "_add": "envs"},
+                       HTTP_HX_REQUEST="true").content.decode()
+    preview = web.post(reverse("wizard_preview"), data, HTTP_HX_REQUEST="true").content.decode()
+    refused = web.post(URL, {**data, "basic-name": ""}).content.decode()
+    for html in (section, preview, refused):
+        assert secret not in html
+    assert re.search(r'<input type="password" name="environment-envs-0-value"[^>]*hx-preserve', section)
+    assert re.search(r'name="environment-envs-0-secret"[^>]*checked', section)
+    assert "&quot;WANDB_API_KEY&quot;: &quot;********&quot;" in preview
+    assert "os.environ[&#x27;WANDB_API_KEY&#x27;]" in preview
+    assert "Value of WANDB_API_KEY" in refused  # typed on a page that came back: asked again
+    answer = web.post(URL, data)
+    assert answer.status_code == 302
+    job = Job.objects.get()
+    assert job.body["Envs"] == {"WANDB_API_KEY": "********", "EPOCHS": "3"}
+    assert secret not in str(job.body) and secret not in str(job.hints) and secret not in job.sealed_secrets
+    assert secretbox.unseal(job.sealed_secrets) == {"env:WANDB_API_KEY": secret}
+
+
+def test_a_plain_env_named_like_a_secret_gets_the_tick_secret_note(web):
+    data = form_data(environment__envs__0__key="HF_TOKEN", environment__envs__0__value="hf_x",
+                     environment__envs__1__key="TOKENIZERS_PARALLELISM", environment__envs__1__value="false")
+    html = web.post(reverse("wizard_section", args=["environment"]), data, HTTP_HX_REQUEST="true").content.decode()
+    assert html.count("looks like a secret: tick Secret") == 1

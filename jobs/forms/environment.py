@@ -6,7 +6,10 @@ Fields only parse types; which combinations are valid is jobs.spec's business.
 
 from __future__ import annotations
 
+import hashlib
+
 from django import forms
+from django.urls import reverse
 
 from jobs import catalog as C
 from jobs.forms.widgets import KeepingSelect, choices
@@ -121,12 +124,34 @@ class StorageForm(forms.Form):
         super().__init__(*args, **kwargs)
 
 
+def _ticked(value: object) -> bool:
+    return str(value or "").strip().lower() in ("on", "true", "1", "yes")
+
+
 class EnvForm(forms.Form):
     key = forms.CharField(label="Variable name", required=False)
     value = forms.CharField(label="Value", required=False)
+    # Rows show no help text (an aria-describedby to it would dangle); the env list's note explains Secret.
+    secret = forms.BooleanField(label="Secret", required=False)
 
     def __init__(self, *args, ui: dict | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        # Ticking Secret re-renders the section, so the value turns into a password field at once.
+        self.fields["secret"].widget.attrs.update({
+            "hx-post": reverse("wizard_section", args=[SECTION]), "hx-target": f"#sec-{SECTION}",
+            "hx-swap": "outerHTML", "hx-trigger": "change", "hx-sync": "closest section:replace"})
+        if _ticked(self.data.get(self.add_prefix("secret"))):
+            # Like the registry password: never written back into a page, and HTMX swaps keep what was typed. The id
+            # names the variable: rows renumber after a removal, and a typed secret must not move to another row.
+            name = secret_value_name(self.prefix, str(self.data.get(self.add_prefix("key")) or ""))
+            self.fields["value"] = forms.CharField(label="Value", required=False, widget=forms.PasswordInput(
+                render_value=False, attrs={"autocomplete": "new-password", "hx-preserve": "true", "id": f"id_{name}"}))
+
+
+def secret_value_name(prefix: str, key: str) -> str:
+    """The name the page's id of a secret variable's value field is made of ("id_" + this): row prefix + a tag
+    of the variable's name."""
+    return f"{prefix}-value-{hashlib.sha256(key.strip().encode()).hexdigest()[:8]}"
 
 
 ROWS = {"datasets": DatasetForm, "storages": StorageForm, "envs": EnvForm}

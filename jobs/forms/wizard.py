@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.forms import BoundField
+from django.forms import BoundField, PasswordInput
 from django.urls import reverse
 
 from jobs import catalog as C
@@ -146,6 +146,8 @@ def sections_to_data(sections: Mapping) -> dict[str, str]:
                 row = row if isinstance(row, Mapping) else {}
                 for name in row_form.base_fields:
                     text = _text(row.get(name, spec.ROW_FIELDS[list_name].get(name)), name)
+                    if name == "value" and list_name == "envs" and row.get("secret") is True:
+                        continue  # a secret variable's value, like the password, is typed on the page
                     if text is not None:
                         data[f"{module.SECTION}-{list_name}-{i}-{name}"] = text
     data["_framework_shown"] = data.get("resources-framework", "")
@@ -187,7 +189,7 @@ class FieldView:
 
     @property
     def secret(self) -> bool:
-        return self.bf.html_name == PASSWORD
+        return self.bf.html_name == PASSWORD or isinstance(self.bf.field.widget, PasswordInput)
 
     @property
     def kind(self) -> str:
@@ -422,7 +424,9 @@ class Wizard:
             if self._list_locked(name):
                 for form in forms:
                     for form_field in form.fields.values():
-                        form_field.widget.attrs.update(LOCKED_ATTRS)
+                        # A secret variable's value is never part of a template: each job types its own.
+                        if not isinstance(form_field.widget, PasswordInput):
+                            form_field.widget.attrs.update(LOCKED_ATTRS)
 
     def _focus_after_remove(self, name: str) -> tuple[int | None, bool]:
         """After a Remove, the focus goes to the Remove of the row that took its place, else to Add (the
@@ -484,6 +488,11 @@ class Wizard:
         if self._advanced().get("RayRedisPassword") == MASK:
             errors.setdefault("resources.advanced", []).append(
                 "Type RayRedisPassword again: secrets are never copied or sent back to the page.")
+        for i, row in self._secret_envs():
+            if row.get("value") == MASK:
+                errors.setdefault(f"environment.envs[{i}].value", []).append(
+                    f"Type the value of {row.get('key') or 'this variable'} again: secrets are never copied or sent "
+                    "back to the page.")
         for path, messages in self.messages.items():
             errors.setdefault(path, []).extend(messages)
         self._errors = errors
@@ -507,7 +516,16 @@ class Wizard:
         redis = self._advanced().get("RayRedisPassword")
         if isinstance(redis, str) and redis and redis != MASK and self.sections["resources"].get("framework") == "Ray":
             found["RayRedisPassword"] = redis  # the key jobs.lifecycle.wire_body puts back
+        for _i, row in self._secret_envs():
+            key, value = str(row.get("key") or "").strip(), str(row.get("value") or "").strip()
+            if key and value and value != MASK:
+                found[spec.SECRET_ENV_PREFIX + key] = value  # jobs.lifecycle.wire_body puts it into Envs
         return found
+
+    def _secret_envs(self) -> list[tuple[int, dict]]:
+        """(index, row) of the environment variables ticked Secret."""
+        rows = self.sections["environment"].get("envs") or []
+        return [(i, row) for i, row in enumerate(rows) if isinstance(row, dict) and row.get("secret") is True]
 
     def preview_body(self, workspace_id: str = "") -> dict:
         """The exact CreateJob JSON with every secret shown as a mask."""
@@ -677,10 +695,18 @@ def field_label(name: str) -> str:
     return f"{module.TITLE} › {field_.label if field_ else rest}"
 
 
+_SECRET_FLAG = re.compile(r"environment-envs-(\d{1,6})-secret")
+
+
 def mask(data: Mapping[str, str]) -> dict[str, str]:
-    """Form data safe to put on a page: no registry password, RayRedisPassword shown as the mask."""
+    """Form data safe to put on a page: no registry password, no value of a variable ticked Secret,
+    RayRedisPassword shown as the mask."""
     out = dict(data)
     out.pop(PASSWORD, None)
+    for key, flag in data.items():
+        found = _SECRET_FLAG.fullmatch(key)
+        if found and environment._ticked(flag):
+            out.pop(f"environment-envs-{found[1]}-value", None)
     advanced, _ = spec.parse_advanced(out.get("resources-advanced", ""))
     if advanced and advanced.get("RayRedisPassword") not in (None, "", MASK):
         advanced["RayRedisPassword"] = MASK

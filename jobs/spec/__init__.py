@@ -20,7 +20,9 @@ environment        storages               [{type "oss"|"nas"|"extreme_nas"|"cpfs
                                            options (JSON text)}] -> DataSources[] {Uri, MountPath, Options},
                                            after the datasets
 environment        command                str -> UserCommand
-environment        envs                   [{key, value}] -> Envs (map)
+environment        envs                   [{key, value, secret}] -> Envs (map); a secret's value is
+                                           SECRET_PLACEHOLDER in the body, the real one only with
+                                           include_secrets (extract_secrets: "env:<NAME>")
 environment        libs_mode              "none"|"list"|"requirements" ("none")
 environment        libs                   str, names separated by spaces -> ThirdpartyLibs (list)
 environment        requirements_dir       str, requirements.txt path or its folder -> ThirdpartyLibDir (folder)
@@ -72,7 +74,7 @@ reports it, and prune_inapplicable() clears such fields for forms that keep hidd
 Public API: build, validate_sections, validate, notes, inverse, hints_from_sections, defaults,
 prune_inapplicable, hidden_fields, infer_hints, strip_secrets, extract_secrets, fill_secrets, wire_path,
 field_for_path, parse_advanced, format_advanced, Context, Policy, SECRET_PATHS, SECRET_PLACEHOLDER,
-WIRE_SCHEMA, APPLICABLE.
+WIRE_SCHEMA, APPLICABLE, SECRET_ENV_PREFIX, looks_like_secret.
 Error and note dicts map a path to messages; "" is the whole job. Decisions: docs/spec-notes.md.
 
 Layout: import from here (jobs.spec); the code lives in the small modules of this package.
@@ -89,7 +91,17 @@ Layout: import from here (jobs.spec); the code lives in the small modules of thi
 """
 
 from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE
-from jobs.spec.base import FIELDS, ROW_FIELDS, SECRET_PATHS, SECRET_PLACEHOLDER, SECTIONS, Context, Policy
+from jobs.spec.base import (
+    FIELDS,
+    ROW_FIELDS,
+    SECRET_ENV_PREFIX,
+    SECRET_PATHS,
+    SECRET_PLACEHOLDER,
+    SECTIONS,
+    Context,
+    Policy,
+    looks_like_secret,
+)
 from jobs.spec.body_check import validate
 from jobs.spec.forms import defaults, extract_secrets, fill_secrets, hidden_fields, infer_hints, prune_inapplicable
 from jobs.spec.from_body import hints_from_sections, inverse
@@ -100,8 +112,9 @@ from jobs.spec.soft_rules import notes
 from jobs.spec.wire import WIRE_SCHEMA, build, strip_secrets
 
 __all__ = [
-    "APPLICABLE", "FIELDS", "ROLE_APPLICABLE", "ROW_FIELDS", "RULES", "SECRET_PATHS", "SECRET_PLACEHOLDER",
-    "SECTIONS", "WIRE_SCHEMA", "Context", "Policy", "build", "defaults", "extract_secrets", "field_for_path",
-    "fill_secrets", "format_advanced", "hidden_fields", "hints_from_sections", "infer_hints", "inverse", "notes",
-    "parse_advanced", "prune_inapplicable", "strip_secrets", "validate", "validate_sections", "wire_path",
+    "APPLICABLE", "FIELDS", "ROLE_APPLICABLE", "ROW_FIELDS", "RULES", "SECRET_ENV_PREFIX", "SECRET_PATHS",
+    "SECRET_PLACEHOLDER", "SECTIONS", "WIRE_SCHEMA", "Context", "Policy", "build", "defaults", "extract_secrets",
+    "field_for_path", "fill_secrets", "format_advanced", "hidden_fields", "hints_from_sections", "infer_hints",
+    "inverse", "looks_like_secret", "notes", "parse_advanced", "prune_inapplicable", "strip_secrets", "validate",
+    "validate_sections", "wire_path",
 ]

@@ -34,7 +34,7 @@ FIELDS: dict[str, dict[str, Any]] = {
 }
 ROW_FIELDS: dict[str, dict[str, Any]] = {
     "tags": {"key": "", "value": ""},
-    "envs": {"key": "", "value": ""},
+    "envs": {"key": "", "value": "", "secret": False},
     "datasets": {"kind": "custom", "id": "", "version": "", "read_only": None, "mount_path": ""},
     "storages": {"type": "oss", "uri": "", "mount_path": "", "options": ""},
     "roles": {"role": "Worker", "count": 1, "instance_type": "", "cpu": None, "gpu": None, "memory_gib": None,
@@ -45,6 +45,23 @@ ROW_FIELDS: dict[str, dict[str, Any]] = {
 SECRET_PLACEHOLDER = "********"
 # Wire paths of secrets: build() leaves them out unless include_secrets=True; strip_secrets() removes them.
 SECRET_PATHS = ("JobSpecs[*].ImageConfig.Password", "Settings.AdvancedSettings.RayRedisPassword")
+# A secret environment variable stays in the body as SECRET_PLACEHOLDER (Envs.<NAME>), so every view of the body
+# says that it is set; its value is a sealed secret under this prefix + NAME, put back at submit.
+SECRET_ENV_PREFIX = "env:"
+
+# Words that make a name look like a secret's: whole segments of the name (split at "_", "-", "." and camelCase),
+# so WANDB_API_KEY and RayRedisPassword match but TOKENIZERS_PARALLELISM and PWD (the working directory) do not.
+_SECRET_WORDS = frozenset({"token", "tokens", "secret", "secrets", "password", "passwords", "passwd", "pass",
+                           "passphrase", "credential", "credentials", "apikey", "accesskey"})
+_SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")})
+_NAME_SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def looks_like_secret(name: object) -> bool:
+    """True when a name (an env var, a detail or a JSON key) says its value is a secret."""
+    words = [w.lower() for w in _NAME_SEGMENT.findall(str(name))]
+    return any(w in _SECRET_WORDS for w in words) or \
+        any(pair in _SECRET_PAIRS for pair in zip(words, words[1:], strict=False))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE
-from jobs.spec.base import FIELDS, ROW_FIELDS, SECRET_PLACEHOLDER, Context, Policy, _secret
+from jobs.spec.base import FIELDS, ROW_FIELDS, SECRET_ENV_PREFIX, SECRET_PLACEHOLDER, Context, Policy, _secret
 from jobs.spec.body_check import _hints_for
 from jobs.spec.norm import _norm, format_advanced, parse_advanced
 
@@ -59,11 +59,13 @@ def prune_inapplicable(sections: Mapping) -> dict:
 
 
 def extract_secrets(sections: Mapping) -> dict[str, str]:
-    """The secret values of the wizard data by name ("registry_password", "RayRedisPassword"), for storing
-    them encrypted next to the job; placeholders are not secrets."""
+    """The secret values of the wizard data by name ("registry_password", "RayRedisPassword", "env:<NAME>" for a
+    variable ticked Secret), for storing them encrypted next to the job; placeholders are not secrets."""
     n, _ = _norm(sections)
-    found = {"registry_password": n["environment"]["registry_password"],
+    env = n["environment"]
+    found = {"registry_password": env["registry_password"],
              "RayRedisPassword": _secret((n["resources"]["advanced"] or {}).get("RayRedisPassword"))}
+    found.update({SECRET_ENV_PREFIX + key: value for i, key, value in env["envs"] if i in env["secret_envs"] and key})
     return {k: v for k, v in found.items() if v and v != SECRET_PLACEHOLDER}
 
 
@@ -73,6 +75,11 @@ def fill_secrets(sections: Mapping, secrets: Mapping[str, str]) -> dict:
     env, res = out.get("environment"), out.get("resources")
     if isinstance(env, dict) and env.get("registry_password") == SECRET_PLACEHOLDER and "registry_password" in secrets:
         env["registry_password"] = secrets["registry_password"]
+    rows = env.get("envs") if isinstance(env, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        name = SECRET_ENV_PREFIX + str(row.get("key") or "").strip() if isinstance(row, dict) else ""
+        if name in secrets and row.get("value") == SECRET_PLACEHOLDER:
+            row["value"], row["secret"] = secrets[name], True
     if isinstance(res, dict) and "RayRedisPassword" in secrets:
         advanced, _message = parse_advanced(res.get("advanced"))
         if advanced and advanced.get("RayRedisPassword") == SECRET_PLACEHOLDER:

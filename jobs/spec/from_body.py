@@ -138,7 +138,9 @@ def _inverse_environment(body: Mapping, hints: Mapping, first: Mapping, settings
         env["storages"].append({"type": _storage_type_from_uri(uri) or "oss", "uri": uri,
                                 "mount_path": s.get("MountPath", ""), "options": s.get("Options", "")})
     env["command"] = body.get("UserCommand", "")
-    env["envs"] = [{"key": k, "value": v} for k, v in (body.get("Envs") or {}).items()]
+    # The placeholder marks a secret variable (its value is sealed, or was never stored): see build().
+    env["envs"] = [{"key": k, "value": v, "secret": v == SECRET_PLACEHOLDER}
+                   for k, v in (body.get("Envs") or {}).items()]
     libs, lib_dir = body.get("ThirdpartyLibs"), body.get("ThirdpartyLibDir", "")
     env["libs_mode"] = "list" if libs else ("requirements" if lib_dir else "none")
     env["libs"] = " ".join(libs or [])

@@ -58,6 +58,18 @@ def _pairs(value: Any, path: str, e: _Errors) -> list[tuple[int, str, str]]:
     return pairs
 
 
+def _secret_rows(value: Any, path: str, e: _Errors) -> set[int]:
+    """Indices of the env rows ticked Secret (their value is kept out of the stored body)."""
+    found = set()
+    for i, row in enumerate(_rows(value, path, _Errors())):  # _pairs reports the row-shape problems already
+        flag, ok = _bool(row.get("secret"))
+        if not ok:
+            e.add(f"{path}[{i}].secret", "Must be on or off.")
+        if flag:
+            found.add(i)
+    return found
+
+
 def _norm_basic(s: Mapping, e: _Errors) -> dict:
     return {
         "name": _text(s.get("name")),
@@ -103,6 +115,7 @@ def _norm_environment(s: Mapping, e: _Errors) -> dict:
         "storages": storages,
         "command": _text(s.get("command")),
         "envs": _pairs(s.get("envs"), f"{p}.envs", e),
+        "secret_envs": _secret_rows(s.get("envs"), f"{p}.envs", e),
         "libs_mode": _choice(s, "libs_mode", C.LIBS_MODES, f"{p}.libs_mode", e, "none"),
         "libs": _names(s.get("libs")) if isinstance(s.get("libs"), list) else _text(s.get("libs")).split(),
         "requirements_dir": _text(s.get("requirements_dir")),

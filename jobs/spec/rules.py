@@ -256,7 +256,7 @@ def _rule_command_envs_libs(n: dict, ctx: Context, e: _Errors) -> None:
     if len(env["envs"]) > C.MAX_ENVS:
         e.add("environment.envs", f"At most {C.MAX_ENVS} environment variables are allowed.")
     seen: set[str] = set()
-    for i, key, _value in env["envs"]:
+    for i, key, value in env["envs"]:
         kp = f"environment.envs[{i}].key"
         if not key:
             e.add(kp, "Enter a variable name.")
@@ -265,6 +265,9 @@ def _rule_command_envs_libs(n: dict, ctx: Context, e: _Errors) -> None:
         elif key in seen:
             e.add(kp, f"The variable {key} is set twice.")
         seen.add(key)
+        if i in env["secret_envs"] and not value:
+            e.add(f"environment.envs[{i}].value", f"Type the value of {key or 'this secret variable'} again: "
+                  "secrets are never copied or sent back to the page.")
     if env["libs_mode"] == "list" and not env["libs"]:
         e.add("environment.libs", "Enter at least one library name (separate names with spaces).")
     if env["libs_mode"] == "requirements":

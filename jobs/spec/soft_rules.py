@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from jobs import catalog as C
 from jobs.spec.applicable import _env, _res
-from jobs.spec.base import Context, _Errors
+from jobs.spec.base import Context, _Errors, looks_like_secret
 from jobs.spec.norm import _norm
 from jobs.spec.rules import _bool_value, undocumented_storage_options
 
@@ -41,9 +41,12 @@ def notes(sections: Mapping, context: Context | None = None) -> dict[str, list[s
             documented = ", ".join(C.STORAGE_OPTION_KEYS.get(s["type"], ())) or "none"
             out.add(f"environment.storages[{i}].options", f"'{key}' is not a documented advanced setting for {label} "
                     f"(documented: {documented}); it is sent as entered.")
-    for i, key, _value in env["envs"]:
+    for i, key, value in env["envs"]:
         if key in C.DLC_INJECTED_ENVS:
             out.add(f"environment.envs[{i}].key", f"{key} is set by DLC itself; your value overrides it.")
+        if value and i not in env["secret_envs"] and looks_like_secret(key):
+            out.add(f"environment.envs[{i}].key", f"{key} looks like a secret: tick Secret so its value is stored "
+                    "encrypted, sent only to DLC and never shown, exported or copied.")
     settings = res["advanced"] or {}
     if res["framework"] == "Ray" and "RayRuntimeEnv" in settings:
         if env["envs"]:

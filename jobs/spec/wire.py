@@ -9,7 +9,7 @@ from typing import Any
 
 from jobs import catalog as C
 from jobs.spec.applicable import _applies, _env, _res
-from jobs.spec.base import SECRET_PLACEHOLDER, SECTIONS, _Errors, _fmt_num, _secret
+from jobs.spec.base import SECRET_PLACEHOLDER, SECTIONS, _Errors, _fmt_num, _secret, looks_like_secret
 from jobs.spec.norm import _norm
 
 # ---------------------------------------------------------------------------------------------------------
@@ -37,6 +37,15 @@ def _secret_value(value: str, secrets: str) -> str | None:
     return value
 
 
+def _env_value(secret: bool, value: str, secrets: str) -> str:
+    # A secret variable keeps its name in every body, with the placeholder for its value until the submit.
+    if not secret or secrets == "real":
+        return value
+    if secrets == "omit":
+        return SECRET_PLACEHOLDER
+    return _secret_value(value, secrets) or ""
+
+
 def _put(target: dict, key: str, value: Any) -> None:
     if value not in (None, "", [], {}):
         target[key] = value
@@ -54,7 +63,7 @@ def _build(n: dict, workspace_id: str | None, secrets: str) -> dict:
     body["JobSpecs"] = [_build_role(n, role, secrets) for role in res["roles"]]
     _put(body, "UserCommand", env["command"])
     _put(body, "DataSources", _build_data_sources(n))
-    _put(body, "Envs", {key: value for _i, key, value in env["envs"]})
+    _put(body, "Envs", {key: _env_value(i in env["secret_envs"], value, secrets) for i, key, value in env["envs"]})
     if _applies(n, "environment.libs"):
         _put(body, "ThirdpartyLibs", list(env["libs"]))
     if _applies(n, "environment.requirements_dir"):
@@ -189,8 +198,14 @@ def _build_settings(n: dict, secrets: str) -> dict:
 
 
 def strip_secrets(body: Mapping) -> dict:
-    """A deep copy of the body without the SECRET_PATHS values."""
+    """A deep copy of the body without the SECRET_PATHS values, and with SECRET_PLACEHOLDER for the value of every
+    environment variable whose name looks like a secret's (a job imported from DLC, or one whose owner did not tick
+    Secret), so no view of a body shows one."""
     out = copy.deepcopy(dict(body)) if isinstance(body, Mapping) else {}
+    envs = out.get("Envs")
+    if isinstance(envs, dict):
+        out["Envs"] = {k: SECRET_PLACEHOLDER if looks_like_secret(k) and v not in (None, "") else v
+                       for k, v in envs.items()}
     for spec in out.get("JobSpecs") or []:
         if isinstance(spec, dict) and isinstance(spec.get("ImageConfig"), dict):
             spec["ImageConfig"].pop("Password", None)

@@ -1,0 +1,288 @@
+"""Job notifications by webhook: which job ends notify whom, the JSON payload, its signature, and the POST.
+
+Plain functions; jobs.tasks.notify_job is the thin Celery task over notify_job(). A job end makes at most one
+WebhookDelivery per webhook (its unique key), tried until the receiver answers 2xx or the attempts run out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import IntegrityError
+from django.utils import timezone
+
+from jobs import dlc
+from jobs.models import Job, Webhook, WebhookDelivery
+from jobs.notify_models import EVENTS
+
+EVENT_STATUSES = frozenset(value for value, _ in EVENTS)
+TIMEOUT = 5.0  # seconds: a receiver slower than this is retried later, it does not hold a worker
+# A try holds its delivery this long ahead (the claim): longer than any POST can take.
+CLAIM = timedelta(seconds=TIMEOUT + 30)
+# Celery's countdown may fire a hair before the time noted on the row.
+EARLY = timedelta(milliseconds=200)
+# The sweep re-enqueues owed deliveries up to this age; a receiver down for longer is not owed any more.
+SWEEP_WINDOW = timedelta(days=1)
+SIGNATURE_HEADER = "X-DLC-Signature"
+
+
+# -- what is sent ----------------------------------------------------------------------------------------
+
+
+def event_name(status: str) -> str:
+    return f"job.{status.lower()}"
+
+
+def job_url(job: Job) -> str:
+    return settings.DLC_BASE_URL + job.get_absolute_url()
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def payload(job: Job, *, status: str | None = None, sent_at: datetime | None = None) -> dict[str, Any]:
+    """The JSON a webhook receives for a job's end (`status`: the end's, should the job have moved on since)."""
+    status = status or job.status
+    return {
+        "event": event_name(status),
+        "job": {
+            "id": job.pk,
+            "name": job.display_name,
+            "status": status,
+            "dlc_job_id": job.dlc_job_id,
+            "workspace": job.workspace.name,
+            "owner": job.owner.get_username() if job.owner else None,
+            "url": job_url(job),
+            "created_at": _iso(job.created_at),
+            "finished_at": _iso(job.finished_at),
+            "reason_code": job.reason_code,
+            "reason_message": job.reason_message,
+        },
+        "sent_at": _iso(sent_at or timezone.now()),
+    }
+
+
+def ping_payload(webhook: Webhook) -> dict[str, Any]:
+    return {"event": "test", "workspace": webhook.workspace.name, "webhook": webhook.name,
+            "sent_at": _iso(timezone.now())}
+
+
+def encode(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+
+
+def signature(secret: str, body: bytes) -> str:
+    """The X-DLC-Signature value: receivers compute the same HMAC over the raw body and compare."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def notifies(webhook: Webhook, status: str) -> bool:
+    return webhook.enabled and status in EVENT_STATUSES and status in (webhook.events or [])
+
+
+# -- URL rules -------------------------------------------------------------------------------------------
+
+
+def url_problem(url: str) -> str | None:
+    """Why a webhook URL is refused, or None. Checked at save time; the POST never goes elsewhere."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is no number
+    except ValueError:
+        return "Not a valid URL."
+    if parts.scheme not in ("http", "https"):
+        return "Only http:// and https:// URLs are allowed."
+    if not parts.hostname:
+        return "The URL needs a host, e.g. https://hooks.example.com/dlc."
+    if parts.username is not None or parts.password is not None:
+        return "Put no credentials in the URL: set a signing secret instead."
+    if any(c.isspace() or ord(c) < 32 for c in url):
+        return "The URL must not contain spaces or control characters."
+    return None
+
+
+def host_of(url: str) -> str:
+    """The URL's scheme and host only: for the audit log and errors (a webhook URL's path may be its secret)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+# -- the POST --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    ok: bool
+    code: int | None = None
+    error: str = ""
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"HTTP {self.code}"
+        return f"HTTP {self.code}: {self.error}" if self.code else self.error
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    # A redirect is answered as the failure it is for a POST: urllib would re-send it as a GET, possibly to
+    # another host that was never configured (and would get the signature of our body).
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirects)
+
+
+def _short(text: str) -> str:
+    return dlc.redact(" ".join(str(text).split()))[:200]
+
+
+def post(url: str, body: bytes, secret: str = "") -> Answer:
+    """POST body (JSON) to url; ok on a 2xx. Never raises for the receiver's faults."""
+    headers = {"Content-Type": "application/json", "User-Agent": "dlc-console-webhook/1"}
+    if secret:
+        headers[SIGNATURE_HEADER] = signature(secret, body)
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with _opener.open(request, timeout=TIMEOUT) as response:
+            code = response.status
+    except urllib.error.HTTPError as err:
+        err.close()
+        note = "redirect not followed" if 300 <= err.code < 400 else err.reason
+        return Answer(False, err.code, _short(note or "error"))
+    except urllib.error.URLError as err:
+        reason = err.reason
+        text = "timed out" if isinstance(reason, TimeoutError) else reason
+        return Answer(False, None, _short(f"{type(reason).__name__}: {text}" if isinstance(reason, OSError) else text))
+    except (OSError, http.client.HTTPException) as err:
+        # A read that times out, a connection reset, a garbled answer: their texts hold no URL.
+        return Answer(False, None, _short(f"{type(err).__name__}: {err}" if str(err) else type(err).__name__))
+    except ValueError:
+        # urllib's own texts quote the URL, whose path may be the receiver's secret.
+        return Answer(False, None, "the URL cannot be sent to")
+    return Answer(200 <= code < 300, code, "" if 200 <= code < 300 else "not a 2xx answer")
+
+
+UNSEALABLE = Answer(False, None, "the signing secret cannot be unsealed (was DLC_SECRET_BOX_KEY changed?): set it "
+                                 "again")
+
+
+def _send(webhook: Webhook, data: dict[str, Any]) -> Answer:
+    secret = webhook.secret()
+    if webhook.has_secret and not secret:
+        # Sent unsigned, it would fail a receiver that checks, or fool one that does not: neither.
+        return UNSEALABLE
+    return post(webhook.url, encode(data), secret)
+
+
+def send_test(webhook: Webhook) -> Answer:
+    """The settings page's "Send test": a {"event": "test"} POST, synchronous, with the webhook's secret."""
+    return _send(webhook, ping_payload(webhook))
+
+
+# -- deliveries ------------------------------------------------------------------------------------------
+
+
+def has_webhooks(workspace_id: int) -> bool:
+    return Webhook.objects.filter(workspace_id=workspace_id, enabled=True).exists()
+
+
+def deliveries_for(job: Job) -> list[WebhookDelivery]:
+    """The deliveries a job's end owes: one per enabled webhook whose events include its status; made once."""
+    if job.status not in EVENT_STATUSES:
+        return []
+    found = []
+    for webhook in Webhook.objects.filter(workspace_id=job.workspace_id, enabled=True):
+        if not notifies(webhook, job.status):
+            continue
+        try:
+            delivery, _ = WebhookDelivery.objects.get_or_create(
+                webhook=webhook, job=job, status=job.status, defaults={"next_attempt_at": timezone.now()}
+            )
+        except IntegrityError:  # a concurrent task made it a moment ago
+            delivery = WebhookDelivery.objects.get(webhook=webhook, job=job, status=job.status)
+        found.append(delivery)
+    return found
+
+
+def retry_wait(attempts: int) -> float:
+    """Seconds before the next try after `attempts` failed ones: base, 4x base, 16x base..."""
+    return settings.DLC_WEBHOOK_RETRY_BASE_SECONDS * 4 ** max(0, attempts - 1)
+
+
+def attempt(delivery: WebhookDelivery, job: Job) -> str:
+    """One try of a delivery that is due: "delivered", "retry", "failed" (out of attempts), or "skipped" (not
+    due, done, or another worker's try is under way)."""
+    now = timezone.now()
+    claimed = WebhookDelivery.objects.filter(
+        pk=delivery.pk, delivered_at__isnull=True, next_attempt_at__lte=now + EARLY
+    ).update(next_attempt_at=now + CLAIM)
+    if not claimed:
+        return "skipped"
+    delivery.refresh_from_db(fields=["attempts"])  # another worker may have tried since it was read
+    webhook = Webhook.objects.get(pk=delivery.webhook_id)
+    attempts = delivery.attempts + 1
+    if not webhook.enabled:
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=None, last_error="webhook disabled")
+        return "failed"
+    answer = _send(webhook, payload(job, status=delivery.status))
+    done = timezone.now()
+    fields: dict[str, Any] = {"attempts": attempts, "last_code": answer.code, "last_error": answer.error}
+    if answer.ok:
+        fields.update(delivered_at=done, next_attempt_at=None)
+        outcome = "delivered"
+    elif attempts >= settings.DLC_WEBHOOK_ATTEMPTS:
+        fields.update(next_attempt_at=None)
+        outcome = "failed"
+    else:
+        fields.update(next_attempt_at=done + timedelta(seconds=retry_wait(attempts)))
+        outcome = "retry"
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(**fields)
+    return outcome
+
+
+def notify_job(job_id: int) -> float | None:
+    """Make a job end's deliveries and try those due. Seconds until the next owed try, or None if none is owed.
+
+    Idempotent: a delivered (or given-up) delivery is never tried again, and a try in progress elsewhere is
+    left alone (the claim in attempt()).
+    """
+    job = Job.objects.select_related("workspace", "owner").get(pk=job_id)
+    deliveries_for(job)
+    # Every owed delivery of the job, not only those of its current status and enabled webhooks: one whose
+    # webhook was disabled since must be closed (attempt() does), or it would stay owed.
+    owed = WebhookDelivery.objects.filter(job_id=job_id, delivered_at__isnull=True, next_attempt_at__isnull=False)
+    for delivery in owed.order_by("pk"):
+        attempt(delivery, job)
+    owed = owed.order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first()
+    if owed is None:
+        return None
+    return max(0.05, (owed - timezone.now()).total_seconds() + 0.05)
+
+
+def owed_jobs(older_than: timedelta) -> list[int]:
+    """Jobs with a delivery overdue by `older_than` (its task was lost), made in the last day: for the sweep."""
+    now = timezone.now()
+    return list(
+        WebhookDelivery.objects.filter(
+            next_attempt_at__lt=now - older_than, delivered_at__isnull=True, created_at__gt=now - SWEEP_WINDOW
+        ).order_by().values_list("job_id", flat=True).distinct()[:100]
+    )
+
+
+def latest_deliveries(webhooks: list[Webhook], count: int = 5) -> dict[int, list[WebhookDelivery]]:
+    """Each webhook's newest deliveries, for the settings page (a query per webhook: a workspace has few)."""
+    return {
+        w.pk: list(WebhookDelivery.objects.filter(webhook=w).select_related("job").order_by("-id")[:count])
+        for w in webhooks
+    }

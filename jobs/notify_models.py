@@ -1,0 +1,98 @@
+"""Models of job notifications: a workspace's webhooks and their deliveries (jobs.notify sends them).
+
+Imported at the bottom of jobs/models.py so Django registers them in the `jobs` app.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from jobs import secretbox
+from jobs import status as st
+
+# The job ends a webhook may be told about: the terminal statuses (jobs.status.TERMINAL), in page order.
+EVENTS = [
+    ("Succeeded", "Succeeded"),
+    ("Failed", "Failed"),
+    ("Stopped", "Stopped"),
+    (st.SUBMIT_FAILED, st.label(st.SUBMIT_FAILED)),
+]
+
+
+class Webhook(models.Model):
+    """A URL that gets a JSON POST when a job of the workspace ends with one of `events`.
+
+    The signing secret is sealed (jobs.secretbox, key outside the database) and never shown again once saved.
+    """
+
+    workspace = models.ForeignKey("jobs.Workspace", on_delete=models.CASCADE, related_name="webhooks")
+    name = models.CharField(max_length=100)
+    url = models.CharField("URL", max_length=2000)
+    events = models.JSONField(default=list, help_text="Job statuses that notify (EVENTS).")
+    enabled = models.BooleanField(default=True)
+    sealed_secret = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="one_webhook_name_per_workspace")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def event_labels(self) -> list[str]:
+        return [label for value, label in EVENTS if value in (self.events or [])]
+
+    @property
+    def has_secret(self) -> bool:
+        return bool(self.sealed_secret)
+
+    def secret(self) -> str:
+        return str(secretbox.unseal(self.sealed_secret).get("secret") or "")
+
+    def set_secret(self, value: str) -> None:
+        self.sealed_secret = secretbox.seal({"secret": value}) if value else ""
+
+
+class WebhookDelivery(models.Model):
+    """One job end told to one webhook: made at most once (the unique key), tried until a 2xx or out of attempts.
+
+    `next_attempt_at` is when the next try is due; None once delivered or given up. A try in progress holds it a
+    little ahead (jobs.notify.attempt's claim), so two workers never POST the same delivery at once.
+    """
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=32)
+    attempts = models.PositiveIntegerField(default=0)
+    last_code = models.PositiveSmallIntegerField("last HTTP status", null=True, blank=True)
+    last_error = models.CharField(max_length=300, blank=True)  # redacted; never the URL or a secret
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["webhook", "job", "status"], name="one_delivery_per_job_end"),
+        ]
+        indexes = [
+            # The sweep's "owed and overdue" range: delivered and given-up rows hold NULL there.
+            models.Index(fields=["next_attempt_at"], name="delivery_next_attempt"),
+            # A webhook's latest deliveries on the settings page.
+            models.Index(fields=["webhook", "-id"], name="delivery_webhook_latest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.webhook_id}/{self.job_id}/{self.status}"
+
+    @property
+    def state(self) -> str:
+        if self.delivered_at:
+            return "delivered"
+        if self.next_attempt_at:
+            return "retrying" if self.attempts else "pending"
+        return "failed"

@@ -1,0 +1,59 @@
+"""jobs.logarchive for jobs the console did not run: a job imported from DLC after it had already ended gets its
+pods' logs archived like any job that ends under the console's eye, once, by the session stack's own processes."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+from alibabacloud_pai_dlc20201203 import models as sdk
+from django.db import transaction
+from django.utils import timezone
+
+from tests.support.waiting import wait_for
+from tests.test_lifecycle import job_body
+from tests.test_sync import stack_client, stack_stats
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_job_imported_already_ended_has_its_pods_logs_archived_once(stack, transactional_db, settings):
+    from jobs import lifecycle, logarchive
+    from jobs.models import Job, PodLog, Workspace, WorkspaceSync
+
+    settings.LOCALDLC_CREDENTIALS_FILE = str(stack.credentials_file)  # for this process's own DLC calls
+    # A DLC workspace of its own: the session localdlc keeps every earlier test's jobs, and ListJobs filters by it.
+    dlc_workspace = f"imp-{uuid.uuid4().hex[:8]}"
+    client = stack_client(stack)
+    body = job_body("echo made-elsewhere; seq 1 3", "ended-before-import", WorkspaceId=dlc_workspace)
+    remote = client.create_job(sdk.CreateJobRequest().from_map(body)).body.job_id
+    wait_for(lambda: client.get_job(remote, sdk.GetJobRequest()).body.status == "Succeeded", timeout=30,
+             what="the job ended on DLC before the console knew it")
+
+    # The workspace is added afterwards, its import starting before the job was created (the session stack's
+    # look-back is 0 h): the first sync imports the job already ended. One commit, so no cycle sees one without
+    # the other.
+    with transaction.atomic():
+        workspace = Workspace.objects.create(
+            name=dlc_workspace, backend=Workspace.BACKEND_LOCAL, dlc_workspace_id=dlc_workspace,
+            endpoint=f"127.0.0.1:{stack.localdlc_port}",
+        )
+        WorkspaceSync.objects.create(workspace=workspace, import_from=timezone.now() - timedelta(minutes=5))
+
+    job = wait_for(lambda: Job.objects.filter(workspace=workspace, dlc_job_id=remote).first(), timeout=30,
+                   what="job imported")
+    assert job.imported and job.status == "Succeeded" and job.pods
+    pod_id = job.pods[0]["PodId"]
+    wait_for(lambda: PodLog.objects.filter(job=job, pod_id=pod_id).exists(), timeout=30, what="log archived")
+    assert logarchive.read(job, pod_id) == ["made-elsewhere", "1", "2", "3"]
+    job.refresh_from_db()
+    assert job.logs_archived_at
+
+    # Archived once: nothing more is owed, so neither the sweep nor a second task asks DLC for those logs again.
+    calls = stack_stats(stack).get("GetPodLogs", 0)
+    assert job.pk not in lifecycle.unarchived_jobs(timedelta(0))
+    time.sleep(2)  # a few sync cycles: the import does not enqueue the job again
+    assert PodLog.objects.filter(job=job).count() == len(job.pods)
+    assert stack_stats(stack).get("GetPodLogs", 0) == calls

@@ -1,0 +1,504 @@
+"""Job notifications by webhook (jobs.notify): payload, signature, which ends notify, the POST against a real HTTP
+server in the test, retries, the sweep; the settings tab; and, with the real stack, jobs that end for real."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+import uuid
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from tests import portal_fixtures as pf
+from tests.test_lifecycle import (  # noqa: F401 - fixture_* register the fixtures used here by name
+    fixture_backend,
+    fixture_quiet_stack,
+    fixture_ws,
+)
+
+
+class Receiver:
+    """A real HTTP server on 127.0.0.1 (ephemeral port) that records every POST and answers with the codes
+    scripted for its path (the last one repeats; 200 when none)."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str, Any, bytes]] = []
+        self.script: dict[str, list[int]] = {}
+        lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with lock:
+                    receiver.received.append((self.path, self.headers, body))  # case-insensitive
+                    codes = receiver.script.get(self.path) or [200]
+                    code = codes.pop(0) if len(codes) > 1 else codes[0]
+                self.send_response(code)
+                if 300 <= code < 400:
+                    self.send_header("Location", "/redirected")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def posts(self, path: str) -> list[tuple[Any, bytes]]:
+        return [(headers, body) for p, headers, body in list(self.received) if p == path]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(name="receiver")
+def fixture_receiver():
+    running = Receiver()
+    yield running
+    running.close()
+
+
+def make_webhook(workspace, url: str, events=("Succeeded", "Failed"), secret: str = "", **fields):
+    from jobs.models import Webhook
+
+    webhook = Webhook(workspace=workspace, name=fields.pop("name", f"hook-{url[-8:]}"), url=url, events=list(events),
+                      **fields)
+    webhook.set_secret(secret)
+    webhook.save()
+    return webhook
+
+
+def ended_job(workspace, owner=None, status: str = "Succeeded", name: str | None = None, **fields):
+    name = name or f"ended-{uuid.uuid4().hex[:8]}"
+    return pf.make_job(workspace, owner, name, status=status, finished_at=timezone.now(), **fields)
+
+
+# -- pure functions -----------------------------------------------------------------------------------------
+
+
+def test_signature_is_the_hex_hmac_sha256_of_the_body():
+    from jobs import notify
+
+    # RFC 4231-style known answer (the Wikipedia HMAC example), so the test does not repeat the code under test.
+    body = b"The quick brown fox jumps over the lazy dog"
+    assert notify.signature("key", body) == "sha256=f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8"
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("https://hooks.example.com/dlc?x=1", None),
+    ("http://127.0.0.1:8080/hook", None),
+    ("ftp://example.com/hook", "Only http"),
+    ("javascript:alert(1)", "Only http"),
+    ("file:///etc/passwd", "Only http"),
+    ("hooks.example.com/dlc", "Only http"),
+    ("https:///path-only", "needs a host"),
+    ("https://user:pw@example.com/hook", "no credentials"),
+    ("https://example.com:99999/hook", "Not a valid URL"),
+    ("https://example.com/a b", "spaces"),
+])
+def test_url_rules(url, problem):
+    from jobs import notify
+
+    found = notify.url_problem(url)
+    assert (found is None) if problem is None else (problem in found), found
+
+
+def test_the_host_shown_for_a_url_has_no_path_query_or_credentials():
+    from jobs import notify
+
+    assert notify.host_of("https://u:p@hooks.slack.example:8443/services/T0/B0/SECRETPATH?t=1") == \
+        "https://hooks.slack.example:8443"
+
+
+def test_retry_waits_grow_fourfold_over_about_ten_minutes_by_default(settings):
+    from jobs import notify
+
+    settings.DLC_WEBHOOK_RETRY_BASE_SECONDS = 30
+    waits = [notify.retry_wait(n) for n in range(1, settings.DLC_WEBHOOK_ATTEMPTS)]
+    assert waits == [30, 120, 480] and 540 <= sum(waits) <= 720
+
+
+# -- the POST, against a real server ------------------------------------------------------------------------
+
+
+def test_post_is_ok_on_2xx_only_and_never_follows_a_redirect(receiver):
+    from jobs import notify
+
+    receiver.script = {"/fail": [500], "/moved": [302], "/created": [201]}
+    assert notify.post(receiver.url("/created"), b"{}") == notify.Answer(True, 201, "")
+    failed = notify.post(receiver.url("/fail"), b"{}")
+    assert not failed.ok and failed.code == 500 and failed.error == "Internal Server Error"
+    moved = notify.post(receiver.url("/moved"), b"{}")
+    assert not moved.ok and moved.code == 302 and "not followed" in moved.error
+    assert receiver.posts("/redirected") == []
+    headers, _ = receiver.posts("/created")[0]
+    assert headers["Content-Type"] == "application/json" and notify.SIGNATURE_HEADER not in headers
+
+
+def test_an_unreachable_receiver_is_an_error_that_does_not_quote_the_url():
+    from jobs import notify
+    from tests.support.localdlc import free_port
+
+    answer = notify.post(f"http://127.0.0.1:{free_port()}/services/SECRETPATH", b"{}")
+    assert not answer.ok and answer.code is None and answer.error
+    assert "SECRETPATH" not in answer.error and "127.0.0.1" not in answer.error
+
+
+def test_a_garbled_answer_is_an_error_not_a_crash():
+    import socket
+
+    from jobs import notify
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer_garbage() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+
+    threading.Thread(target=answer_garbage, daemon=True).start()
+    try:
+        answer = notify.post(f"http://127.0.0.1:{server.getsockname()[1]}/x", b"{}")
+    finally:
+        server.close()
+    assert not answer.ok and answer.code is None and "BadStatusLine" in answer.error
+
+
+# -- deliveries ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(name="team")
+def fixture_team(db):
+    return pf.make_team()
+
+
+def test_payload_names_the_job_and_links_its_page(team, settings):
+    from jobs import notify
+
+    settings.DLC_BASE_URL = "https://console.example"
+    job = ended_job(team.alpha, team.users["member"], status="Failed", name="train-x",
+                    reason_code="JobFailed", reason_message="exit 1")
+    data = notify.payload(job)
+    assert data["event"] == "job.failed" and data["sent_at"]
+    assert data["job"] == {
+        "id": job.pk, "name": "train-x", "status": "Failed", "dlc_job_id": job.dlc_job_id, "workspace": "Alpha",
+        "owner": "member", "url": f"https://console.example/jobs/{job.pk}",
+        "created_at": job.created_at.isoformat(), "finished_at": job.finished_at.isoformat(),
+        "reason_code": "JobFailed", "reason_message": "exit 1",
+    }
+    assert notify.payload(job, status="SubmitFailed")["event"] == "job.submitfailed"
+
+
+def test_only_enabled_webhooks_whose_events_include_the_status_get_one_delivery(team, receiver):
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    wanted = make_webhook(team.alpha, receiver.url("/a"), events=["Failed"])
+    make_webhook(team.alpha, receiver.url("/b"), events=["Succeeded"])
+    make_webhook(team.alpha, receiver.url("/c"), events=["Failed"], enabled=False)
+    make_webhook(team.beta, receiver.url("/d"), events=["Failed"])
+    job = ended_job(team.alpha, status="Failed")
+    first = notify.deliveries_for(job)
+    assert [d.webhook for d in first] == [wanted]
+    assert notify.deliveries_for(job) == first and WebhookDelivery.objects.count() == 1  # made once
+    assert notify.deliveries_for(pf.make_job(team.alpha, None, "running")) == []  # still running: nothing
+
+
+def test_a_failing_receiver_is_retried_until_delivered_then_never_again(team, receiver, settings):
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    settings.DLC_WEBHOOK_RETRY_BASE_SECONDS = 0
+    receiver.script = {"/flaky": [500, 200]}
+    make_webhook(team.alpha, receiver.url("/flaky"), secret="s3cret")
+    job = ended_job(team.alpha, team.users["member"])
+    assert notify.notify_job(job.pk) is not None  # owed: the task retries
+    delivery = WebhookDelivery.objects.get(job=job)
+    assert delivery.state == "retrying" and delivery.attempts == 1 and delivery.last_code == 500
+    assert notify.notify_job(job.pk) is None
+    delivery.refresh_from_db()
+    assert delivery.state == "delivered" and delivery.attempts == 2 and delivery.last_code == 200
+    assert notify.notify_job(job.pk) is None  # a task run twice posts nothing more
+    posts = receiver.posts("/flaky")
+    assert len(posts) == 2
+    headers, body = posts[-1]
+    expected = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+    assert headers["X-DLC-Signature"] == expected and json.loads(body)["job"]["id"] == job.pk
+
+
+def test_out_of_attempts_the_delivery_fails_and_is_owed_no_more(team, receiver, settings):
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    settings.DLC_WEBHOOK_RETRY_BASE_SECONDS = 0
+    settings.DLC_WEBHOOK_ATTEMPTS = 2
+    receiver.script = {"/down": [503]}
+    make_webhook(team.alpha, receiver.url("/down"))
+    job = ended_job(team.alpha)
+    notify.notify_job(job.pk)
+    assert notify.notify_job(job.pk) is None
+    delivery = WebhookDelivery.objects.get(job=job)
+    assert delivery.state == "failed" and delivery.attempts == 2 and delivery.last_code == 503
+    assert len(receiver.posts("/down")) == 2
+
+
+def test_a_webhook_disabled_meanwhile_closes_its_owed_delivery(team, receiver, settings):
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    settings.DLC_WEBHOOK_RETRY_BASE_SECONDS = 0
+    receiver.script = {"/x": [500]}
+    webhook = make_webhook(team.alpha, receiver.url("/x"))
+    job = ended_job(team.alpha)
+    notify.notify_job(job.pk)
+    webhook.enabled = False
+    webhook.save()
+    assert notify.notify_job(job.pk) is None
+    assert WebhookDelivery.objects.get(job=job).state == "failed" and len(receiver.posts("/x")) == 1
+
+
+def test_the_sweep_finds_overdue_owed_deliveries_of_the_last_day(team):
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    webhook = make_webhook(team.alpha, "http://127.0.0.1:9/hook")
+    now = timezone.now()
+    jobs = [ended_job(team.alpha, name=f"j{n}") for n in range(4)]
+    WebhookDelivery.objects.create(webhook=webhook, job=jobs[0], status="Succeeded",
+                                   next_attempt_at=now - timedelta(minutes=5))  # lost: owed
+    WebhookDelivery.objects.create(webhook=webhook, job=jobs[1], status="Succeeded",
+                                   next_attempt_at=now + timedelta(seconds=30))  # due soon: its task waits
+    WebhookDelivery.objects.create(webhook=webhook, job=jobs[2], status="Succeeded", delivered_at=now,
+                                   next_attempt_at=None)
+    WebhookDelivery.objects.create(webhook=webhook, job=jobs[3], status="Succeeded",
+                                   next_attempt_at=now - timedelta(days=2), created_at=now - timedelta(days=2))
+    assert notify.owed_jobs(timedelta(minutes=2)) == [jobs[0].pk]
+
+
+def test_a_job_end_owes_its_deliveries_at_once_so_a_lost_task_is_swept(team, receiver,
+                                                                        django_capture_on_commit_callbacks):
+    """The end makes its deliveries in its own transaction: the task that would send them is never enqueued here
+    (its on-commit callback is captured, not run), as when the broker is down, and the sweep still finds them."""
+    from jobs import dlc, lifecycle, notify
+    from jobs.models import WebhookDelivery
+
+    make_webhook(team.alpha, receiver.url("/ends"), events=["SubmitFailed"])
+    job = pf.make_job(team.alpha, team.users["member"], "refused", status="Submitting", dlc_job_id="", pods=[])
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        lifecycle.give_up_submit(job.pk, dlc.DLCError("InvalidParameter", "refused"))
+    assert len(callbacks) == 1  # the notify task, never run
+    delivery = WebhookDelivery.objects.get(job=job)
+    assert delivery.status == "SubmitFailed" and delivery.delivered_at is None and delivery.attempts == 0
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=5))
+    assert notify.owed_jobs(timedelta(minutes=2)) == [job.pk]
+    assert notify.notify_job(job.pk) is None  # what the swept task does
+    assert [json.loads(body)["event"] for _headers, body in receiver.posts("/ends")] == ["job.submitfailed"]
+
+
+# -- the settings tab ---------------------------------------------------------------------------------------
+
+
+def test_the_tab_is_for_admins_and_shows_webhooks_with_their_deliveries(team):
+    from jobs.models import WebhookDelivery
+
+    webhook = make_webhook(team.alpha, "https://hooks.example.com/dlc", secret="never-shown", name="team-chat")
+    WebhookDelivery.objects.create(webhook=webhook, job=team.job, status="Failed", attempts=2, last_code=502,
+                                   last_error="Bad Gateway", next_attempt_at=None)
+    url = f"/workspaces/{team.alpha.pk}/notifications"
+    assert pf.client_for(team.users["member"]).get(url).status_code == 403
+    page = pf.client_for(team.users["admin"]).get(url)
+    text = page.content.decode()
+    assert page.status_code == 200 and "team-chat" in text and "HTTP 502 Bad Gateway" in text
+    assert "never-shown" not in text and "signed" in text
+    assert pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/settings").content.count(
+        url.encode()) == 1  # the tab link
+
+
+def test_adding_a_webhook_seals_its_secret_and_is_audited_without_it(team):
+    from jobs.models import AuditEvent, Webhook
+
+    client = pf.client_for(team.users["admin"])
+    response = client.post(f"/workspaces/{team.alpha.pk}/notifications", {
+        "name": "ops", "url": "https://hooks.example.com/services/T0/SECRETPATH", "events": ["Failed", "SubmitFailed"],
+        "enabled": "on", "secret": "hush-hush",
+    })
+    assert response.status_code == 302
+    webhook = Webhook.objects.get(workspace=team.alpha, name="ops")
+    assert webhook.events == ["Failed", "SubmitFailed"] and webhook.secret() == "hush-hush"
+    assert "hush-hush" not in webhook.sealed_secret
+    event = AuditEvent.objects.filter(workspace=team.alpha).first()
+    assert event.details["event"] == "webhook-added" and event.details["webhook"]["url_host"] == \
+        "https://hooks.example.com"
+    assert "hush-hush" not in json.dumps(event.details) and "SECRETPATH" not in json.dumps(event.details)
+    page = client.get(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}").content.decode()
+    assert "hush-hush" not in page and "A secret is set" in page
+
+    # Editing with the secret left blank keeps it; the box to remove it removes it.
+    data = {"name": "ops", "url": webhook.url, "events": ["Failed"], "enabled": "on", "secret": ""}
+    client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}", data)
+    webhook.refresh_from_db()
+    assert webhook.events == ["Failed"] and webhook.secret() == "hush-hush"
+    client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}", {**data, "clear_secret": "on"})
+    webhook.refresh_from_db()
+    assert not webhook.has_secret
+    changes = [e.details.get("changes", {}) for e in AuditEvent.objects.filter(details__event="webhook-changed")]
+    assert {"events", "signing"} <= set().union(*changes)
+
+
+@pytest.mark.parametrize(("data", "field", "message"), [
+    ({"url": "ftp://example.com/x"}, "url", "Only http"),
+    ({"url": "https://u:p@example.com/x"}, "url", "no credentials"),
+    ({"events": []}, "events", "at least one"),
+    ({"events": ["Running"]}, "events", "valid choice"),
+    ({"name": "n" * 101}, "name", "at most 100"),
+    ({"name": "   "}, "name", "required"),
+    ({"name": "taken"}, "name", "already has a webhook"),
+])
+def test_bad_input_is_an_error_at_its_field(team, data, field, message):
+    from jobs.models import Webhook
+
+    make_webhook(team.alpha, "https://example.com/taken", name="taken")
+    post = {"name": "new", "url": "https://example.com/x", "events": ["Failed"], **data}
+    response = pf.client_for(team.users["admin"]).post(f"/workspaces/{team.alpha.pk}/notifications", post)
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert list(errors) == [field] and message in " ".join(errors[field]), errors
+    assert f'id="field-{field}"' in response.content.decode()
+    assert Webhook.objects.filter(workspace=team.alpha).count() == 1
+
+
+def test_send_test_posts_now_and_answers_in_place(team, receiver):
+    receiver.script = {"/bad": [404]}
+    good = make_webhook(team.alpha, receiver.url("/good"), secret="k", name="good")
+    bad = make_webhook(team.alpha, receiver.url("/bad"), name="bad")
+    client = pf.client_for(team.users["admin"])
+    ok = client.post(f"/workspaces/{team.alpha.pk}/notifications/{good.pk}/test", HTTP_HX_REQUEST="true")
+    assert ok.status_code == 200 and 'data-ok="true"' in ok.content.decode() and b"<html" not in ok.content
+    headers, body = receiver.posts("/good")[0]
+    assert json.loads(body)["event"] == "test"
+    assert headers["X-DLC-Signature"] == "sha256=" + hmac.new(b"k", body, hashlib.sha256).hexdigest()
+    failed = client.post(f"/workspaces/{team.alpha.pk}/notifications/{bad.pk}/test", HTTP_HX_REQUEST="true")
+    assert 'data-ok="false"' in failed.content.decode() and "HTTP 404" in failed.content.decode()
+
+
+def test_a_secret_that_cannot_be_unsealed_is_not_sent_unsigned(team, receiver, settings):
+    from jobs import notify
+
+    webhook = make_webhook(team.alpha, receiver.url("/signed"), secret="old")
+    settings.DLC_SECRET_BOX_KEY = "another-key"  # the key changed since the secret was sealed
+    answer = notify.send_test(webhook)
+    assert not answer.ok and "cannot be unsealed" in answer.error and receiver.posts("/signed") == []
+
+
+def test_disable_and_delete_are_audited(team):
+    from jobs.models import AuditEvent, Webhook
+
+    webhook = make_webhook(team.alpha, "https://example.com/x", name="x")
+    client = pf.client_for(team.users["admin"])
+    assert client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}/toggle").status_code == 302
+    webhook.refresh_from_db()
+    assert not webhook.enabled
+    assert client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}/delete").status_code == 302
+    assert not Webhook.objects.filter(pk=webhook.pk).exists()
+    events = [e.details["event"] for e in AuditEvent.objects.filter(workspace=team.alpha).order_by("id")]
+    assert events[-2:] == ["webhook-disabled", "webhook-deleted"]
+    assert client.post(f"/workspaces/{team.beta.pk}/notifications/{webhook.pk}/delete").status_code == 404
+
+
+# -- with the real stack --------------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_jobs_that_end_notify_each_webhook_once_with_a_valid_signature(stack, member, workspace, receiver, settings):
+    from jobs import status as st
+    from jobs.models import WebhookDelivery
+    from jobs.views import save_and_enqueue
+    from tests.test_lifecycle import job_body, use_broker, wait_for
+    from tests.test_sync import status_of, submit_through_the_stack
+
+    # The worker unseals the signing secret with the stack's key (a file in its data dir): seal it with the same.
+    key_file = stack.data_dir / "secret_box_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(32))
+    settings.DLC_SECRET_BOX_KEY = key_file.read_text().strip()
+    receiver.script = {"/flaky": [500, 200]}
+    make_webhook(workspace, receiver.url("/all"), events=["Succeeded", "Failed", "SubmitFailed"], secret="shh",
+                 name="all")
+    make_webhook(workspace, receiver.url("/flaky"), events=["Succeeded"], name="flaky")
+    make_webhook(workspace, receiver.url("/off"), events=["Succeeded", "Failed"], enabled=False, name="off")
+
+    good = submit_through_the_stack(stack, workspace, member, "echo fine")
+    bad = submit_through_the_stack(stack, workspace, member, "echo broken; exit 1")
+    # DLC refuses a body it cannot run (PodCount 0): a permanent error, the job ends SubmitFailed.
+    body = job_body("echo never")
+    body["JobSpecs"][0]["PodCount"] = 0
+    with use_broker(stack.redis_url):
+        refused = save_and_enqueue(workspace=workspace, owner=member, body=body)
+
+    wait_for(lambda: (status_of(good), status_of(bad), status_of(refused)) == ("Succeeded", "Failed",
+                                                                               st.SUBMIT_FAILED),
+             timeout=60, what="jobs ended")
+    wait_for(lambda: len(receiver.posts("/all")) >= 3 and len(receiver.posts("/flaky")) >= 2, timeout=30,
+             what="webhooks called")
+
+    by_job = {}
+    for headers, body in receiver.posts("/all"):
+        assert headers["X-DLC-Signature"] == "sha256=" + hmac.new(b"shh", body, hashlib.sha256).hexdigest()
+        data = json.loads(body)
+        by_job.setdefault(data["job"]["id"], []).append(data["event"])
+    assert by_job == {good.pk: ["job.succeeded"], bad.pk: ["job.failed"], refused.pk: ["job.submitfailed"]}
+
+    flaky = receiver.posts("/flaky")
+    assert [json.loads(b)["job"]["id"] for _, b in flaky] == [good.pk, good.pk]
+    assert "X-DLC-Signature" not in flaky[0][0]
+    delivery = WebhookDelivery.objects.get(webhook__name="flaky", job=good)
+    wait_for(lambda: WebhookDelivery.objects.get(pk=delivery.pk).delivered_at is not None, timeout=10,
+             what="delivery recorded")
+    delivery.refresh_from_db()
+    assert delivery.attempts == 2 and delivery.last_code == 200 and delivery.state == "delivered"
+    assert receiver.posts("/off") == [] and len(receiver.posts("/all")) == 3  # nothing more came meanwhile
+
+
+# Last in the module: quiet_stack pauses the stack's beat until the module ends, and the test above needs it.
+@pytest.mark.integration
+def test_a_sync_notifies_the_end_it_watched_not_a_job_imported_already_ended(ws, backend, quiet_stack, receiver):
+    """A job created outside the console that ended before the import is no news; the console's own job ending
+    is. The stack's real worker (its beat paused) runs the notify tasks the in-process sync enqueues."""
+    import time
+
+    from alibabacloud_pai_dlc20201203 import models as sdk
+
+    from jobs import lifecycle
+    from jobs.models import Job, WebhookDelivery
+    from tests.test_lifecycle import job_body, make_job, use_broker, wait_for
+
+    make_webhook(ws, receiver.url("/ends"), events=["Succeeded"])
+    outside = backend.client().create_job(sdk.CreateJobRequest().from_map(job_body("echo outside"))).body.job_id
+    backend.wait_for_status(outside, ("Succeeded",), timeout=30)
+    ours = make_job(ws, command="echo ours")
+    assert lifecycle.submit(ours.pk) == "created"
+
+    with use_broker(quiet_stack.redis_url):
+        wait_for(lambda: lifecycle.sync_workspace(ws) is not None and Job.objects.get(pk=ours.pk).status == "Succeeded",
+                 timeout=30, what="our job ended in a sync")
+    imported = Job.objects.get(workspace=ws, dlc_job_id=outside)
+    assert imported.imported and imported.status == "Succeeded"
+    wait_for(lambda: receiver.posts("/ends"), timeout=15, what="our job's end notified")
+    time.sleep(1.5)  # a wrongly enqueued notification of the imported job would be in by now
+    assert [json.loads(body)["job"]["id"] for _, body in receiver.posts("/ends")] == [ours.pk]
+    assert not WebhookDelivery.objects.filter(job=imported).exists()
