@@ -9,7 +9,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import http.client
+import io
 import json
+import socket
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from jobs import dlc
+from jobs import status as st
 from jobs.models import Job, Webhook, WebhookDelivery
 from jobs.notify_models import EVENTS
 
@@ -107,8 +111,11 @@ def url_problem(url: str) -> str | None:
         return "The URL needs a host, e.g. https://hooks.example.com/dlc."
     if parts.username is not None or parts.password is not None:
         return "Put no credentials in the URL: set a signing secret instead."
-    if any(c.isspace() or ord(c) < 32 for c in url):
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
         return "The URL must not contain spaces or control characters."
+    if not f"{parts.path}{parts.query}{parts.fragment}".isascii():
+        # http.client cannot send it: every POST would fail. (A non-ASCII host is fine: it goes out as IDNA.)
+        return "Percent-encode non-ASCII characters in the URL's path and query."
     return None
 
 
@@ -140,21 +147,85 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_opener = urllib.request.build_opener(_NoRedirects)
+class _DeadlineSocket:
+    """A connected socket whose reads and writes all time out at one deadline for the whole exchange. A socket
+    timeout alone bounds each read: a receiver trickling a byte every few seconds would hold the worker for ever."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock, self._deadline = sock, deadline
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+    def _arm(self) -> None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        self._sock.settimeout(left)
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        self._arm()
+        return self._sock.recv_into(buffer, nbytes, flags)
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        self._arm()
+        return self._sock.recv(bufsize, flags)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self._arm()
+        self._sock.sendall(data, flags)
+
+    def makefile(self, mode: str = "rb", buffering: int | None = None, **_: Any) -> io.BufferedReader:
+        # socket.makefile's reader, but reading through this wrapper (http.client reads the answer from it).
+        self._sock._io_refs += 1
+        return io.BufferedReader(socket.SocketIO(self, "rb"), io.DEFAULT_BUFFER_SIZE)  # type: ignore[arg-type]
+
+
+def _deadline(timeout: Any) -> float:
+    # urllib passes a sentinel object, not a number, when the caller gave no timeout.
+    return time.monotonic() + (timeout if isinstance(timeout, int | float) else TIMEOUT)
+
+
+class _DeadlineHTTPConnection(http.client.HTTPConnection):
+    def connect(self) -> None:
+        deadline = _deadline(self.timeout)
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock, deadline)
+
+
+class _DeadlineHTTPSConnection(http.client.HTTPSConnection):
+    def connect(self) -> None:
+        deadline = _deadline(self.timeout)
+        super().connect()  # the TLS handshake: bounded per read only
+        self.sock = _DeadlineSocket(self.sock, deadline)
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_DeadlineHTTPConnection, req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(_DeadlineHTTPSConnection, req, context=self._context)
+
+
+_opener = urllib.request.build_opener(_NoRedirects, _DeadlineHTTPHandler, _DeadlineHTTPSHandler)
 
 
 def _short(text: str) -> str:
     return dlc.redact(" ".join(str(text).split()))[:200]
 
 
-def post(url: str, body: bytes, secret: str = "") -> Answer:
-    """POST body (JSON) to url; ok on a 2xx. Never raises for the receiver's faults."""
+def post(url: str, body: bytes, secret: str = "", *, timeout: float = TIMEOUT) -> Answer:
+    """POST body (JSON) to url; ok on a 2xx, answered within `timeout` seconds all told (DNS aside). Never raises
+    for the receiver's faults."""
     headers = {"Content-Type": "application/json", "User-Agent": "dlc-console-webhook/1"}
     if secret:
         headers[SIGNATURE_HEADER] = signature(secret, body)
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with _opener.open(request, timeout=TIMEOUT) as response:
+        with _opener.open(request, timeout=timeout) as response:
             code = response.status
     except urllib.error.HTTPError as err:
         err.close()
@@ -164,6 +235,9 @@ def post(url: str, body: bytes, secret: str = "") -> Answer:
         reason = err.reason
         text = "timed out" if isinstance(reason, TimeoutError) else reason
         return Answer(False, None, _short(f"{type(reason).__name__}: {text}" if isinstance(reason, OSError) else text))
+    except http.client.InvalidURL:
+        # Its text quotes the URL, whose path may be the receiver's secret.
+        return Answer(False, None, "the URL cannot be sent to")
     except (OSError, http.client.HTTPException) as err:
         # A read that times out, a connection reset, a garbled answer: their texts hold no URL.
         return Answer(False, None, _short(f"{type(err).__name__}: {err}" if str(err) else type(err).__name__))
@@ -228,6 +302,12 @@ def attempt(delivery: WebhookDelivery, job: Job) -> str:
         pk=delivery.pk, delivered_at__isnull=True, next_attempt_at__lte=now + EARLY
     ).update(next_attempt_at=now + CLAIM)
     if not claimed:
+        return "skipped"
+    if job.is_active or (delivery.status == st.SUBMIT_FAILED and job.dlc_job_id):
+        # The end was undone: a job given up as SubmitFailed (or stopped unsent) whose CreateJob had landed after
+        # all is adopted by DLC's job (lifecycle.adopt). Receivers must not hear of that end now; its real end
+        # makes a delivery anew (the unique key is free again).
+        WebhookDelivery.objects.filter(pk=delivery.pk, delivered_at__isnull=True).delete()
         return "skipped"
     delivery.refresh_from_db(fields=["attempts"])  # another worker may have tried since it was read
     webhook = Webhook.objects.get(pk=delivery.webhook_id)

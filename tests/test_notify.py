@@ -109,6 +109,9 @@ def test_signature_is_the_hex_hmac_sha256_of_the_body():
     ("https://user:pw@example.com/hook", "no credentials"),
     ("https://example.com:99999/hook", "Not a valid URL"),
     ("https://example.com/a b", "spaces"),
+    ("https://example.com/a\x7fb", "control characters"),
+    ("https://example.com/caf\u00e9", "Percent-encode"),
+    ("https://b\u00fccher.example/hook", None),
 ])
 def test_url_rules(url, problem):
     from jobs import notify
@@ -177,6 +180,48 @@ def test_a_garbled_answer_is_an_error_not_a_crash():
     finally:
         server.close()
     assert not answer.ok and answer.code is None and "BadStatusLine" in answer.error
+
+
+def test_a_receiver_trickling_its_answer_is_cut_off_at_the_timeout_all_told():
+    import socket
+    import time
+
+    from jobs import notify
+
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        # Each byte well within the timeout, the answer never complete: a per-read timeout would wait for ever.
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            while not stop.wait(0.1):
+                try:
+                    conn.sendall(b"a")
+                except OSError:
+                    return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    started = time.monotonic()
+    try:
+        answer = notify.post(f"http://127.0.0.1:{server.getsockname()[1]}/x", b"{}", timeout=0.5)
+    finally:
+        elapsed = time.monotonic() - started
+        stop.set()
+        server.close()
+    assert not answer.ok and "timed out" in answer.error
+    assert elapsed < 2.5, elapsed
+
+
+def test_a_url_http_client_refuses_is_an_error_that_does_not_quote_it(receiver):
+    from jobs import notify
+
+    # A DEL character passed the save-time rule before; http.client's refusal quotes the whole path and query.
+    answer = notify.post(receiver.url("/services/SECRETPATH\x7f?token=TOKEN"), b"{}")
+    assert not answer.ok and answer.error
+    assert "SECRETPATH" not in answer.error and "TOKEN" not in answer.error
 
 
 # -- deliveries ---------------------------------------------------------------------------------------------
@@ -255,6 +300,42 @@ def test_out_of_attempts_the_delivery_fails_and_is_owed_no_more(team, receiver, 
     delivery = WebhookDelivery.objects.get(job=job)
     assert delivery.state == "failed" and delivery.attempts == 2 and delivery.last_code == 503
     assert len(receiver.posts("/down")) == 2
+
+
+def test_an_end_undone_by_adopting_the_job_is_not_told_and_its_real_end_is(team, receiver):
+    from jobs import lifecycle, notify
+    from jobs import status as st
+    from jobs.models import WebhookDelivery
+
+    make_webhook(team.alpha, receiver.url("/ends"), events=[st.SUBMIT_FAILED, "Succeeded"])
+    # Given up after ambiguous errors, but the CreateJob had landed: the import finds it by its tag and adopts it.
+    job = ended_job(team.alpha, status=st.SUBMIT_FAILED, dlc_job_id="")
+    assert len(notify.deliveries_for(job)) == 1  # the end owed its delivery (as _fail_submit makes it)
+    assert lifecycle.adopt(job, "dlc-adopted")
+    assert notify.notify_job(job.pk) is None
+    assert receiver.posts("/ends") == [] and not WebhookDelivery.objects.filter(job=job).exists()
+    job.refresh_from_db()
+    job.status, job.finished_at = "Succeeded", timezone.now()
+    job.save()
+    assert notify.notify_job(job.pk) is None
+    [(_, body)] = receiver.posts("/ends")
+    assert json.loads(body)["event"] == "job.succeeded"
+
+
+def test_a_submit_failed_end_adopted_by_a_job_already_ended_at_dlc_is_not_told(team, receiver):
+    from jobs import lifecycle, notify
+    from jobs import status as st
+
+    make_webhook(team.alpha, receiver.url("/ends"), events=[st.SUBMIT_FAILED, "Succeeded"])
+    job = ended_job(team.alpha, status=st.SUBMIT_FAILED, dlc_job_id="")
+    notify.deliveries_for(job)
+    # The import found the job by its tag, already ended: adopted, then DLC's end applied (import_or_adopt).
+    assert lifecycle.adopt(job, "dlc-done")
+    job.refresh_from_db()
+    job.status, job.finished_at = "Succeeded", timezone.now()
+    job.save()
+    assert notify.notify_job(job.pk) is None
+    assert [json.loads(body)["event"] for _, body in receiver.posts("/ends")] == ["job.succeeded"]
 
 
 def test_a_webhook_disabled_meanwhile_closes_its_owed_delivery(team, receiver, settings):
@@ -368,6 +449,13 @@ def test_adding_a_webhook_seals_its_secret_and_is_audited_without_it(team):
     ({"name": "n" * 101}, "name", "at most 100"),
     ({"name": "   "}, "name", "required"),
     ({"name": "taken"}, "name", "already has a webhook"),
+    ({"url": "http://[::1/x"}, "url", "Not a valid URL"),
+    ({"url": "http://example.com:port/x"}, "url", "Not a valid URL"),
+    ({"url": "https://example.com/" + "x" * 2000}, "url", "at most 2000"),
+    ({"url": "https://example.com/a\x7f"}, "url", "control characters"),
+    ({"url": "https://example.com/a\x00"}, "url", "Null characters"),
+    ({"url": "https://example.com/\u00e9t\u00e9"}, "url", "Percent-encode"),
+    ({"secret": "s" * 201}, "secret", "at most 200"),
 ])
 def test_bad_input_is_an_error_at_its_field(team, data, field, message):
     from jobs.models import Webhook
