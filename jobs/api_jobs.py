@@ -159,7 +159,7 @@ def merge_secret_envs(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, s
                 errors[f"Envs.{key}"] = [f"{spec.SECRET_PLACEHOLDER} stands for a secret value that is never "
                                          f"copied: send the value in {SECRET_ENVS}."]
         out["Envs"] = envs
-    elif given:
+    elif given and envs is None:  # any other Envs is refused by spec.validate, not replaced
         out["Envs"] = {key: spec.SECRET_PLACEHOLDER for key in given}
     return out, secrets, errors
 

@@ -164,8 +164,9 @@ def source_hints(body: Mapping, hints: Mapping | None, context: spec.Context | N
 
 
 def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edit: bool = False,
-            context: spec.Context | None = None) -> Prefill:
-    """Sections for a clone (or an edit) of job, with POLICY applied."""
+            context: spec.Context | None = None, keep_sealed: bool = False) -> Prefill:
+    """Sections for a clone (or an edit) of job, with POLICY applied. keep_sealed: an edit by the job's owner,
+    which may reuse the job's still-sealed secret variables (anyone else must type them)."""
     hints = source_hints(job.body or {}, job.hints, context)
     # strip_secrets: a variable named like a secret but not ticked Secret is not copied in plain text either.
     body = spec.strip_secrets(job.body or {})
@@ -190,7 +191,7 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
     env["registry_password"] = ""
 
     # A failed job whose secrets are still sealed (retries ran out) lends them to its edit; never to a clone.
-    sealed = kept_envs(job) if edit else {}
+    sealed = kept_envs(job) if edit and keep_sealed else {}
     for i, row in enumerate(env["envs"]):
         if row.get("secret"):
             row["value"] = ""

@@ -471,9 +471,12 @@ def _as_text(value: Any, quoted: bool) -> str:
 
 def _may_be_secret(path: str, value: Any) -> bool:
     keys = [s for s in _steps(path) if isinstance(s, str)]
+    if keys and keys[0] in ("Envs", "CustomEnvs") and (len(keys) == 1 or keys[0] == "CustomEnvs"):
+        return True  # variables not as a {NAME: value} map: which value belongs to which name cannot be told
     if isinstance(value, dict | list):
         keys += re.findall(r'"([^"]*)"\s*:', json.dumps(value, default=str))
-    return any(_SECRET_WORD.search(k) for k in keys)
+    # spec's rule (WANDB_API_KEY, ApiKey) as well as the words above (Settings' field names, e.g. access_key).
+    return any(_SECRET_WORD.search(k) or spec.looks_like_secret(k) for k in keys)
 
 
 def to_wizard(body: Mapping, problems: Mapping[str, list[str]],

@@ -571,16 +571,21 @@ def template_from_wizard(request: HttpRequest) -> HttpResponse:
             form.add_error("name", str(exc))
         else:
             # Back to the wizard, started from what was just saved: the same data, and a reload saves nothing.
+            secrets = wizard.secrets()
             typed = [label for key, label in (("registry_password", "the registry password"),
-                                              ("RayRedisPassword", "RayRedisPassword")) if key in wizard.secrets()]
+                                              ("RayRedisPassword", "RayRedisPassword")) if key in secrets]
+            typed += [f"the value of {k.removeprefix(spec.SECRET_ENV_PREFIX)}" for k in secrets
+                      if k.startswith(spec.SECRET_ENV_PREFIX)]
             again = f" Type {' and '.join(typed)} again: templates never keep secrets." if typed else ""
             messages.success(request, f"Saved as template {version}. You are back in the wizard, "
                                       f"now started from it.{again}")
             return redirect(f"{reverse('job_create')}?template={version.template_id}&version={version.number}")
-    # Keep the wizard's data (never its secrets) so fixing the name is one more click.
+    # Keep the wizard's data (never its secrets) so fixing the name is one more click. glue.mask drops the
+    # registry password and the value of every variable ticked Secret.
+    safe = glue.mask({k: request.POST.get(k) for k in request.POST})
     carried = [(k, templates_lib.strip_advanced(v) if k == "resources-advanced" else v)
                for k, values in request.POST.lists() for v in values
-               if k not in ("csrfmiddlewaretoken", "_template_name", "_template_description", glue.PASSWORD)]
+               if k in safe and k not in ("csrfmiddlewaretoken", "_template_name", "_template_description")]
     _show_workspace(request, workspace)
     return render(request, "portal/template_from_wizard.html",
                   {"form": form, "carried": carried, "workspace": workspace}, status=400)

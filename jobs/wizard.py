@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 
 from jobs import access, clone, export, portal_wizard, secretbox, spec
 from jobs import status as st
+from jobs.api_jobs import take_secrets
 from jobs.forms import environment
 from jobs.forms import wizard as glue
 from jobs.models import Job, Workspace
@@ -67,8 +68,11 @@ def _start(request: HttpRequest, params) -> Start | None:
         hidden = {f"_{mode}": str(source.pk)}
         taken = Job.objects.filter(workspace=workspace, display_name__startswith=clone.copy_base(
             source.display_name)).values_list("display_name", flat=True)
+        # Sealed secrets go only into their owner's edit of a failed job: another member could otherwise run
+        # someone else's API key with a command of their own (and read it from the pod's log).
+        keep = mode == "edit" and source.owner_id == user.pk and source.status == st.SUBMIT_FAILED
         prefill = clone.prefill(source, taken_names=taken, workspace_id=workspace.dlc_workspace_id,
-                                edit=mode == "edit", context=glue.context_for(workspace))
+                                edit=mode == "edit", context=glue.context_for(workspace), keep_sealed=keep)
         if params.get("_baseline_name"):
             prefill.sections["basic"]["name"] = params["_baseline_name"]
         hidden["_baseline_name"] = prefill.sections["basic"]["name"]
@@ -109,11 +113,28 @@ def _wizard(start: Start, data, show=None) -> glue.Wizard:
     wizard = glue.Wizard(data, catalog=catalog, context=glue.context_for(start.workspace, catalog), show=show,
                          locked=portal_wizard.locks(start.portal))
     portal_wizard.apply(start.portal, wizard)
+    _refuse_unticked_secrets(start, wizard)
     return wizard
+
+
+def _refuse_unticked_secrets(start: Start, wizard: glue.Wizard) -> None:
+    """A variable that came Secret (from a clone, an edit or a template) has no value on the page: unticking
+    Secret without typing one would send it empty, not the source's value."""
+    origin = start.prefill.sections if start.prefill else start.portal.sections if start.portal else None
+    rows = ((origin or {}).get("environment") or {}).get("envs") or []
+    came = {str(r.get("key") or "").strip() for r in rows if isinstance(r, dict) and r.get("secret") is True}
+    for i, row in enumerate(wizard.sections["environment"].get("envs") or []):
+        key = str(row.get("key") or "").strip()
+        if key in came and row.get("secret") is not True and not str(row.get("value") or "").strip():
+            wizard.messages.setdefault(f"environment.envs[{i}].value", []).append(
+                f"Type the value of {key} again: secrets are never copied, and unticking Secret does not bring "
+                "the value back.")
 
 
 def _preview(wizard: glue.Wizard, start: Start) -> dict:
     body = wizard.preview_body(start.workspace.dlc_workspace_id)
+    if isinstance(body.get("Envs"), dict):  # a value named like a secret is sealed at submit (take_secrets)
+        body["Envs"] = spec.strip_secrets({"Envs": body["Envs"]})["Envs"]
     clean = wizard.body(start.workspace.dlc_workspace_id)
     return {
         "json": json.dumps(body, indent=2, ensure_ascii=False),
@@ -179,12 +200,15 @@ def job_new(request: HttpRequest) -> HttpResponse:
         return render(request, "jobs/wizard/page.html", _context(_wizard(start, data, show=set()), start))
     wizard = _wizard(start, request.POST)
     if wizard.action == "submit" and wizard.is_valid:
+        # As the API does (take_secrets): a variable named like a secret but not ticked Secret is sealed too, so
+        # its value is not in the database in plain text (every view of the body hides it already).
+        body, named = take_secrets(wizard.body(start.workspace.dlc_workspace_id))
         job = save_and_enqueue(
             workspace=start.workspace,
             owner=request.user,
-            body=wizard.body(start.workspace.dlc_workspace_id),
+            body=body,
             hints=wizard.hints(),
-            sealed_secrets=secretbox.seal(wizard.secrets()),
+            sealed_secrets=secretbox.seal({**named, **wizard.secrets()}),
             cloned_from=start.source,
         )
         return redirect(job)

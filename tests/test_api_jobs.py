@@ -214,6 +214,9 @@ def test_secret_envs_are_sealed_shown_as_the_placeholder_and_asked_again_by_a_cl
     ({"Envs": {"A": "1"}, "SecretEnvs": {"A": "2"}}, "SecretEnvs.A", "in Envs too"),
     ({"Envs": {"WANDB_API_KEY": "********"}}, "Envs.WANDB_API_KEY", "send the value in SecretEnvs"),
     ({"SecretEnvs": {"1BAD": "x"}}, "Envs", "letters, digits"),
+    # Bad Envs next to SecretEnvs are refused, not replaced by the secrets alone (the job would lose them unsaid).
+    ({"Envs": ["EPOCHS=3"], "SecretEnvs": {"B_TOKEN": "x"}}, "Envs", "Must be an object"),
+    ({"Envs": "EPOCHS=3", "SecretEnvs": {"B_TOKEN": "x"}}, "Envs", "Must be an object"),
 ])
 def test_bad_secret_envs_get_400_at_the_field(team, api, extra, path, fragment):
     answer = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", {**pf.BODY, **extra})

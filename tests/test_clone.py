@@ -302,6 +302,22 @@ def test_a_ray_clone_needs_its_secrets_typed_again_and_then_seals_them(web, sour
     assert new.body["JobSpecs"] == source.body["JobSpecs"]
 
 
+def test_unticking_secret_on_a_copied_secret_variable_does_not_send_it_empty(web, sources):
+    # The source's value was never copied: an unticked row left empty would silently run with WANDB_API_KEY="".
+    source = sources["spot"]
+    data = page_form_data(clone_page(web, source))
+    data["resources-advanced"] = data["resources-advanced"].replace(spec.SECRET_PLACEHOLDER, "typed-again")
+    del data["environment-envs-0-secret"]
+    refused = web.post(URL, data)
+    assert refused.status_code == 200 and "Type the value of WANDB_API_KEY again" in refused.content.decode()
+    assert Job.objects.count() == len(sources)
+    data["environment-envs-0-value"] = "now-plain"  # typed, unticked: sealed all the same (named like a secret)
+    assert web.post(URL, data).status_code == 302
+    new = Job.objects.order_by("-pk").first()
+    assert new.body["Envs"] == {"WANDB_API_KEY": spec.SECRET_PLACEHOLDER}
+    assert secretbox.unseal(new.sealed_secrets)["env:WANDB_API_KEY"] == "now-plain"
+
+
 def test_a_secret_variable_typed_on_a_page_that_comes_back_is_never_echoed_and_asked_again(web, sources):
     data = page_form_data(clone_page(web, sources["spot"]))
     data["environment-envs-0-value"] = "wandb-typed-once"
@@ -400,3 +416,20 @@ def test_edit_of_a_failed_job_whose_secret_env_is_still_sealed_keeps_it_without_
     # A clone of the same job asks for it.
     clone_html = clone_page(web, failed)
     assert 'id="kept-secrets"' not in clone_html and "Value of WANDB_API_KEY" in clone_html
+
+
+def test_only_the_owner_of_a_failed_job_gets_its_sealed_secret_env_in_an_edit(web, sources, ws):
+    # Another member may edit and resubmit the job, but with a command of their own and someone else's key the
+    # pod's log would show it: they must type the value.
+    failed = sources["spot"]
+    other = get_user_model().objects.create_user("key-owner")
+    Membership.objects.create(user=other, workspace=ws, role=Membership.MEMBER)
+    Job.objects.filter(pk=failed.pk).update(status=st.SUBMIT_FAILED, owner=other)
+    html = web.get(f"{URL}?edit={failed.pk}").content.decode()
+    assert 'id="kept-secrets"' not in html and "Value of WANDB_API_KEY" in html
+    data = page_form_data(html)
+    data["resources-advanced"] = data["resources-advanced"].replace(spec.SECRET_PLACEHOLDER, "typed-again")
+    data["environment-command"] = "echo $WANDB_API_KEY"
+    refused = web.post(URL, data)
+    assert refused.status_code == 200 and "Type the value of WANDB_API_KEY again" in refused.content.decode()
+    assert not Job.objects.filter(cloned_from=failed).exists()

@@ -269,3 +269,26 @@ def test_an_imported_env_named_like_a_secret_becomes_a_secret_row_to_type_again(
     assert "hf_secret_value" not in json.dumps(sections) + json.dumps([n.to_dict() for n in notes])
     note = next(n for n in notes if n.path == "Envs.HF_TOKEN")
     assert note.field == "environment.envs[0].value" and note.state == "dropped" and "type it" in note.message
+
+
+@pytest.mark.parametrize("extra", [
+    {"ApiKey": "leaked-value"},  # an unknown field named like a secret (API + key, as looks_like_secret reads it)
+    {"Settings": {"AdvancedSettings": {"WandbApiKey": "leaked-value"}}},
+    {"CustomEnvs": [{"Key": "HF_API_KEY", "Value": "leaked-value"}]},  # names in values: none is quoted
+    {"Envs": ["WANDB_API_KEY=leaked-value"]},  # not a map: which value is whose cannot be told
+])
+def test_import_notes_never_quote_a_value_that_may_be_a_secret(extra):
+    body = {"DisplayName": "j", "JobType": "PyTorchJob", "UserCommand": "run",
+            "JobSpecs": [{"Type": "Worker", "Image": "img", "PodCount": 1, "EcsSpec": "ecs.g6.large"}], **extra}
+    clean = spec.strip_secrets(body)
+    problems = spec.validate(clean)
+    assert problems, "the pasted field is refused, so a note is made for it"
+    _sections, notes = export.to_wizard(clean, problems)
+    assert "leaked-value" not in json.dumps([n.to_dict() for n in notes])
+
+
+def test_import_notes_still_quote_a_plain_misfit():
+    body = {"DisplayName": "j", "JobType": "PyTorchJob", "UserCommand": "run", "Envs": {"EPOCHS": 3},
+            "JobSpecs": [{"Type": "Worker", "Image": "img", "PodCount": "2", "EcsSpec": "ecs.g6.large"}]}
+    _sections, notes = export.to_wizard(body, spec.validate(body))
+    assert {n.path: n.raw for n in notes} == {"JobSpecs[0].PodCount": '"2"', "Envs.EPOCHS": "3"}

@@ -345,3 +345,17 @@ def test_a_secret_env_of_a_locked_list_is_typed_per_job_and_sealed(team):
     job = Job.objects.get(display_name="from-template")
     assert job.body["Envs"] == {"WANDB_API_KEY": spec.SECRET_PLACEHOLDER}
     assert secretbox.unseal(job.sealed_secrets) == {"env:WANDB_API_KEY": "typed-for-this-job"}
+
+
+def test_a_secret_env_value_is_not_carried_into_the_template_name_page(team):
+    s = sections(**{"environment.envs": [{"key": "WANDB_API_KEY", "value": "", "secret": True},
+                                         {"key": "EPOCHS", "value": "3"}]})
+    data = {**glue.sections_to_data(s), "environment-envs-0-value": "wandb-carried-secret", "_workspace": team.alpha.pk}
+    missing = pf.client_for(team.users["member"]).post("/templates/from-wizard", data)
+    assert missing.status_code == 400
+    assert "wandb-carried-secret" not in missing.text
+    assert 'name="environment-envs-0-secret"' in missing.text and 'value="3"' in missing.text
+    saved = pf.client_for(team.users["member"]).post("/templates/from-wizard", {**data, "_template_name": "t-env"},
+                                                     follow=True)
+    assert "Type the value of WANDB_API_KEY again: templates never keep secrets." in saved.text
+    assert "wandb-carried-secret" not in saved.text

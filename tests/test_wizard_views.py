@@ -267,4 +267,17 @@ def test_a_plain_env_named_like_a_secret_gets_the_tick_secret_note(web):
     data = form_data(environment__envs__0__key="HF_TOKEN", environment__envs__0__value="hf_x",
                      environment__envs__1__key="TOKENIZERS_PARALLELISM", environment__envs__1__value="false")
     html = web.post(reverse("wizard_section", args=["environment"]), data, HTTP_HX_REQUEST="true").content.decode()
-    assert html.count("looks like a secret: tick Secret") == 1
+    assert html.count("looks like a secret, so its value is kept like one") == 1
+
+
+def test_a_plain_env_named_like_a_secret_is_sealed_like_the_api_does_and_masked_in_the_preview(web):
+    plain = "hf-PLAIN-0xBEEF"
+    data = form_data(environment__envs__0__key="HF_TOKEN", environment__envs__0__value=plain,
+                     environment__envs__1__key="TOKENIZERS_PARALLELISM", environment__envs__1__value="false")
+    preview = web.post(reverse("wizard_preview"), data, HTTP_HX_REQUEST="true").content.decode()
+    assert plain not in preview and "&quot;HF_TOKEN&quot;: &quot;********&quot;" in preview
+    answer = web.post(URL, data)
+    assert answer.status_code == 302, answer.content.decode()[:2000]
+    job = Job.objects.get()
+    assert job.body["Envs"] == {"HF_TOKEN": "********", "TOKENIZERS_PARALLELISM": "false"}
+    assert secretbox.unseal(job.sealed_secrets) == {"env:HF_TOKEN": plain}

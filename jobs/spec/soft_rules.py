@@ -45,8 +45,8 @@ def notes(sections: Mapping, context: Context | None = None) -> dict[str, list[s
         if key in C.DLC_INJECTED_ENVS:
             out.add(f"environment.envs[{i}].key", f"{key} is set by DLC itself; your value overrides it.")
         if value and i not in env["secret_envs"] and looks_like_secret(key):
-            out.add(f"environment.envs[{i}].key", f"{key} looks like a secret: tick Secret so its value is stored "
-                    "encrypted, sent only to DLC and never shown, exported or copied.")
+            out.add(f"environment.envs[{i}].key", f"{key} looks like a secret, so its value is kept like one: "
+                    "encrypted, sent only to DLC, never shown, exported or copied. Tick Secret to hide it here too.")
     settings = res["advanced"] or {}
     if res["framework"] == "Ray" and "RayRuntimeEnv" in settings:
         if env["envs"]:
