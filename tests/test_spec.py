@@ -1031,7 +1031,7 @@ def test_a_plain_env_named_like_a_secret_gets_a_note_and_a_ticked_one_none():
     plain = _apply(Case("", {"environment.envs": [{"key": "WANDB_API_KEY", "value": "x"},
                                                   {"key": "TOKENIZERS_PARALLELISM", "value": "false"}]}))
     notes = spec.notes(plain)
-    assert "tick Secret" in " ".join(notes["environment.envs[0].key"])
+    assert "Tick Secret" in " ".join(notes["environment.envs[0].key"])
     assert "environment.envs[1].key" not in notes
     ticked = _apply(Case("", {"environment.envs": [{"key": "WANDB_API_KEY", "value": "x", "secret": True}]}))
     assert "environment.envs[0].key" not in spec.notes(ticked)
