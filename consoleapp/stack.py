@@ -131,6 +131,9 @@ class Stack:
             DLC_SYNC_INTERVAL=str(self.sync_interval),
             PYTHONUNBUFFERED="1",
         )
+        # Webhook payloads link to jobs at DLC_BASE_URL: unless the operator says where users reach the console,
+        # that is this stack's own web port, not the settings' default (8000).
+        env.setdefault("DLC_BASE_URL", self.url)
         env.update(self.extra_env)
         return env
 

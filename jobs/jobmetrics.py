@@ -56,7 +56,8 @@ RANGES = (
     Range("24h", "Last 24 hours", 24 * 3600, "15m"),
     Range("job", "Whole job", None, ""),
 )
-DEFAULT_RANGE = "1h"
+# The whole job: its step follows its length, so a job in its first minutes is not one dot per chart.
+DEFAULT_RANGE = "job"
 # Steps for "whole job", shortest first: the first giving at most MAX_POINTS points per pod is used.
 JOB_STEPS = ((15, "15s"), (60, "1m"), (300, "5m"), (900, "15m"), (3600, "1h"), (6 * 3600, "6h"), (86400, "1d"))
 MAX_POINTS = 240

@@ -311,6 +311,9 @@ class WebhookForm(forms.ModelForm):
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.workspace = self.instance.workspace = workspace
+        if self.instance.pk is None:
+            # A new webhook starts with every job end ticked: an empty choice could only be refused.
+            self.fields["events"].initial = [value for value, _ in notify.EVENTS]
         if self.instance.has_secret:
             self.fields["secret"].help_text = "A secret is set and stays hidden; type a new one to replace it."
         else:

@@ -71,13 +71,17 @@ def test_clone_prefills_every_section_keeps_no_secret_and_runs(stack, member, pa
 
     # Type it again, change the command; the diff shows exactly that change.
     page.fill("#id_environment-registry_password", "typed-again")
-    page.fill("#id_environment-command", 'echo "cloned run $WANDB_MODE"')
+    # Two lines: the browser posts them with CRLF, and the job must get LF only (a CR breaks shell lines).
+    page.fill("#id_environment-command", 'echo "cloned run $WANDB_MODE"\necho second line')
     page.click("#id_vpc-vpc_id")  # leave the section
     settle(page)
     rows = page.locator("#clone-diff tr")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("Startup command")
     expect(rows.first).to_contain_text('echo "cloned run $WANDB_MODE"')
+    page.set_viewport_size({"width": 390, "height": 844})  # on a phone the diff wraps inside the page
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.set_viewport_size({"width": 1280, "height": 720})
     page.click("#wizard-form .actions button[type=submit]")
     page.wait_for_url(f"{stack.url}/jobs/*")
     expect(page.locator("#cloned-from")).to_have_text("clone-source")
@@ -85,7 +89,8 @@ def test_clone_prefills_every_section_keeps_no_secret_and_runs(stack, member, pa
     clone = Job.objects.get(display_name="clone-source-copy")
     assert clone.cloned_from == source and clone.idempotency_tag != source.idempotency_tag
     assert "typed-again" not in str(clone.body) and SECRET not in str(clone.body)
-    expected_body = {**source.body, "DisplayName": "clone-source-copy", "UserCommand": 'echo "cloned run $WANDB_MODE"'}
+    expected_body = {**source.body, "DisplayName": "clone-source-copy",
+                     "UserCommand": 'echo "cloned run $WANDB_MODE"\necho second line'}
     assert clone.body == expected_body
     wait_for_status(clone, "Succeeded")
     page.goto(f"{stack.url}/jobs/{source.pk}")

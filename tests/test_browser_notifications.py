@@ -6,6 +6,7 @@ import hmac
 import json
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import PASSWORD
 from tests.support.browser import sign_in
@@ -23,6 +24,11 @@ def test_add_a_webhook_and_send_a_test_in_place(stack, member, workspace, receiv
     page.click(".subtabs >> text=Notifications")
     page.fill("#id_url", "ftp://example.com/hook")
     page.fill("#id_name", "team-chat")
+    events = page.locator("#webhook-form input[name=events]")
+    expect(events).to_have_count(4)
+    for box in events.all():  # a new webhook starts with every job end ticked; none is refused
+        expect(box).to_be_checked()
+        box.uncheck()
     page.click("#webhook-form button[type=submit]")
     page.locator("#field-url .error", has_text="Only http").wait_for()
     page.locator("#field-events .error", has_text="at least one").wait_for()

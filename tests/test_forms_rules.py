@@ -494,3 +494,10 @@ def test_every_rule_has_a_passing_and_a_failing_case_and_there_are_at_least_sixt
     lacking = {rule for rule, seen in kinds.items() if rule not in free_text and
                (counts[rule] < 2 or not seen & {OK, DROPPED} or not seen & {"fails", DROPPED})}
     assert not lacking, lacking
+
+
+def test_a_command_posted_with_crlf_line_breaks_reaches_dlc_with_lf_only():
+    # Browsers post textareas with CRLF; a CR left in a shell line breaks it (`cd /mnt\r`).
+    wizard = run("public", {"environment__command": "cd /mnt/code\r\npython train.py\r\necho done"})
+    assert wizard.errors() == {}
+    assert wizard.body("ws-1")["UserCommand"] == "cd /mnt/code\npython train.py\necho done"

@@ -20,7 +20,7 @@ def ms(seconds: float) -> int:
 
 
 def test_ranges_default_to_the_last_hour_and_a_bad_one_names_the_choices():
-    assert jm.parse_range(None).key == jm.parse_range("").key == "1h"
+    assert jm.parse_range(None).key == jm.parse_range("").key == "job"
     assert jm.parse_range("24h").seconds == 86400
     with pytest.raises(jm.BadRange, match=r"'1w'.*15m, 1h, 6h, 24h, job"):
         jm.parse_range("1w")

@@ -511,3 +511,16 @@ def test_the_api_tokens_and_template_pages_name_the_time_zone_their_times_are_in
     assert shown() == (["Created (Asia/Shanghai)", "Expires (Asia/Shanghai)", "Last used (Asia/Shanghai)"],
                        ["2026-11-30 22:02", "2028-01-04 22:02", "2026-11-30 22:02"],
                        "revoked 2026-11-30 22:02 (Asia/Shanghai)", "Saved (Asia/Shanghai)", "2026-11-30 22:02")
+
+
+# --- notifications ----------------------------------------------------------------------------------------
+
+
+def test_the_add_webhook_form_starts_with_every_job_end_ticked(team):
+    import re
+
+    from jobs.notify_models import EVENTS
+
+    page = pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
+    boxes = re.findall(r'<input type="checkbox" name="events"[^>]*>', page)
+    assert len(boxes) == len(EVENTS) and all(" checked" in box for box in boxes), boxes
