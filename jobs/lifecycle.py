@@ -516,9 +516,10 @@ def import_or_adopt(workspace: Workspace, item: dict[str, Any]) -> Job | None:
             )
             audit.record(None, "imported", workspace=workspace, job=job, dlc_job_id=job.dlc_job_id,
                          via="sync of jobs created outside the console")
+            # In the same commit: nobody (a page, the archive sweep) sees the row without its pods and times.
+            apply_remote(job, item)
     except IntegrityError:
         return None
-    apply_remote(job, item)
     return job
 
 
