@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -34,7 +35,9 @@ LIST_WINDOW = timedelta(days=7)
 IMPORT_OVERLAP = timedelta(minutes=2)
 # Active jobs that ListJobs no longer returns are checked one by one, at most this many per cycle.
 MISSING_CHECKS_PER_CYCLE = 5
-SYNC_LEASE = timedelta(minutes=2)
+# How long a cycle holds its workspace. A worker killed mid-cycle (SIGKILL, OOM) never lets go, so this is how
+# long that workspace's statuses then stand still: short, and renewed by a long cycle as it goes (renew_lease).
+SYNC_LEASE = timedelta(seconds=30)
 
 
 # -- submission ------------------------------------------------------------------------------------------
@@ -328,6 +331,21 @@ SYNC_FIELDS = ("id", "workspace_id", "dlc_job_id", "created_at", "status", "sub_
                "stop_error")
 
 
+class Lease:
+    """Keeps a running cycle's hold on its workspace (WorkspaceSync.lease_until) SYNC_LEASE ahead: renewed once
+    half of it has passed, so a cycle of many pages costs a write per 15 s, not one per page."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.renewed = time.monotonic()
+
+    def renew(self) -> None:
+        if time.monotonic() - self.renewed < SYNC_LEASE.total_seconds() / 2:
+            return
+        self.renewed = time.monotonic()
+        WorkspaceSync.objects.filter(workspace=self.workspace).update(lease_until=timezone.now() + SYNC_LEASE)
+
+
 def sync_active(workspace: Workspace) -> list[int]:
     """Refresh every active job of the workspace, a ListJobs page (JobIds filter) per API page of jobs."""
     active = list(
@@ -339,6 +357,7 @@ def sync_active(workspace: Workspace) -> list[int]:
     )
     ended: list[int] = []
     missing: list[Job] = []
+    lease = Lease(workspace)
     pages = [active[start : start + dlc.LIST_PAGE_SIZE] for start in range(0, len(active), dlc.LIST_PAGE_SIZE)]
     # The next page's ListJobs is under way while this page is compared and written: DLC's answer and the
     # database's commit then overlap instead of adding up. Still one call per page, each made once.
@@ -346,6 +365,7 @@ def sync_active(workspace: Workspace) -> list[int]:
         answer = ahead.submit(_list_page, workspace, pages[0]) if pages else None
         for number, page in enumerate(pages):
             items = answer.result()
+            lease.renew()
             if number + 1 < len(pages):
                 answer = ahead.submit(_list_page, workspace, pages[number + 1])
             ended += _apply_page(page, items)

@@ -130,7 +130,8 @@ def test_worker_killed_while_create_job_is_in_flight_yields_one_job(faulty, sett
     # The killed task's message only comes back after the visibility timeout. The lost call lands on DLC;
     # either the import sees the job's tag and binds it to the row, or the sweep re-enqueues the job once
     # the call can no longer land and the retry finds it by the tag. Neither sends CreateJob again.
-    # 90 s: with both database passes of `make test` on 2 CPUs, this once took longer than 60 s.
+    # A sync cycle the killed worker was in holds the workspace until its lease runs out (lifecycle.SYNC_LEASE,
+    # 30 s; it was 2 min, and this test failed twice when the kill hit a cycle): 90 s leave room for that.
     explained_wait(faulty, job, "Succeeded", "job succeeded", timeout=90)
     assert_one_dlc_job(faulty, job)
     assert len(all_jobs(faulty.client())) == 1

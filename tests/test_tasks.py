@@ -3,6 +3,7 @@ submit's retry budget and give-up, the sweep's choice of what is owed, the sync 
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -99,6 +100,25 @@ def test_a_cycle_under_way_keeps_a_second_one_out(ws, backend):
     assert backend.stats()["calls"].get("ListJobs", 0) == calls
     WorkspaceSync.objects.filter(pk=state.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
     assert lifecycle.sync_workspace(ws) == []  # an expired lease (its worker died) is taken over
+
+
+def test_a_long_cycle_renews_its_lease_once_half_of_it_has_passed(ws, monkeypatch):
+    """The lease is short (a worker killed mid-cycle blocks its workspace only that long), so a cycle of many
+    pages keeps it: renewed when half of it has passed, not on every page."""
+    from jobs import lifecycle
+    from jobs.models import WorkspaceSync
+
+    monkeypatch.setattr(lifecycle, "SYNC_LEASE", timedelta(seconds=0.4))
+    taken = timezone.now() + timedelta(seconds=0.4)
+    state = WorkspaceSync.objects.create(workspace=ws, lease_until=taken)
+    lease = lifecycle.Lease(ws)
+    lease.renew()
+    state.refresh_from_db()
+    assert state.lease_until == taken  # too soon: no write
+    time.sleep(0.25)
+    lease.renew()
+    state.refresh_from_db()
+    assert state.lease_until > taken + timedelta(seconds=0.2)
 
 
 def test_sync_records_a_failed_cycle_and_frees_the_lease(ws, backend):
