@@ -332,13 +332,13 @@ def attempt(delivery: WebhookDelivery, job: Job) -> str:
 
 
 def notify_job(job_id: int) -> float | None:
-    """Make a job end's deliveries and try those due. Seconds until the next owed try, or None if none is owed.
+    """Try a job's owed deliveries that are due. Seconds until the next owed try, or None if none is owed.
 
-    Idempotent: a delivered (or given-up) delivery is never tried again, and a try in progress elsewhere is
-    left alone (the claim in attempt()).
+    The deliveries were made with the end itself (lifecycle._enqueue_notify calls deliveries_for), so a webhook
+    added later is not told of an end that came before it. Idempotent: a delivered (or given-up) delivery is
+    never tried again, and a try in progress elsewhere is left alone (the claim in attempt()).
     """
     job = Job.objects.select_related("workspace", "owner").get(pk=job_id)
-    deliveries_for(job)
     # Every owed delivery of the job, not only those of its current status and enabled webhooks: one whose
     # webhook was disabled since must be closed (attempt() does), or it would stay owed.
     owed = WebhookDelivery.objects.filter(job_id=job_id, delivered_at__isnull=True, next_attempt_at__isnull=False)

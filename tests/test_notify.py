@@ -82,9 +82,16 @@ def make_webhook(workspace, url: str, events=("Succeeded", "Failed"), secret: st
     return webhook
 
 
-def ended_job(workspace, owner=None, status: str = "Succeeded", name: str | None = None, **fields):
+def ended_job(workspace, owner=None, status: str = "Succeeded", name: str | None = None, owe: bool = True,
+              **fields):
+    """A job that just ended, with the deliveries its end owes (made as lifecycle._enqueue_notify makes them)."""
+    from jobs import notify
+
     name = name or f"ended-{uuid.uuid4().hex[:8]}"
-    return pf.make_job(workspace, owner, name, status=status, finished_at=timezone.now(), **fields)
+    job = pf.make_job(workspace, owner, name, status=status, finished_at=timezone.now(), **fields)
+    if owe:
+        notify.deliveries_for(job)
+    return job
 
 
 # -- pure functions -----------------------------------------------------------------------------------------
@@ -286,6 +293,22 @@ def test_a_failing_receiver_is_retried_until_delivered_then_never_again(team, re
     assert headers["X-DLC-Signature"] == expected and json.loads(body)["job"]["id"] == job.pk
 
 
+def test_a_webhook_added_after_a_job_ended_is_not_told_of_that_end(team, receiver, settings):
+    """The retry of an earlier webhook's delivery makes none for a webhook added since: the end came before it."""
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    settings.DLC_WEBHOOK_RETRY_BASE_SECONDS = 0
+    receiver.script = {"/early": [500, 200]}
+    make_webhook(team.alpha, receiver.url("/early"))
+    job = ended_job(team.alpha)
+    assert notify.notify_job(job.pk) is not None  # /early answered 500: owed
+    make_webhook(team.alpha, receiver.url("/late"))
+    assert notify.notify_job(job.pk) is None
+    assert len(receiver.posts("/early")) == 2 and receiver.posts("/late") == []
+    assert WebhookDelivery.objects.filter(job=job).count() == 1
+
+
 def test_out_of_attempts_the_delivery_fails_and_is_owed_no_more(team, receiver, settings):
     from jobs import notify
     from jobs.models import WebhookDelivery
@@ -317,6 +340,7 @@ def test_an_end_undone_by_adopting_the_job_is_not_told_and_its_real_end_is(team,
     job.refresh_from_db()
     job.status, job.finished_at = "Succeeded", timezone.now()
     job.save()
+    notify.deliveries_for(job)  # the real end, as the sync that sees it makes its deliveries
     assert notify.notify_job(job.pk) is None
     [(_, body)] = receiver.posts("/ends")
     assert json.loads(body)["event"] == "job.succeeded"
@@ -334,6 +358,7 @@ def test_a_submit_failed_end_adopted_by_a_job_already_ended_at_dlc_is_not_told(t
     job.refresh_from_db()
     job.status, job.finished_at = "Succeeded", timezone.now()
     job.save()
+    notify.deliveries_for(job)  # as _enqueue_notify does for an adopted job the import found ended
     assert notify.notify_job(job.pk) is None
     assert [json.loads(body)["event"] for _, body in receiver.posts("/ends")] == ["job.succeeded"]
 
@@ -359,7 +384,7 @@ def test_the_sweep_finds_overdue_owed_deliveries_of_the_last_day(team):
 
     webhook = make_webhook(team.alpha, "http://127.0.0.1:9/hook")
     now = timezone.now()
-    jobs = [ended_job(team.alpha, name=f"j{n}") for n in range(4)]
+    jobs = [ended_job(team.alpha, name=f"j{n}", owe=False) for n in range(4)]
     WebhookDelivery.objects.create(webhook=webhook, job=jobs[0], status="Succeeded",
                                    next_attempt_at=now - timedelta(minutes=5))  # lost: owed
     WebhookDelivery.objects.create(webhook=webhook, job=jobs[1], status="Succeeded",
