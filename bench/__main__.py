@@ -1,6 +1,6 @@
 """python -m bench: every benchmark, on SQLite and on PostgreSQL, each in its own process on a fresh database.
 
-    python -m bench                                   # list at 1k and 100k jobs, sync, submit, job page, ...
+    python -m bench                                   # list at 1k and 100k jobs, sync, submit, job page, usage...
     python -m bench --sizes 1000,100000,1000000       # the full list set (the 1M runs take a while)
     python -m bench --db sqlite --only list,sync      # a subset
     python -m bench --only localdlc                   # localdlc's scheduler alone (no database: runs once)
@@ -23,7 +23,7 @@ from urllib.parse import urlparse, urlunparse
 
 from bench.common import ROOT, heading, machine
 
-BENCHES = ("list", "sync", "live", "localdlc")
+BENCHES = ("list", "sync", "live", "usage", "localdlc")
 
 
 def _pg_database(base_url: str, name: str) -> str:
@@ -55,6 +55,8 @@ def run_on(db: str, args: argparse.Namespace) -> int:
     if "live" in args.only:
         failures += _run("bench.live", ["--jobs", str(args.jobs), "--log-lines", str(args.log_lines)],
                          db, base_url) != 0
+    if "usage" in args.only:
+        failures += _run("bench.usage", ["--sizes", args.sizes, "--runs", "5"], db, base_url) != 0
     return failures
 
 

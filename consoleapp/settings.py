@@ -221,6 +221,8 @@ DLC_BASE_URL = os.environ.get("DLC_BASE_URL", "http://127.0.0.1:8000").rstrip("/
 # Webhook deliveries (jobs.notify): attempts per job end, and the first retry's wait in seconds (then x4).
 DLC_WEBHOOK_ATTEMPTS = int(os.environ.get("DLC_WEBHOOK_ATTEMPTS", "4"))
 DLC_WEBHOOK_RETRY_BASE_SECONDS = float(os.environ.get("DLC_WEBHOOK_RETRY_BASE_SECONDS", "30"))
+# Most trials one hyperparameter sweep may launch (jobs.sweeps): each is a job on DLC.
+DLC_SWEEP_MAX_TRIALS = int(os.environ.get("DLC_SWEEP_MAX_TRIALS", "50"))
 CELERY_BEAT_SCHEDULE = {
     # Periodic tasks expire after one interval: a backlog (worker down) must not replay every missed cycle.
     "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL,

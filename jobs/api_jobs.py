@@ -356,9 +356,12 @@ def clone_body(source: Job) -> tuple[dict[str, Any], list[str]]:
     taken = Job.objects.filter(workspace=source.workspace).values_list("display_name", flat=True)
     prefill = policy.prefill(source, taken_names=taken)
     body = spec.build(prefill.sections)
-    asked = {field for field, _what in prefill.reprompts}
-    reprompts = [key for key, field in (("registry_password", PASSWORD), ("ray_redis_password", "resources-advanced"))
-                 if field in asked]
+    # By the secret, not the field alone: a dropped WandbApiKey is re-prompted at the same field as RayRedisPassword.
+    asked = set(prefill.reprompts)
+    reprompts = [key for key, entry in (
+        ("registry_password", (PASSWORD, policy.POLICY["environment.registry_password"][1])),
+        ("ray_redis_password", ("resources-advanced", policy.POLICY["resources.advanced.RayRedisPassword"][1])),
+    ) if entry in asked]
     return body, reprompts
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs import dlc, secretbox, spec
+from jobs import dlc, export, secretbox, spec
 from jobs.forms import environment
 from jobs.forms import wizard as glue
 
@@ -96,6 +96,9 @@ POLICY: dict[str, tuple[str, str]] = {
     "resources.advanced.customPortList": (RESET, "fixed ports the source job may still hold; DLC then exposes "
                                                  "only port 23456 on the master unless you set ports again"),
     "resources.advanced.RayRedisPassword": (REPROMPT, "RayRedisPassword (advanced framework configuration)"),
+    # Any other key named like a secret (e.g. WandbApiKey, HfToken in a job imported from DLC): dropped, not masked,
+    # as nothing would put a masked value back at submit.
+    "resources.advanced.secret_named": (REPROMPT, "(advanced framework configuration)"),
     # VPC
     "vpc.vpc_id": (COPY, ""),
     "vpc.switch_id": (COPY, ""),
@@ -202,6 +205,12 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
             result.reprompts.append((environment.secret_value_name(f"environment-envs-{i}", row["key"]),
                                      f"{POLICY['environment.envs.secret_value'][1]} {row['key']}"))
 
+    dropped = export.drop_secret_advanced(res)
+    export.drop_secret_advanced(source["resources"])  # the diff quotes the source's values: not these
+    if dropped:
+        # One entry for all of them: the page gives each entry a note at the field.
+        result.reprompts.append(("resources-advanced",
+                                 f"{' and '.join(sorted(dropped))} {POLICY['resources.advanced.secret_named'][1]}"))
     advanced, _ = spec.parse_advanced(res.get("advanced"))
     if advanced:
         if "RayRedisPassword" in advanced:

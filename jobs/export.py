@@ -386,7 +386,6 @@ TYPED_ROW_FIELDS = {
 # A duration carried as pasted is in the API's unit, minutes.
 _UNIT_OF = {"resources.max_duration": "resources.max_duration_unit", "resources.retention": "resources.retention_unit"}
 _MISSING = object()
-_SECRET_WORD = re.compile(r"pass(word)?|secret|token|access_?key", re.IGNORECASE)
 _RAW_MAX = 200
 _FITS = {"str": lambda v: isinstance(v, str), "bool": lambda v: isinstance(v, bool),
          "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -475,8 +474,20 @@ def _may_be_secret(path: str, value: Any) -> bool:
         return True  # variables not as a {NAME: value} map: which value belongs to which name cannot be told
     if isinstance(value, dict | list):
         keys += re.findall(r'"([^"]*)"\s*:', json.dumps(value, default=str))
-    # spec's rule (WANDB_API_KEY, ApiKey) as well as the words above (Settings' field names, e.g. access_key).
-    return any(_SECRET_WORD.search(k) or spec.looks_like_secret(k) for k in keys)
+    # The display rule, broader than what spec seals: a note quoting the value is a display too.
+    return any(spec.masked_on_display(k) for k in keys)
+
+
+def drop_secret_advanced(resources: dict) -> list[str]:
+    """Remove from resources["advanced"] each key named like a secret but RayRedisPassword (sealed and re-prompted
+    on its own) and return their names. Nothing seals those (e.g. a WandbApiKey of a job made outside the console),
+    so their values must not reach the wizard's page or the session: the person types them again."""
+    advanced, _ = spec.parse_advanced(resources.get("advanced"))
+    dropped = [k for k in advanced or {} if k != "RayRedisPassword" and spec.masked_on_display(k)]
+    if dropped:
+        kept = {k: v for k, v in advanced.items() if k not in dropped}
+        resources["advanced"] = spec.format_advanced(kept) if kept else ""
+    return dropped
 
 
 def to_wizard(body: Mapping, problems: Mapping[str, list[str]],
@@ -510,4 +521,8 @@ def to_wizard(body: Mapping, problems: Mapping[str, list[str]],
             notes.append(ImportNote(f"Envs.{row['key']}", f"{row['key']} looks like a secret, so its value was not "
                                     "imported: type it in the wizard (it is kept encrypted, as Secret is ticked).",
                                     f"environment.envs[{i}].value", "", "dropped"))
+    for key in drop_secret_advanced(sections["resources"]):
+        notes.append(ImportNote(f"Settings.AdvancedSettings.{key}", f"{key} looks like a secret, so it was not "
+                                "imported: type it again in the advanced framework configuration.",
+                                "resources.advanced", "", "dropped"))
     return sections, notes

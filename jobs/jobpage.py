@@ -25,8 +25,6 @@ SECTION_TITLES = {
     "ram_role": "RAM role",
 }
 HIDDEN = "•••••• (hidden)"
-# Environment variable names that usually carry credentials: their values are not shown on the page.
-_SECRET_NAME = re.compile(r"pass|secret|token|credential|auth|(^|_)key($|_)|access_?key|api_?key", re.I)
 
 
 @dataclass
@@ -107,7 +105,7 @@ def _environment(s: dict) -> list[Item]:
         table.label = "Storage"
         items.append(table)
     _add(items, "Startup command", s.get("command"), "pre")
-    envs = [{"key": e.get("key"), "value": HIDDEN if e.get("secret") or _SECRET_NAME.search(str(e.get("key") or ""))
+    envs = [{"key": e.get("key"), "value": HIDDEN if e.get("secret") or spec.masked_on_display(e.get("key") or "")
              else e.get("value")} for e in s.get("envs") or []]
     table = _rows(envs, [("key", "Name"), ("value", "Value")])
     if table:
@@ -157,8 +155,18 @@ def _resources(s: dict) -> list[Item]:
         _add(items, "Maximum price", s.get("spot_price"))
     _add(items, "Maximum duration", _duration(s.get("max_duration"), s.get("max_duration_unit") or ""))
     _add(items, "Retention period", _duration(s.get("retention"), s.get("retention_unit") or ""))
-    _add(items, "Advanced framework configuration", s.get("advanced"), "pre")
+    _add(items, "Advanced framework configuration", _advanced_shown(s.get("advanced")), "pre")
     return items
+
+
+def _advanced_shown(value: Any) -> Any:
+    """The advanced settings with each value named like a secret hidden (e.g. a WandbApiKey a job imported from
+    DLC carries; RayRedisPassword, stripped before this, shows as hidden too)."""
+    settings, _ = spec.parse_advanced(value)
+    if not settings or not any(spec.masked_on_display(k) for k in settings):
+        return value
+    return spec.format_advanced({k: HIDDEN if spec.masked_on_display(k) and v not in (None, "") else v
+                                 for k, v in settings.items()})
 
 
 def _vpc(s: dict) -> list[Item]:
@@ -293,6 +301,11 @@ class PodRow:
     def live(self) -> bool:
         """Still producing output (or about to): its log is worth following."""
         return self.status not in {"Succeeded", "Failed", "Stopped"}
+
+    @property
+    def started(self) -> bool:
+        """Has run or runs: a Pending pod, or one with neither a Running status nor a start time, has no log yet."""
+        return self.status == "Running" or (self.status != "Pending" and self.start is not None)
 
 
 _INDEX = re.compile(r"-(\d+)$")

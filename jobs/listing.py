@@ -53,7 +53,7 @@ ACTIVE, FINISHED = "active", "finished"
 STATUS_CHOICES = [("", "Any status"), (ACTIVE, "Active"), (FINISHED, "Finished")] + [
     (s, st.label(s)) for s in st.ALL
 ]
-FRAMEWORK_CHOICES = [("", "Any framework")] + sorted(
+FRAMEWORK_CHOICES = [("", "Any job type")] + sorted(
     {(f.job_type, f.job_type) for f in catalog.FRAMEWORKS.values() if f.job_type}
 )
 _DATETIME_COLUMNS = {"created_at"}

@@ -224,3 +224,4 @@ from jobs.portal_models import (  # noqa: E402,F401
     JobTemplateVersion,
     WorkspacePolicy,
 )
+from jobs.sweep_models import Sweep, SweepTrial  # noqa: E402,F401

@@ -713,3 +713,33 @@ def job_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     name = slugify(job.display_name) or f"job-{job.pk}"
     response["Content-Disposition"] = f'attachment; filename="{name}.{ext}"'
     return response
+
+
+# --- usage --------------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def usage_report(request: HttpRequest, ws: int) -> HttpResponse:
+    """GPU-, CPU- and node-hours of a workspace's jobs over a period, per owner, per job type and per job; every
+    member may see it (a team's use of its shared resources is no secret within the team). `?format=csv`: a file
+    of one line per job."""
+    from jobs import usage
+    from jobs.forms.wizard import instance_catalog
+
+    workspace = access.get_workspace(request.user, ws)
+    _show_workspace(request, workspace)
+    days = _int(request.GET.get("days"))
+    days = days if days in usage.PERIODS else usage.DEFAULT_DAYS
+    catalog = instance_catalog(workspace)
+    result = usage.report(workspace, days, specs=catalog.by_type())
+    if request.GET.get("format") == "csv":
+        response = HttpResponse(usage.to_csv(result), content_type="text/csv; charset=utf-8")
+        stamp = result.end.strftime("%Y%m%d")
+        name = slugify(workspace.name) or f"workspace-{workspace.pk}"
+        response["Content-Disposition"] = f'attachment; filename="{name}-usage-{days}d-{stamp}.csv"'
+        return response
+    return render(request, "portal/usage.html", {
+        "workspace": workspace, "report": result, "periods": usage.PERIODS, "tab": "usage",
+        "catalog_error": catalog.error, "is_admin": access.can(request.user, "manage", workspace=workspace),
+    })

@@ -296,8 +296,10 @@ class WebhookForm(forms.ModelForm):
         choices=notify.EVENTS, widget=forms.CheckboxSelectMultiple, label="Notify when a job ends as",
         error_messages={"required": "Choose at least one job end to notify."},
     )
+    # strip=False: the receiver signs with the secret exactly as typed, spaces included.
     secret = forms.CharField(
-        required=False, max_length=200, label="Signing secret", widget=forms.PasswordInput(render_value=False),
+        required=False, strip=False, max_length=200, label="Signing secret",
+        widget=forms.PasswordInput(render_value=False),
         help_text="Optional. Each POST then carries X-DLC-Signature: sha256=<HMAC-SHA256 of the body>.",
     )
     clear_secret = forms.BooleanField(required=False, label="Remove the signing secret")
@@ -327,6 +329,13 @@ class WebhookForm(forms.ModelForm):
         if taken.exists():
             raise forms.ValidationError("This workspace already has a webhook of that name.")
         return name
+
+    def clean_secret(self) -> str:
+        secret = self.cleaned_data["secret"]
+        if secret and not secret.strip():
+            raise forms.ValidationError("A signing secret of only spaces is not a secret; type a real one, or leave "
+                                        "the box empty.")
+        return secret
 
     def clean_url(self) -> str:
         url = self.cleaned_data["url"].strip()

@@ -1,5 +1,5 @@
-"""URLs of the team portal (workspaces, members, policy, audit, webhooks, tokens, templates, import/export) and the
-JSON API; included from jobs/urls.py."""
+"""URLs of the team portal (workspaces, members, policy, audit, usage, webhooks, tokens, templates, import/export)
+and the JSON API; included from jobs/urls.py."""
 
 from django.urls import path
 
@@ -14,6 +14,7 @@ urlpatterns = [
     path("workspaces/<int:ws>/members/<int:pk>", portal.member_update, name="member_update"),
     path("workspaces/<int:ws>/policy", portal.policy_edit, name="policy_edit"),
     path("workspaces/<int:ws>/audit", portal.audit_log, name="audit_log"),
+    path("workspaces/<int:ws>/usage", portal.usage_report, name="usage_report"),
     path("workspaces/<int:ws>/notifications", portal.notifications, name="notifications"),
     path("workspaces/<int:ws>/notifications/<int:pk>", portal.webhook_edit, name="webhook_edit"),
     path("workspaces/<int:ws>/notifications/<int:pk>/toggle", portal.webhook_toggle, name="webhook_toggle"),

@@ -1,9 +1,13 @@
 from django.urls import include, path
+from django.views.generic import RedirectView
 
-from jobs import api, views, wizard
+from jobs import api, sweep_views, views, wizard
 
 urlpatterns = [
     path("", views.job_list, name="job_list"),
+    # The list lives at /; /jobs and /jobs/ are where people (and old links) look for it.
+    path("jobs", RedirectView.as_view(pattern_name="job_list", permanent=True, query_string=True)),
+    path("jobs/", RedirectView.as_view(pattern_name="job_list", permanent=True, query_string=True)),
     path("jobs/new", wizard.job_new, name="job_create"),
     path("jobs/new/section/<str:name>", wizard.wizard_section, name="wizard_section"),
     path("jobs/new/preview", wizard.wizard_preview, name="wizard_preview"),
@@ -16,11 +20,15 @@ urlpatterns = [
     path("jobs/rows", views.job_rows, name="job_rows"),
     path("jobs/counts", views.job_counts, name="job_counts"),
     path("jobs/stop", views.jobs_stop, name="jobs_stop"),
+    path("jobs/compare", views.job_compare, name="job_compare"),
     path("jobs/<int:pk>/events", views.job_events, name="job_events"),
     path("jobs/<int:pk>/metrics", views.job_metrics, name="job_metrics"),
     path("jobs/<int:pk>/logs", views.job_logs, name="job_logs"),
     path("jobs/<int:pk>/pods/<str:pod_id>/logs/download", views.pod_log_download, name="pod_log_download"),
     path("workspace", views.switch_workspace, name="switch_workspace"),
+    path("sweeps/", sweep_views.sweep_list, name="sweep_list"),
+    path("sweeps/<int:pk>", sweep_views.sweep_detail, name="sweep_detail"),
+    path("sweeps/<int:pk>/stop", sweep_views.sweep_stop, name="sweep_stop"),
     # The team portal and the JSON API (jobs/portal_urls.py).
     path("", include("jobs.portal_urls")),
 ]

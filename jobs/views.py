@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import access, audit, dlc, jobmetrics, jobpage, lifecycle, listing, podlogs, priority, tasks
+from jobs import access, audit, compare, dlc, jobmetrics, jobpage, lifecycle, listing, podlogs, priority, tasks
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -199,6 +199,19 @@ def jobs_stop(request: HttpRequest) -> HttpResponse:
     rows = listing.rows(listing.for_rows(access.jobs_for(request.user).filter(pk__in=found)))
     return render(request, "jobs/_bulk_result.html", {"results": results, "rows": rows,
                                                       "selectable": can_select(request, current_workspace(request))})
+
+
+@login_required
+@require_GET
+def job_compare(request: HttpRequest) -> HttpResponse:
+    """Jobs side by side (?ids=..&ids=.., 2 to 6); `all=1` shows every row, not only those that differ."""
+    clean = compare.canonical_url(request.GET)
+    if clean is not None:  # the job list's form, sent without JavaScript
+        return redirect(clean)
+    comparison = compare.compare(request.user, request.GET.getlist("ids"))
+    all_rows = request.GET.get("all") == "1"
+    return render(request, "jobs/compare.html", {"cmp": comparison, "all_rows": all_rows,
+                                                 "groups": comparison.shown(all_rows)})
 
 
 # --- job page -------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ its own idempotency tag, and no web request ever rewrites a job a worker might s
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from jobs import access, clone, export, portal_wizard, secretbox, spec
+from jobs import access, clone, export, portal_wizard, secretbox, spec, sweeps
 from jobs import status as st
 from jobs.api_jobs import take_secrets
 from jobs.forms import environment
@@ -169,11 +170,14 @@ def _reprompts(wizard: glue.Wizard, start: Start) -> list[tuple[str, str]]:
     return found
 
 
-def _context(wizard: glue.Wizard, start: Start) -> dict:
+def _context(wizard: glue.Wizard, start: Start, sweep_text: str = "", sweep_errors: list[str] | None = None) -> dict:
+    sweep_errors = sweep_errors or []
+    summary = wizard.summary() if wizard.show else []
     return {
         "wizard": wizard,
         "sections": wizard.views(),
-        "summary": wizard.summary() if wizard.show else [],
+        "summary": summary + [glue.Problem("id_sweep", "Sweep", m) for m in sweep_errors],
+        "sweep": {"text": sweep_text, "errors": sweep_errors, "max_trials": sweeps.max_trials()},
         "start": start,
         "workspace": start.workspace,
         "hidden": start.hidden,
@@ -196,9 +200,16 @@ def job_new(request: HttpRequest) -> HttpResponse:
         return redirect(f"{reverse('job_create')}?clone={start.source.pk}")
     if request.method != "POST":
         initial = start.portal.sections if start.portal and start.portal.sections else None
-        data = glue.sections_to_data(start.prefill.sections if start.prefill else initial or _fresh(start))
-        return render(request, "jobs/wizard/page.html", _context(_wizard(start, data, show=set()), start))
+        sweep_text = request.GET.get(sweeps.FIELD, "")
+        sections = start.prefill.sections if start.prefill else initial or _fresh(start)
+        if sweep_text and start.prefill:
+            sections = _as_sweep(start, sections) or sections
+        data = glue.sections_to_data(sections)
+        return render(request, "jobs/wizard/page.html", _context(_wizard(start, data, show=set()), start, sweep_text))
     wizard = _wizard(start, request.POST)
+    sweep_text = request.POST.get(sweeps.FIELD, "")
+    if sweep_text.strip():
+        return _submit_sweep(request, start, wizard, sweep_text)
     if wizard.action == "submit" and wizard.is_valid:
         # As the API does (take_secrets): a variable named like a secret but not ticked Secret is sealed too, so
         # its value is not in the database in plain text (every view of the body hides it already).
@@ -213,6 +224,37 @@ def job_new(request: HttpRequest) -> HttpResponse:
         )
         return redirect(job)
     return render(request, "jobs/wizard/page.html", _context(wizard, start))
+
+
+def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, text: str) -> HttpResponse:
+    """The wizard's job as a grid of trials (jobs.sweeps): its problems at the sweep field, nothing saved."""
+    body = wizard.body(start.workspace.dlc_workspace_id)
+    if wizard.action != "submit" or not wizard.is_valid:
+        # The grid's own problems are shown with the form's, so one round trip shows them all.
+        errors = sweeps.parse(text, env_names=body.get("Envs") or {})[1] if wizard.action == "submit" else []
+        return render(request, "jobs/wizard/page.html", _context(wizard, start, text, errors))
+    grid, found, errors = sweeps.check(text, body, context=wizard.context, hints=wizard.hints(), locked=wizard.locked)
+    if errors:
+        return render(request, "jobs/wizard/page.html", _context(wizard, start, text, errors))
+    sweep = sweeps.launch(workspace=start.workspace, owner=request.user, name=body["DisplayName"], grid=grid,
+                          found=found, hints=wizard.hints(), secrets=wizard.secrets(), cloned_from=start.source)
+    return redirect(sweep)
+
+
+def _as_sweep(start: Start, sections: dict) -> dict | None:
+    """"Clone as sweep" of a trial: without the parameters among its variables (the sweep sets them again) and
+    named after its sweep, so the new trials are not named `<name>-01-copy-01`."""
+    trial = getattr(start.source, "sweep_trial", None) if start.source is not None else None
+    if trial is None or start.mode != "clone":
+        return None
+    out = copy.deepcopy(sections)
+    names = set(trial.values or {})
+    envs = out.get("environment", {}).get("envs") or []
+    out["environment"]["envs"] = [r for r in envs if not (isinstance(r, dict) and r.get("key") in names)]
+    taken = Job.objects.filter(workspace=start.workspace, display_name__startswith=trial.sweep.name).values_list(
+        "display_name", flat=True)
+    out["basic"]["name"] = clone.copy_name(trial.sweep.name, taken)
+    return out
 
 
 def _fresh(start: Start) -> dict:

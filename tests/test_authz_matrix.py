@@ -119,11 +119,21 @@ MATRIX: dict[str, list[Case]] = {
     "jobs/rows": [Case("GET", lambda t: f"/jobs/rows?watch={t.job.pk}.Creating", everyone(200, LOGIN))],
     "jobs/stop": [Case("POST", lambda t: "/jobs/stop", everyone(302, LOGIN), data=lambda t: {"job": [t.job.pk]},
                        check=stop_effect)],
+    "jobs": [Case("GET", lambda t: "/jobs", everyone(301))],
+    "jobs/": [Case("GET", lambda t: "/jobs/", everyone(301))],
+    # Beta's member gets the page, which says the ids could not be shown (the leak check reads it).
+    "jobs/compare": [Case("GET", lambda t: f"/jobs/compare?ids={t.job.pk}&ids={t.admin_job.pk}",
+                          everyone(200, LOGIN))],
     "jobs/<int:pk>/events": [Case("GET", lambda t: f"/jobs/{job(t)}/events", READ)],
     "jobs/<int:pk>/metrics": [Case("GET", lambda t: f"/jobs/{job(t)}/metrics", READ)],
     "jobs/<int:pk>/logs": [Case("GET", lambda t: f"/jobs/{job(t)}/logs", READ)],
     "jobs/<int:pk>/pods/<str:pod_id>/logs/download": [
         Case("GET", lambda t: f"/jobs/{job(t)}/pods/train-a-worker-0/logs/download", roles(502, 502, 502, 404))],
+    "sweeps/": [Case("GET", lambda t: "/sweeps/", everyone(200, LOGIN))],
+    "sweeps/<int:pk>": [Case("GET", lambda t: f"/sweeps/{sweep(t)}", READ)],
+    # As the list's bulk stop: a viewer's stop is "not permitted" per trial, said on the page it redirects to.
+    "sweeps/<int:pk>/stop": [Case("POST", lambda t: f"/sweeps/{sweep(t)}/stop", roles(302, 302, 302, 404),
+                                  check=stop_effect)],
     "workspace": [Case("POST", lambda t: "/workspace", roles(302, 302, 302, 404),
                        data=lambda t: {"workspace": t.alpha.pk})],
     "workspaces": [Case("GET", lambda t: "/workspaces", everyone(200, LOGIN))],
@@ -137,6 +147,7 @@ MATRIX: dict[str, list[Case]] = {
              data=lambda t: {"role": "admin"})],
     "workspaces/<int:ws>/policy": [Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/policy", ADMIN_PAGE)],
     "workspaces/<int:ws>/audit": [Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/audit", ADMIN_PAGE)],
+    "workspaces/<int:ws>/usage": [Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/usage", READ)],
     "workspaces/<int:ws>/notifications": [
         Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/notifications", ADMIN_PAGE),
         Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/notifications", ADMIN_POST, check=webhook_added,
@@ -194,6 +205,16 @@ def webhook(team) -> int:
     hook, _ = Webhook.objects.get_or_create(workspace=team.alpha, name="alpha-hook",
                                             defaults={"url": "http://127.0.0.1:9/hook", "events": ["Failed"]})
     return hook.pk
+
+
+def sweep(team) -> int:
+    """A sweep of Alpha whose trial 1 is the team's running job."""
+    from jobs.models import Sweep, SweepTrial
+
+    found, _ = Sweep.objects.get_or_create(workspace=team.alpha, name="grid-a", defaults={
+        "owner": team.users["member"], "parameters": [["LR", ["1", "2"]]]})
+    SweepTrial.objects.get_or_create(job=team.job, defaults={"sweep": found, "number": 1, "values": {"LR": "1"}})
+    return found.pk
 
 
 def member_token(team) -> int:

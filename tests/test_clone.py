@@ -23,6 +23,7 @@ URL = "/jobs/new"
 REGISTRY_SECRET = "pw-REGISTRY-0xC0FFEE"
 RAY_SECRET = "pw-RAY-0xBEEF"
 WANDB_SECRET = "wandb-SECRET-0xFACE"
+ADVANCED_SECRET = "adv-SECRET-0xD00D"  # a WandbApiKey in AdvancedSettings, as a job made outside the console has
 ARN = "acs:ram::1234567890:role/train"
 
 
@@ -169,13 +170,16 @@ def test_the_policy_table_covers_every_wizard_field_exactly_once():
     assert {kind for kind, _why in clone.POLICY.values()} == {clone.COPY, clone.RESET, clone.REPROMPT}
     # Secrets are exactly the re-prompted entries.
     assert {p for p, (kind, _) in clone.POLICY.items() if kind == clone.REPROMPT} == {
-        "environment.registry_password", "resources.advanced.RayRedisPassword", "environment.envs.secret_value"}
+        "environment.registry_password", "resources.advanced.RayRedisPassword", "environment.envs.secret_value",
+        "resources.advanced.secret_named"}
 
 
 def test_clone_walks_every_field_copy_reset_or_reprompt_as_the_table_says(web, ws, sources):
     # An imported-style body may carry the console's idempotency tag; the clone must not reuse it.
     quota = sources["quota"]
     quota.body["Settings"]["Tags"][dlc.IDEMPOTENCY_TAG_KEY] = str(quota.idempotency_tag)
+    # ... and an advanced setting named like a secret, which nothing seals.
+    quota.body["Settings"]["AdvancedSettings"]["WandbApiKey"] = ADVANCED_SECRET
     quota.save()
     defaults = glue.sections_to_data(spec.defaults())
     taken = set(Job.objects.values_list("display_name", flat=True))
@@ -187,6 +191,8 @@ def test_clone_walks_every_field_copy_reset_or_reprompt_as_the_table_says(web, w
         page = page_form_data(html)
         source = glue.sections_to_data(spec.inverse(job.body, job.hints))
         assert REGISTRY_SECRET not in html and RAY_SECRET not in html and WANDB_SECRET not in html
+        assert ADVANCED_SECRET not in html
+        named = [k for k in advanced(source) if k != "RayRedisPassword" and spec.masked_on_display(k)]
         for path, (policy, _why) in clone.POLICY.items():
             if path == "basic.name":
                 assert page["basic-name"] == clone.copy_name(source["basic-name"], taken), kind
@@ -215,6 +221,12 @@ def test_clone_walks_every_field_copy_reset_or_reprompt_as_the_table_says(web, w
                     assert advanced(page)["RayRedisPassword"] == spec.SECRET_PLACEHOLDER
                     assert "RayRedisPassword (advanced framework configuration)" in html
                     covered.add(path)
+            elif path == "resources.advanced.secret_named":
+                assert not set(named) & set(advanced(page)), kind
+                if named:
+                    assert 'id="reprompt-advanced"' in html and "Type WandbApiKey (advanced framework " \
+                        "configuration) again" in html
+                    covered.add(path)
             elif path == "environment.envs.secret_value":
                 ticked = [k for k, v in page.items() if re.fullmatch(r"environment-envs-\d+-secret", k) and v == "on"]
                 assert all(page.get(k.replace("-secret", "-value"), "") == "" for k in ticked), kind
@@ -227,7 +239,8 @@ def test_clone_walks_every_field_copy_reset_or_reprompt_as_the_table_says(web, w
                     assert "customPortList" in html and "Reset by the clone policy" in html
                     covered.add(path)
             elif path == "resources.advanced":
-                keep = {k: v for k, v in advanced(source).items() if k not in ("customPortList", "RayRedisPassword")}
+                keep = {k: v for k, v in advanced(source).items()
+                        if k not in ("customPortList", "RayRedisPassword", *named)}
                 got = {k: v for k, v in advanced(page).items() if k != "RayRedisPassword"}
                 assert got == keep, kind
                 covered |= {path} if keep else set()
@@ -360,6 +373,41 @@ def test_an_imported_job_clones_too_and_what_cannot_be_copied_is_listed(web, ws)
     assert new.cloned_from == imported and new.body["Settings"]["Tags"] == {"team": "x"}
 
 
+def test_advanced_settings_named_like_secrets_are_not_copied_and_are_asked_for_again(web, ws):
+    """A job imported from DLC may carry e.g. WandbApiKey or HfToken in AdvancedSettings. Nothing seals them, so
+    the clone drops their values (never on the page, in the diff or in the new job) and says to type them again;
+    the source job keeps them (what DLC was sent is not changed)."""
+    body = {"DisplayName": "imported-adv", "JobType": "PyTorchJob", "UserCommand": "echo hi",
+            "JobSpecs": [{"Type": "Worker", "Image": "registry.example.com/a:1", "PodCount": 1,
+                          "EcsSpec": "ecs.g6.large"}],
+            "Settings": {"AdvancedSettings": {"WandbApiKey": ADVANCED_SECRET, "HfToken": "hf-" + ADVANCED_SECRET,
+                                              "ReleaseResourcePolicy": "pod-exit"}}}
+    imported = Job.objects.create(workspace=ws, display_name="imported-adv", job_type="PyTorchJob", imported=True,
+                                  hints={}, status="Succeeded", dlc_job_id="dlc-imported-adv", body=body)
+    html = clone_page(web, imported)
+    assert ADVANCED_SECRET not in html
+    note = re.search(r'<div class="note warn" id="reprompt-advanced">(.*?)</div>', html, re.S).group(1)
+    assert note.startswith("Type HfToken and WandbApiKey (advanced framework configuration) again"), note
+    data = page_form_data(html)
+    assert advanced(data) == {"ReleaseResourcePolicy": "pod-exit"}
+
+    data["resources-advanced"] = "ReleaseResourcePolicy=pod-exit,EnableResourcePreCheck=true"
+    preview = web.post(reverse("wizard_preview"), data, HTTP_HX_REQUEST="true").content.decode()
+    assert ADVANCED_SECRET not in preview and "Advanced" in preview
+    answer = web.post(URL, data)
+    assert answer.status_code == 302, answer.content.decode()[:2000]
+    new = Job.objects.order_by("-pk").first()
+    assert new.cloned_from == imported and ADVANCED_SECRET not in str(new.body)
+    imported.refresh_from_db()
+    assert imported.body == body
+
+    # The API's clone asks for RayRedisPassword only when the source had one, not for a dropped WandbApiKey.
+    from jobs.api_jobs import clone_body
+
+    cloned, reprompts = clone_body(imported)
+    assert reprompts == [] and ADVANCED_SECRET not in str(cloned)
+
+
 def test_clone_needs_view_on_the_source_and_create_in_its_workspace(client, ws, sources):
     source = sources["price"]
     viewer = get_user_model().objects.create_user("viewer")
@@ -383,9 +431,9 @@ def test_edit_and_resubmit_reopens_a_failed_job_with_every_value_and_creates_a_n
     assert "customPortList=10000;10001-10010" in data["resources-advanced"], "the failed job never held ports"
     assert REGISTRY_SECRET not in html and data.get("environment-registry_password", "") == ""
     source = glue.sections_to_data(spec.inverse(failed.body, failed.hints))
-    # Every value is back; only the CSRF token, the (empty) password and the sanity check parameters (not
-    # offered on general computing, and empty) differ from the stored job's.
-    skip = {"csrfmiddlewaretoken", "environment-registry_password", "fault_tolerance-sanity_args"}
+    # Every value is back; only the CSRF token, the (empty) password, the sanity check parameters (not
+    # offered on general computing, and empty) and the (empty) sweep box differ from the stored job's.
+    skip = {"csrfmiddlewaretoken", "environment-registry_password", "fault_tolerance-sanity_args", "sweep"}
     assert {k: v for k, v in data.items() if not k.startswith("_") and k not in skip} == {
         k: v for k, v in source.items() if not k.startswith("_") and k not in skip}
     data["environment-registry_password"] = "again"

@@ -276,6 +276,7 @@ def test_an_imported_env_named_like_a_secret_becomes_a_secret_row_to_type_again(
     {"Settings": {"AdvancedSettings": {"WandbApiKey": "leaked-value"}}},
     {"CustomEnvs": [{"Key": "HF_API_KEY", "Value": "leaked-value"}]},  # names in values: none is quoted
     {"Envs": ["WANDB_API_KEY=leaked-value"]},  # not a map: which value is whose cannot be told
+    {"Settings": {"AdvancedSettings": {"SSH_KEY": "leaked-value"}}},  # the display rule's broader words
 ])
 def test_import_notes_never_quote_a_value_that_may_be_a_secret(extra):
     body = {"DisplayName": "j", "JobType": "PyTorchJob", "UserCommand": "run",
@@ -283,8 +284,9 @@ def test_import_notes_never_quote_a_value_that_may_be_a_secret(extra):
     clean = spec.strip_secrets(body)
     problems = spec.validate(clean)
     assert problems, "the pasted field is refused, so a note is made for it"
-    _sections, notes = export.to_wizard(clean, problems)
+    sections, notes = export.to_wizard(clean, problems)
     assert "leaked-value" not in json.dumps([n.to_dict() for n in notes])
+    assert "leaked-value" not in json.dumps(sections["resources"])
 
 
 def test_import_notes_still_quote_a_plain_misfit():
@@ -292,3 +294,32 @@ def test_import_notes_still_quote_a_plain_misfit():
             "JobSpecs": [{"Type": "Worker", "Image": "img", "PodCount": "2", "EcsSpec": "ecs.g6.large"}]}
     _sections, notes = export.to_wizard(body, spec.validate(body))
     assert {n.path: n.raw for n in notes} == {"JobSpecs[0].PodCount": '"2"', "Envs.EPOCHS": "3"}
+
+
+def test_imported_advanced_settings_named_like_secrets_are_dropped_with_a_note_to_type_them_again():
+    """Nothing seals such a value (only RayRedisPassword is), so it must not ride into the wizard's field, the
+    page and the session: the person types it again, as the note at the field says."""
+    body = {"DisplayName": "j", "JobType": "PyTorchJob", "UserCommand": "run",
+            "JobSpecs": [{"Type": "Worker", "Image": "img", "PodCount": 1, "EcsSpec": "ecs.g6.large"}],
+            "Settings": {"AdvancedSettings": {"WandbApiKey": "wb-secret-1", "ReleaseResourcePolicy": "pod-exit",
+                                              "HfToken": "hf-secret-2"}}}
+    clean = spec.strip_secrets(body)
+    sections, notes = export.to_wizard(clean, spec.validate(clean))
+    assert sections["resources"]["advanced"] == "ReleaseResourcePolicy=pod-exit"
+    dropped = {n.path: n for n in notes if n.state == "dropped"}
+    for key in ("WandbApiKey", "HfToken"):
+        note = dropped[f"Settings.AdvancedSettings.{key}"]
+        assert note.field == "resources.advanced" and note.raw == "" and "type it again" in note.message
+    text = json.dumps(sections) + json.dumps([n.to_dict() for n in notes])
+    assert "wb-secret-1" not in text and "hf-secret-2" not in text
+
+
+def test_drop_secret_advanced_keeps_ray_redis_password_and_plain_keys():
+    resources = {"advanced": '{"RayRedisPassword": "********", "RayRedisAddress": "r:6379", "API_TOKEN": "t"}'}
+    assert export.drop_secret_advanced(resources) == ["API_TOKEN"]
+    assert spec.parse_advanced(resources["advanced"])[0] == {"RayRedisPassword": "********",
+                                                             "RayRedisAddress": "r:6379"}
+    only = {"advanced": "HfToken=x"}
+    assert export.drop_secret_advanced(only) == ["HfToken"] and only["advanced"] == ""
+    plain = {"advanced": "createSvcForAllWorkers=true"}
+    assert export.drop_secret_advanced(plain) == [] and plain["advanced"] == "createSvcForAllWorkers=true"

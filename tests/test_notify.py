@@ -481,6 +481,8 @@ def test_adding_a_webhook_seals_its_secret_and_is_audited_without_it(team):
     ({"url": "https://example.com/a\x00"}, "url", "Null characters"),
     ({"url": "https://example.com/\u00e9t\u00e9"}, "url", "Percent-encode"),
     ({"secret": "s" * 201}, "secret", "at most 200"),
+    ({"secret": "   "}, "secret", "only spaces"),
+    ({"secret": " \t "}, "secret", "only spaces"),
 ])
 def test_bad_input_is_an_error_at_its_field(team, data, field, message):
     from jobs.models import Webhook
@@ -493,6 +495,19 @@ def test_bad_input_is_an_error_at_its_field(team, data, field, message):
     assert list(errors) == [field] and message in " ".join(errors[field]), errors
     assert f'id="field-{field}"' in response.content.decode()
     assert Webhook.objects.filter(workspace=team.alpha).count() == 1
+
+
+def test_the_signing_secret_is_kept_exactly_as_typed(team):
+    """The receiver signs with the secret as typed: surrounding spaces are part of it."""
+    from jobs.models import Webhook
+
+    client = pf.client_for(team.users["admin"])
+    response = client.post(f"/workspaces/{team.alpha.pk}/notifications", {
+        "name": "padded", "url": "https://hooks.example.com/dlc", "events": ["Failed"], "enabled": "on",
+        "secret": "  s3cret with spaces  ",
+    })
+    assert response.status_code == 302
+    assert Webhook.objects.get(workspace=team.alpha, name="padded").secret() == "  s3cret with spaces  "
 
 
 def test_send_test_posts_now_and_answers_in_place(team, receiver):

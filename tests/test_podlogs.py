@@ -153,6 +153,18 @@ def test_a_tail_follows_a_running_pod_and_an_ended_one_until_its_end_has_settled
     assert podlogs.END_SLACK > timedelta(seconds=1), "end times are cut to the second"
 
 
+def test_a_pending_pod_or_one_without_a_start_time_has_not_started_and_is_still_followed():
+    started = NOW - timedelta(minutes=1)
+    cursor = podlogs.encode_cursor(NOW)
+    for status, start, has_started in [("Pending", None, False), ("Pending", started, False), ("", None, False),
+                                       ("Running", started, True), ("Running", None, True),
+                                       ("Succeeded", started, True)]:
+        row = PodRow("j-worker-0", "Worker", 0, status, "", start, None)
+        assert row.started is has_started, (status, start)
+    assert podlogs.following(job(), PodRow("j-worker-0", "Worker", 0, "Pending", "", None, None), cursor), \
+        "the tail keeps asking, so the log appears once the pod runs"
+
+
 # --- archived logs -------------------------------------------------------------------------------------------
 
 

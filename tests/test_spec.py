@@ -231,6 +231,10 @@ CASES = [
          "letters, digits and '_'", wire="Envs"),
     Case("env key unique", {"environment.envs": [{"key": "A", "value": "1"}, {"key": "A", "value": "2"}]},
          ("environment.envs[1].key",), "set twice"),
+    # Two Secret rows of one name: the same error, at the second row (the sealed value would be one of them).
+    Case("secret env key unique", {"environment.envs": [{"key": "HF_TOKEN", "value": "a", "secret": True},
+                                                         {"key": "HF_TOKEN", "value": "b", "secret": True}]},
+         ("environment.envs[1].key",), "set twice"),
     Case("env key missing", {"environment.envs": [{"key": "", "value": "1"}]}, ("environment.envs[0].key",),
          "Enter a variable name"),
     Case("libs list ok", {"environment.libs_mode": "list", "environment.libs": "griffon numpy pandas"}),
@@ -1045,3 +1049,40 @@ def test_strip_secrets_hides_env_values_named_like_secrets():
     # Read back, the hidden one is a secret row: a clone or an import asks for it.
     rows = spec.inverse(spec.strip_secrets(body))["environment"]["envs"]
     assert [r["secret"] for r in rows] == [True, False, False]
+
+
+def test_strip_secrets_hides_advanced_settings_named_like_secrets():
+    # Only a job made outside the console has one (the wizard refuses such keys), and nothing sealed it.
+    body = {"DisplayName": "j", "Settings": {"AdvancedSettings": {"WandbApiKey": "w", "HfToken": "", "EnableRDMA": True,
+                                                                  "RayRedisPassword": "r"}}}
+    assert spec.strip_secrets(body)["Settings"]["AdvancedSettings"] == {
+        "WandbApiKey": spec.SECRET_PLACEHOLDER, "HfToken": "", "EnableRDMA": True}
+    assert body["Settings"]["AdvancedSettings"]["WandbApiKey"] == "w"  # a copy
+
+
+# ---- the display rule for secret names ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [
+    # looks_like_secret's words and pairs
+    "WANDB_API_KEY", "WandbApiKey", "HfToken", "RayRedisPassword", "AccessKeyId", "api_key", "aws_secret_access_key",
+    # the broader words the job page and the import notes masked before (one rule now)
+    "DB_PASS", "MY_AUTH", "SSH_KEY", "OAUTH_CLIENT", "HFTOKEN", "DBPASSWORD", "MYAPIKEY", "ACCESSKEY_ID", "api-key",
+    "Authorization", "GIT_CREDS", "key",
+])
+def test_names_masked_on_display(name):
+    assert spec.masked_on_display(name)
+
+
+@pytest.mark.parametrize("name", [
+    "TOKENIZERS_PARALLELISM", "KEYBOARD", "MONKEY_COUNT", "KEYS_DIR", "PWD", "AUTHOR", "PASSENGER_COUNT", "EPOCHS",
+    "RayRedisUsername", "customPortList", "createSvcForAllWorkers", "", None, 3,
+])
+def test_names_shown_on_display(name):
+    assert not spec.masked_on_display(name)
+
+
+def test_what_is_sealed_is_always_masked_on_display():
+    for name in ["WANDB_API_KEY", "HF_TOKEN", "GITHUB_TOKENS", "DB_PASSWORD", "passphrase", "PrivateKey",
+                 "CREDENTIALS"]:
+        assert spec.looks_like_secret(name) and spec.masked_on_display(name), name

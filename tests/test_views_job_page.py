@@ -164,6 +164,26 @@ def test_configuration_is_shown_in_the_wizards_sections_and_never_its_secrets(cl
     assert html.count(jobpage.HIDDEN) >= 2
 
 
+def test_values_named_like_secrets_are_hidden_by_the_one_display_rule(client, people, ws):
+    """The page hides what spec.masked_on_display names: variables (ticked Secret or not; stored before the
+    console sealed such names) and advanced settings (a WandbApiKey of a job imported from DLC)."""
+    hidden = {"DB_PASS": "v-db-pass", "MY_AUTH": "v-my-auth", "SSH_KEY": "v-ssh-key", "AccessKeyId": "v-ak-id",
+              "api_key": "v-api-key", "HFTOKEN": "v-hftoken"}
+    shown = {"TOKENIZERS_PARALLELISM": "v-tokenizers", "KEYBOARD": "v-keyboard", "MONKEY_COUNT": "v-monkeys"}
+    body = {"DisplayName": "masked", "JobType": "PyTorchJob", "UserCommand": "echo hi",
+            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}],
+            "Envs": {**hidden, **shown},
+            "Settings": {"AdvancedSettings": {"WandbApiKey": "v-wandb-adv", "ReleaseResourcePolicy": "pod-exit"}}}
+    job = make_job(ws, people["alice"], body=body)
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}").content.decode()
+    for name, value in hidden.items():
+        assert name in html and value not in html, name
+    for name, value in shown.items():
+        assert value in html, name
+    assert "v-wandb-adv" not in html and "ReleaseResourcePolicy=pod-exit" in html and "WandbApiKey" in html
+
+
 def test_sections_left_empty_say_not_configured(client, people, ws):
     body = {"DisplayName": "plain", "JobType": "PyTorchJob", "UserCommand": "echo hi",
             "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
@@ -737,6 +757,29 @@ def test_the_tails_answer_refreshes_the_pods_status_and_says_when_the_pod_ended(
         tail = whole_tail(chunk)
         assert 'data-following="yes"' in tail and "The pod has ended; reading its last lines…" in tail
         assert "Following the log" not in chunk
+    finally:
+        dlc.stop_job(ws, job.dlc_job_id)
+
+
+def test_a_pod_not_started_yet_says_so_and_its_tail_keeps_asking(client, people, ws):
+    """A Pending pod (no start time) has no log: the box says why it is empty, and the tail keeps asking, so the
+    log appears, followed as usual, once the sync sees the pod run."""
+    job = on_localdlc(ws, people["alice"], "echo started; sleep 60", until=("Running",), name="pending")
+    running = job.pods[0]
+    try:
+        job.pods = [{**{k: v for k, v in running.items() if k != "GmtStartTime"}, "Status": "Pending"}]
+        job.save(update_fields=["pods"])
+        client.force_login(people["alice"])
+        panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).content.decode()
+        tail = whole_tail(panel)
+        assert "This pod has not started yet; its log appears here once it runs." in tail
+        assert 'data-following="yes"' in tail and 'hx-trigger="every 1s"' in tail and "Following" not in tail
+
+        job.pods = [running]
+        job.save(update_fields=["pods"])
+        chunk = client.get(f"/jobs/{job.pk}/pods/{running['PodId']}/logs?since={since_of(tail_of(panel))}",
+                           **HTMX).content.decode()
+        assert "Following the log…" in whole_tail(chunk) and "not started" not in chunk
     finally:
         dlc.stop_job(ws, job.dlc_job_id)
 

@@ -74,6 +74,22 @@ def test_filters_come_from_the_url_and_stay_in_the_form(client, people, ws):
     assert 'href="/?q=bert&amp;status=Succeeded&amp;framework=PyTorchJob&amp;owner=me"' in counts
 
 
+def test_jobs_and_jobs_slash_lead_to_the_list_with_their_query(client, people, ws):
+    client.force_login(people["alice"])
+    for path in ("/jobs", "/jobs/"):
+        answer = client.get(path, {"q": "bert", "status": "Failed"})
+        assert answer.status_code == 301 and answer["Location"] == "/?q=bert&status=Failed", path
+        assert client.get(path)["Location"] == "/"
+    assert client.get("/jobs/", {"q": "bert"}, follow=True).status_code == 200
+
+
+def test_the_job_type_filter_says_any_job_type(client, people, ws):
+    client.force_login(people["alice"])
+    html = client.get("/").content.decode()
+    assert re.search(r'<option value=""[^>]*>Any job type</option>', html)
+    assert "Any framework" not in html
+
+
 def test_bad_filter_values_are_shown_at_their_field_never_a_500(client, people, ws):
     make_job(ws, people["alice"], name="kept")
     client.force_login(people["alice"])

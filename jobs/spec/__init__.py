@@ -74,7 +74,7 @@ reports it, and prune_inapplicable() clears such fields for forms that keep hidd
 Public API: build, validate_sections, validate, notes, inverse, hints_from_sections, defaults,
 prune_inapplicable, hidden_fields, infer_hints, strip_secrets, extract_secrets, fill_secrets, wire_path,
 field_for_path, parse_advanced, format_advanced, Context, Policy, SECRET_PATHS, SECRET_PLACEHOLDER,
-WIRE_SCHEMA, APPLICABLE, SECRET_ENV_PREFIX, looks_like_secret.
+WIRE_SCHEMA, APPLICABLE, SECRET_ENV_PREFIX, looks_like_secret, masked_on_display.
 Error and note dicts map a path to messages; "" is the whole job. Decisions: docs/spec-notes.md.
 
 Layout: import from here (jobs.spec); the code lives in the small modules of this package.
@@ -101,6 +101,7 @@ from jobs.spec.base import (
     Context,
     Policy,
     looks_like_secret,
+    masked_on_display,
 )
 from jobs.spec.body_check import validate
 from jobs.spec.forms import defaults, extract_secrets, fill_secrets, hidden_fields, infer_hints, prune_inapplicable
@@ -115,6 +116,6 @@ __all__ = [
     "APPLICABLE", "FIELDS", "ROLE_APPLICABLE", "ROW_FIELDS", "RULES", "SECRET_ENV_PREFIX", "SECRET_PATHS",
     "SECRET_PLACEHOLDER", "SECTIONS", "WIRE_SCHEMA", "Context", "Policy", "build", "defaults", "extract_secrets",
     "field_for_path", "fill_secrets", "format_advanced", "hidden_fields", "hints_from_sections", "infer_hints",
-    "inverse", "looks_like_secret", "notes", "parse_advanced", "prune_inapplicable", "strip_secrets", "validate",
-    "validate_sections", "wire_path",
+    "inverse", "looks_like_secret", "masked_on_display", "notes", "parse_advanced", "prune_inapplicable",
+    "strip_secrets", "validate", "validate_sections", "wire_path",
 ]

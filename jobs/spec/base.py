@@ -64,6 +64,22 @@ def looks_like_secret(name: object) -> bool:
         any(pair in _SECRET_PAIRS for pair in zip(words, words[1:], strict=False))
 
 
+# Hiding a value on a page or in an import note costs little, so display masks more than looks_like_secret seals:
+# also a segment that is or ends in pass/token/auth (DB_PASS, HFTOKEN, OAUTH), a lone "key" (SSH_KEY), creds,
+# Authorization, and names run together (DBPASSWORD, MYAPIKEY). Still by segment, so KEYBOARD, MONKEY_COUNT and
+# TOKENIZERS_PARALLELISM are shown.
+_DISPLAY_SEGMENT = re.compile(r"[a-z]*(pass|tokens?|auth)|authori[sz]ation|key|creds?")
+_DISPLAY_RUN_TOGETHER = re.compile(r"passw(or)?d|secret|credential|(api|access|private)[_-]?key")
+
+
+def masked_on_display(name: object) -> bool:
+    """True when a value named so is hidden wherever it is shown (job page, import notes): looks_like_secret, plus
+    the broader words above."""
+    text = str(name)
+    return looks_like_secret(text) or bool(_DISPLAY_RUN_TOGETHER.search(text.lower())) or \
+        any(_DISPLAY_SEGMENT.fullmatch(w.lower()) for w in _NAME_SEGMENT.findall(text))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Context and guardrail policy
 # ---------------------------------------------------------------------------------------------------------

@@ -9,7 +9,15 @@ from typing import Any
 
 from jobs import catalog as C
 from jobs.spec.applicable import _applies, _env, _res
-from jobs.spec.base import SECRET_PLACEHOLDER, SECTIONS, _Errors, _fmt_num, _secret, looks_like_secret
+from jobs.spec.base import (
+    SECRET_PLACEHOLDER,
+    SECTIONS,
+    _Errors,
+    _fmt_num,
+    _secret,
+    looks_like_secret,
+    masked_on_display,
+)
 from jobs.spec.norm import _norm
 
 # ---------------------------------------------------------------------------------------------------------
@@ -200,7 +208,7 @@ def _build_settings(n: dict, secrets: str) -> dict:
 def strip_secrets(body: Mapping) -> dict:
     """A deep copy of the body without the SECRET_PATHS values, and with SECRET_PLACEHOLDER for the value of every
     environment variable whose name looks like a secret's (a job imported from DLC, or one whose owner did not tick
-    Secret), so no view of a body shows one."""
+    Secret) and of every other advanced setting named like one, so no view of a body shows one."""
     out = copy.deepcopy(dict(body)) if isinstance(body, Mapping) else {}
     envs = out.get("Envs")
     if isinstance(envs, dict):
@@ -213,7 +221,13 @@ def strip_secrets(body: Mapping) -> dict:
                 del spec["ImageConfig"]
     settings = out.get("Settings")
     if isinstance(settings, dict) and isinstance(settings.get("AdvancedSettings"), dict):
-        settings["AdvancedSettings"].pop("RayRedisPassword", None)
+        advanced = settings["AdvancedSettings"]
+        advanced.pop("RayRedisPassword", None)
+        # No console job holds another secret-named key (the wizard refuses them); a job imported from DLC may
+        # (e.g. WandbApiKey), and nothing seals it: the placeholder, as for an env value named like a secret.
+        for key, value in advanced.items():
+            if masked_on_display(key) and value not in (None, ""):
+                advanced[key] = SECRET_PLACEHOLDER
         if not settings["AdvancedSettings"]:
             del settings["AdvancedSettings"]
         if not settings:

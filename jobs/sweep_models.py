@@ -1,0 +1,60 @@
+"""Models of hyperparameter sweeps: a grid of trial jobs launched together from the wizard (jobs.sweeps).
+
+Imported at the bottom of jobs/models.py so Django registers them in the `jobs` app. A trial is a link row to
+its Job, so the jobs table (large in production) gets no column for sweeps.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+
+class Sweep(models.Model):
+    """A grid of trials of one job: `parameters` is [[name, [values]]] in the order typed."""
+
+    workspace = models.ForeignKey("jobs.Workspace", on_delete=models.PROTECT, related_name="sweeps")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="sweeps")
+    name = models.CharField(max_length=256)
+    parameters = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["workspace", "-created_at", "-id"], name="sweep_ws_created")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("sweep_detail", args=[self.pk])
+
+    @property
+    def names(self) -> list[str]:
+        return [str(p[0]) for p in self.parameters if isinstance(p, list | tuple) and p]
+
+
+class SweepTrial(models.Model):
+    """One trial of a sweep: its job and the parameter values it runs with ({name: value})."""
+
+    sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="trials")
+    job = models.OneToOneField("jobs.Job", on_delete=models.CASCADE, related_name="sweep_trial")
+    number = models.PositiveIntegerField()
+    values = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["sweep", "number"]
+        constraints = [models.UniqueConstraint(fields=["sweep", "number"], name="one_trial_number_per_sweep")]
+
+    def __str__(self) -> str:
+        return f"{self.sweep_id}/{self.number}"
+
+    @property
+    def values_text(self) -> str:
+        """`LR=0.01, BS=32` in the sweep's parameter order (PostgreSQL's jsonb does not keep the keys' order)."""
+        values = self.values or {}
+        names = [n for n in self.sweep.names if n in values] + [k for k in values if k not in self.sweep.names]
+        return ", ".join(f"{k}={values[k]}" for k in names)

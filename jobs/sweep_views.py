@@ -1,0 +1,79 @@
+"""The sweep pages: a workspace's recent sweeps, one sweep with its trials (polled while any is active), and
+"Stop all active trials". A user sees a sweep iff they may see its workspace's jobs; otherwise 404."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from jobs import access, jobpage, lifecycle, sweeps
+from jobs import status as st
+from jobs.models import Sweep
+from jobs.views import _partial, can_select, current_workspace, show_workspace
+
+LIST_SIZE = 50
+
+
+def _get_sweep(request: HttpRequest, pk: int) -> Sweep:
+    """A sweep of a workspace whose jobs the user may view (any role: access.can's "view"); 404 otherwise, not
+    403, so sweep ids do not leak."""
+    return get_object_or_404(Sweep.objects.select_related("workspace", "owner").filter(
+        workspace__in=access.workspaces_for(request.user)), pk=pk)
+
+
+def _clone_url(request: HttpRequest, sweep: Sweep, first_job: int | None) -> str:
+    """The wizard cloning trial 1, its sweep box filled in: the same grid, ready to change."""
+    if first_job is None or not access.can(request.user, "clone", workspace=sweep.workspace):
+        return ""
+    text = sweeps.Grid.from_json(sweep.parameters).as_text()
+    return f"{reverse('job_create')}?{urlencode({'clone': first_job, sweeps.FIELD: text})}"
+
+
+@login_required
+@require_GET
+def sweep_list(request: HttpRequest) -> HttpResponse:
+    workspace = current_workspace(request)
+    found = []
+    if workspace is not None and access.can(request.user, "view", workspace=workspace):
+        found = list(Sweep.objects.filter(workspace=workspace).select_related("owner")
+                     .annotate(trial_count=Count("trials"))[:LIST_SIZE])
+    return render(request, "jobs/sweep_list.html", {"workspace": workspace, "sweeps": found, "limit": LIST_SIZE})
+
+
+@login_required
+@require_GET
+def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    sweep = _get_sweep(request, pk)
+    rows = sweeps.trial_rows(sweep)
+    context = {"sweep": sweep, "rows": rows, "tally": sweeps.tally(rows), "active": sweeps.any_active(rows)}
+    if _partial(request):
+        return render(request, "jobs/_sweep_trials.html", context)
+    show_workspace(request, sweep.workspace)
+    first = rows[0].row["pk"] if rows else None
+    context.update({
+        "can_stop": can_select(request, sweep.workspace),
+        "compare_url": "/jobs/compare?" + urlencode([("ids", r.row["pk"]) for r in rows[:sweeps.COMPARE_MAX]]),
+        "clone_url": _clone_url(request, sweep, first),
+    })
+    return render(request, "jobs/sweep_detail.html", context)
+
+
+@login_required
+@require_POST
+def sweep_stop(request: HttpRequest, pk: int) -> HttpResponse:
+    """Stop every active trial, with the list's rule: members stop their own jobs, admins anyone's."""
+    sweep = _get_sweep(request, pk)
+    jobs = [t.job for t in sweep.trials.select_related("job", "job__workspace").order_by("number")
+            if st.is_active(t.job.status)]
+    outcome = lifecycle.bulk_stop(request.user, jobs) if jobs else {}
+    results = [jobpage.stop_outcome(outcome[job.pk], job, job.pk) for job in jobs]
+    messages.info(request, f"Stop all active trials: {sweeps.stop_summary(results)}." if results
+                  else "Stop all active trials: no trial is active.")
+    return redirect(sweep)

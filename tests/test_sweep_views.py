@@ -1,0 +1,299 @@
+"""Sweeps through Django's test client: the wizard's POST with a sweep, its errors at the sweep field, the sweep
+page (and its poll), the sweep list, the trial line of the job page, stop all. A real localdlc process answers
+the wizard's ListEcsSpecs through the SDK; nothing reaches a worker (on-commit callbacks are only captured)."""
+
+from __future__ import annotations
+
+import html as htmllib
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from jobs import secretbox, spec
+from jobs import status as st
+from jobs.models import AuditEvent, Job, Membership, Sweep, SweepTrial, Workspace
+from tests.support.wizard import form_data, local_workspace, page_form_data
+
+pytestmark = pytest.mark.integration
+
+URL = "/jobs/new"
+GRID = "LR = 0.01, 0.1\nBS = 32, 64"
+
+
+@pytest.fixture
+def ws(db, localdlc, tmp_path, settings):
+    return local_workspace(localdlc, tmp_path, settings)
+
+
+def make_user(name: str, ws: Workspace | None, role: str = Membership.MEMBER):
+    user = get_user_model().objects.create_user(name, password="pw-not-used-here")
+    if ws is not None:
+        Membership.objects.create(user=user, workspace=ws, role=role)
+    return user
+
+
+@pytest.fixture
+def user(ws):
+    return make_user("sweeper", ws)
+
+
+@pytest.fixture
+def web(client, user):
+    client.force_login(user)
+    return client
+
+
+def launch(web, grid: str = GRID, **changes) -> Sweep:
+    data = form_data(**{"basic__name": "lr-grid", "environment__command": "python train.py --lr $LR --bs $BS",
+                        **changes})
+    answer = web.post(URL, {**data, "sweep": grid})
+    sweep = Sweep.objects.get()
+    assert answer.status_code == 302 and answer["Location"] == sweep.get_absolute_url()
+    return sweep
+
+
+def test_a_wizard_post_with_a_sweep_makes_one_job_per_trial_and_redirects_to_the_sweep(
+        web, ws, user, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as enqueued:
+        sweep = launch(web, environment__envs__0__key="MODE", environment__envs__0__value="offline",
+                       environment__envs__1__key="WANDB_API_KEY", environment__envs__1__value="wandb-secret-1",
+                       environment__envs__1__secret="on")
+    # The submits are enqueued on commit, all four after the one transaction that saved everything.
+    assert len(enqueued) == 4
+    assert (sweep.workspace, sweep.owner, sweep.name) == (ws, user, "lr-grid")
+    assert sweep.parameters == [["LR", ["0.01", "0.1"]], ["BS", ["32", "64"]]]
+    trials = list(SweepTrial.objects.filter(sweep=sweep).select_related("job").order_by("number"))
+    assert [t.number for t in trials] == [1, 2, 3, 4]
+    assert [t.values for t in trials] == [{"LR": "0.01", "BS": "32"}, {"LR": "0.01", "BS": "64"},
+                                          {"LR": "0.1", "BS": "32"}, {"LR": "0.1", "BS": "64"}]
+    assert [t.job.display_name for t in trials] == ["lr-grid-01", "lr-grid-02", "lr-grid-03", "lr-grid-04"]
+    assert Job.objects.count() == 4
+    for trial in trials:
+        job = trial.job
+        assert job.body["DisplayName"] == job.display_name and job.status == st.SUBMITTING
+        assert job.body["Envs"] == {"MODE": "offline", "WANDB_API_KEY": spec.SECRET_PLACEHOLDER, **trial.values}
+        assert job.body["UserCommand"] == "python train.py --lr $LR --bs $BS"
+        assert "wandb-secret-1" not in str(job.body) and "wandb-secret-1" not in job.sealed_secrets
+        assert secretbox.unseal(job.sealed_secrets) == {spec.SECRET_ENV_PREFIX + "WANDB_API_KEY": "wandb-secret-1"}
+    assert AuditEvent.objects.filter(action="created", job__in=[t.job for t in trials]).count() == 4
+
+
+def errors_at_the_sweep_field(html: str) -> str:
+    block = re.search(r'<div class="field[^"]*invalid" id="f-sweep">(.*?)</div>\s*</div>', html, re.S)
+    assert block, "no error at the sweep field"
+    assert re.search(r'<textarea name="sweep"[^>]*aria-invalid="true"', html)
+    return htmllib.unescape(block.group(1))
+
+
+@pytest.mark.parametrize(("grid", "message"), [
+    ("LR = 0.01", "A sweep needs at least 2 trials; these values make 1."),
+    ("LR = 1, 2, 3, 4, 5, 6, 7, 8\nBS = 1, 2, 3, 4, 5, 6, 7",
+     "These values make 56 trials; a sweep may have at most 50."),
+    ("MODE = a, b", "MODE is already one of the job's environment variables"),
+    ("HF_TOKEN = a, b", "looks like the name of a secret"),
+    ("lr rate = 1, 2", "is not an environment variable name"),
+])
+def test_a_bad_sweep_is_an_error_at_its_field_nothing_saved_every_value_kept(web, grid, message):
+    data = form_data(basic__name="kept-name", environment__command="echo kept",
+                     environment__envs__0__key="MODE", environment__envs__0__value="offline")
+    answer = web.post(URL, {**data, "sweep": grid})
+    html = answer.content.decode()
+    assert answer.status_code == 200
+    assert Job.objects.count() == 0 and Sweep.objects.count() == 0
+    assert message in errors_at_the_sweep_field(html)
+    assert 'href="#id_sweep"' in re.search(r'id="error-summary">(.*?)</div>', html, re.S).group(1)
+    assert f">\n{htmllib.escape(grid, quote=False)}</textarea>" in html
+    assert 'name="basic-name" value="kept-name"' in html and "echo kept" in html
+    assert 'name="environment-envs-0-value" value="offline"' in html
+
+
+def test_the_first_trial_the_rules_refuse_is_the_error(web):
+    envs = {}
+    for i in range(19):  # the 20-variable limit: 19 + 1 parameter pass, 19 + 2 do not
+        envs |= {f"environment__envs__{i}__key": f"V{i}", f"environment__envs__{i}__value": "x"}
+    html = web.post(URL, {**form_data(**envs), "sweep": "A = 1, 2\nB = 3, 4"}).content.decode()
+    assert "Trial 1 (A=1, B=3) would be refused: Envs: At most 20 environment variables" in errors_at_the_sweep_field(
+        html)
+    assert Job.objects.count() == 0 and Sweep.objects.count() == 0
+    assert web.post(URL, {**form_data(**envs), "sweep": "A = 1, 2"}).status_code == 302
+    assert Sweep.objects.get().trials.count() == 2
+
+
+def test_an_invalid_job_and_a_bad_sweep_are_reported_together(web):
+    html = web.post(URL, {**form_data(basic__name="bad name!"), "sweep": "1X = a, b"}).content.decode()
+    assert "may contain only letters, digits" in html
+    assert "not an environment variable name" in errors_at_the_sweep_field(html)
+    assert Job.objects.count() == 0
+
+
+def test_adding_a_row_without_javascript_keeps_the_sweep_text(web):
+    html = web.post(URL, {**form_data(), "_add": "envs", "sweep": GRID}).content.decode()
+    assert f">\n{GRID}</textarea>" in html and Job.objects.count() == 0
+    assert 'id="err-sweep"' not in html
+
+
+def test_an_empty_sweep_submits_one_job_as_before(web):
+    answer = web.post(URL, {**form_data(basic__name="single"), "sweep": "  \n"})
+    assert answer.status_code == 302 and Job.objects.get().display_name == "single" and not Sweep.objects.exists()
+
+
+def test_the_sweep_page_shows_its_facts_parameters_tally_and_trials_and_polls_while_active(web, user):
+    sweep = launch(web)
+    html = web.get(sweep.get_absolute_url()).content.decode()
+    assert "lr-grid" in html and user.username in html and 'id="time-zone">Times in UTC' in html
+    assert "LR = 0.01, 0.1" in html and "BS = 32, 64" in html
+    rows = re.findall(r'<tr id="trial-(\d+)" data-status="([^"]+)">(.*?)</tr>', html, re.S)
+    assert [n for n, _s, _r in rows] == ["1", "2", "3", "4"]
+    assert re.findall(r'<td class="mono">([^<]*)</td>', rows[2][2]) == ["0.1", "32"]
+    jobs = {t.number: t.job for t in sweep.trials.select_related("job")}
+    assert f'href="/jobs/{jobs[3].pk}">lr-grid-03</a>' in rows[2][2]
+    assert re.search(r'<span class="badge [a-z]+">4 [^<]+</span>', html)  # the tally: four waiting to submit
+    poll = re.search(r'<div id="sweep-trials" hx-get="([^"]+)" hx-trigger="every 5s"', html)
+    assert poll and poll.group(1) == sweep.get_absolute_url()
+    # The poll's answer is the table alone; once every trial ended it asks no more.
+    Job.objects.filter(pk__in=[j.pk for j in jobs.values()]).update(status="Succeeded")
+    partial = web.get(sweep.get_absolute_url(), HTTP_HX_REQUEST="true").content.decode()
+    assert partial.lstrip().startswith('<div id="sweep-trials"') and "<html" not in partial
+    assert 'data-polling="no"' in partial and "hx-get" not in partial and "4 Succeeded" in partial
+    # Compare links the first trials; "Clone as sweep" clones trial 1 with the grid in the sweep box.
+    compare = re.search(r'id="compare-trials" href="([^"]+)"', html).group(1)
+    assert parse_qs(urlparse(htmllib.unescape(compare)).query)["ids"] == [str(jobs[n].pk) for n in (1, 2, 3, 4)]
+    clone = htmllib.unescape(re.search(r'id="clone-sweep" href="([^"]+)"', html).group(1))
+    query = parse_qs(urlparse(clone).query)
+    assert query["clone"] == [str(jobs[1].pk)] and query["sweep"] == ["LR = 0.01, 0.1\nBS = 32, 64"]
+
+
+def test_clone_as_sweep_opens_the_wizard_without_the_parameters_among_the_variables(web):
+    sweep = launch(web, environment__envs__0__key="MODE", environment__envs__0__value="offline")
+    page = web.get(sweep.get_absolute_url()).content.decode()
+    clone = htmllib.unescape(re.search(r'id="clone-sweep" href="([^"]+)"', page).group(1))
+    html = web.get(clone).content.decode()
+    assert f">\n{GRID}</textarea>" in html
+    assert 'name="environment-envs-0-key" value="MODE"' in html
+    assert 'value="LR"' not in html and 'value="BS"' not in html
+    assert 'name="basic-name" value="lr-grid-copy"' in html
+    # Posted as the page is, it is a second sweep of four.
+    data = page_form_data(html)
+    answer = web.post(URL, data)
+    assert answer.status_code == 302, errors_at_the_sweep_field(answer.content.decode())
+    second = Sweep.objects.exclude(pk=sweep.pk).get()
+    assert second.trials.count() == 4 and second.name == "lr-grid-copy"
+    assert {t.job.cloned_from_id for t in second.trials.select_related("job")} == {sweep.trials.get(number=1).job_id}
+
+
+def test_a_get_with_sweep_prefills_the_box(web):
+    html = web.get(URL + "?sweep=LR+%3D+1%2C+2").content.decode()
+    assert ">\nLR = 1, 2</textarea>" in html
+
+
+def test_the_job_page_of_a_trial_says_which_and_its_values(web):
+    sweep = launch(web)
+    job = sweep.trials.get(number=3).job
+    html = htmllib.unescape(web.get(job.get_absolute_url()).content.decode())
+    line = re.search(r'id="sweep-trial">(.*?)</p>', html, re.S).group(1)
+    assert "Trial 3 of 4 in sweep" in line and f'href="{sweep.get_absolute_url()}">lr-grid</a>' in line
+    assert "LR=0.1, BS=32" in line
+
+
+def test_another_workspaces_user_gets_404_and_does_not_list_it(web, client, ws):
+    sweep = launch(web)
+    other_ws = Workspace.objects.create(name="Other", backend=Workspace.BACKEND_LOCAL)
+    outsider = make_user("outsider", other_ws)
+    other = Client()
+    other.force_login(outsider)
+    assert other.get(sweep.get_absolute_url()).status_code == 404
+    assert other.post(f"/sweeps/{sweep.pk}/stop").status_code == 404
+    assert "lr-grid" not in other.get("/sweeps/").content.decode()
+    viewer = make_user("viewer", ws, Membership.VIEWER)
+    other.force_login(viewer)
+    html = other.get(sweep.get_absolute_url()).content.decode()
+    assert "lr-grid-01" in html and 'id="stop-all"' not in html and 'id="clone-sweep"' not in html
+
+
+def test_the_sweep_list_shows_the_workspaces_sweeps_with_trial_counts(web):
+    sweep = launch(web)
+    html = web.get("/sweeps/").content.decode()
+    row = re.search(rf'<tr id="sweep-{sweep.pk}">(.*?)</tr>', html, re.S).group(1)
+    assert "lr-grid" in row and "LR, BS" in row and "<td>4</td>" in row
+    assert 'href="/sweeps/"' in html  # the top bar's link
+
+
+def test_stop_all_stops_the_active_trials_a_member_may_stop(web, ws, user):
+    sweep = launch(web)
+    jobs = {t.number: t.job for t in sweep.trials.select_related("job")}
+    Job.objects.filter(pk=jobs[4].pk).update(status="Succeeded")
+    csrf_client = Client(enforce_csrf_checks=True)
+    csrf_client.force_login(user)
+    assert csrf_client.post(f"/sweeps/{sweep.pk}/stop").status_code == 403  # no CSRF token
+    assert Job.objects.filter(status=st.SUBMITTING).count() == 3
+    # Another member may not stop this member's trials (the list's rule: admins stop anyone's).
+    colleague = make_user("colleague", ws)
+    other = Client()
+    other.force_login(colleague)
+    answer = other.post(f"/sweeps/{sweep.pk}/stop", follow=True)
+    assert "Stop all active trials: 3 × Not permitted." in answer.content.decode()
+    assert Job.objects.filter(status=st.SUBMITTING).count() == 3
+    # The owner: never sent, they are cancelled at once.
+    answer = web.post(f"/sweeps/{sweep.pk}/stop", follow=True)
+    assert answer.redirect_chain[-1][0] == sweep.get_absolute_url()
+    assert "Stop all active trials: 3 × Stopped." in answer.content.decode()
+    assert [Job.objects.get(pk=jobs[n].pk).status for n in (1, 2, 3, 4)] == ["Stopped"] * 3 + ["Succeeded"]
+    answer = web.post(f"/sweeps/{sweep.pk}/stop", follow=True)
+    assert "no trial is active" in answer.content.decode()
+
+
+def test_a_2x2_sweep_really_runs_on_localdlc_and_each_trial_sees_its_own_values(stack, member):
+    """The whole way: the wizard's POST, the worker's CreateJob per trial through the SDK, localdlc pods, the
+    sync, the pod logs. Each trial's log holds its own LR and BS, so the variables reached the right pods."""
+    from tests.support.waiting import wait_for
+    from tests.test_skeleton_flow import csrf, signed_in_session
+
+    web = signed_in_session(stack.url, member.username)
+    create_url = f"{stack.url}/jobs/new"
+    data = form_data(basic__name="grid-e2e", environment__image="registry.example/pytorch:2.3",
+                     resources__roles__0__instance_type="ecs.g6.large",
+                     environment__command='echo "trial lr=$LR bs=$BS"')
+    answer = web.post(create_url, data={**data, "sweep": "LR = 0.01, 0.1\nBS = 32, 64",
+                                        "csrfmiddlewaretoken": csrf(web, create_url)},
+                      headers={"Referer": create_url})
+    sweep = Sweep.objects.get(name="grid-e2e")
+    assert answer.status_code == 200 and answer.url == f"{stack.url}{sweep.get_absolute_url()}"
+    trials = list(sweep.trials.select_related("job").order_by("number"))
+    assert len(trials) == 4
+
+    def finished():
+        for t in trials:
+            t.job.refresh_from_db()
+        return all(t.job.status in st.TERMINAL and t.job.pods for t in trials)
+
+    wait_for(finished, timeout=120)
+    for t in trials:
+        job = t.job
+        assert job.status == "Succeeded", (job.display_name, job.reason_message, job.submit_error)
+        log = web.get(f"{stack.url}/jobs/{job.pk}/pods/{job.pods[0]['PodId']}/logs").text
+        assert f"trial lr={t.values['LR']} bs={t.values['BS']}" in log, (job.display_name, log[-500:])
+    page = web.get(f"{stack.url}{sweep.get_absolute_url()}").text
+    assert "4 Succeeded" in page and 'data-polling="no"' in page
+
+
+def test_a_template_start_takes_a_sweep_unless_it_locks_the_variables(web, ws):
+    from jobs import templates_lib
+    from jobs.forms import wizard as glue
+
+    admin = make_user("admin", ws, Membership.ADMIN)
+    sections = glue.Wizard(form_data(basic__name="from-tpl", environment__command="echo $LR")).sections
+    version = templates_lib.save(ws, admin, "tpl", sections)
+    templates_lib.set_locks(version.template, admin, ["environment.command"])
+    page = web.get(f"{URL}?template={version.template.pk}").content.decode()
+    data = {**page_form_data(page), "sweep": "LR = 1, 2"}
+    answer = web.post(URL, data)
+    assert answer.status_code == 302, errors_at_the_sweep_field(answer.content.decode())
+    assert [t.job.body["Envs"] for t in Sweep.objects.get().trials.select_related("job")] == [{"LR": "1"},
+                                                                                              {"LR": "2"}]
+    templates_lib.set_locks(version.template, admin, ["environment.envs"])
+    html = web.post(URL, data).content.decode()
+    assert "locks the environment variables" in errors_at_the_sweep_field(html)
+    assert Sweep.objects.count() == 1

@@ -1,0 +1,197 @@
+"""jobs.usage and the workspace's Usage page: GPU-, CPU- and node-hours per owner, job type and job.
+
+Pure functions first; the report and the page on the portal team (whose backend is a port nothing listens on,
+so instance types are unknown for real); then one job run for real on localdlc, sized by its real ListEcsSpecs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jobs import dlc, lifecycle, usage
+from jobs.models import Job
+from tests import portal_fixtures as pf
+from tests.support.wizard import credentials_file
+
+NOW = datetime.now(UTC)  # the page reads the clock: its jobs are placed relative to it
+SPECS = {"ecs.gn6i-c4g1.xlarge": {"InstanceType": "ecs.gn6i-c4g1.xlarge", "Cpu": 4, "Gpu": 1},
+         "ecs.g6.large": {"InstanceType": "ecs.g6.large", "Cpu": 2, "Gpu": 0}}
+
+
+def quota_role(count=1, cpu="8", gpu="2"):
+    return {"Type": "Worker", "PodCount": count, "Image": "img", "ResourceConfig": {"CPU": cpu, "GPU": gpu,
+                                                                                    "Memory": "16Gi"}}
+
+
+# -- sizes and hours ---------------------------------------------------------------------------------------
+
+
+def test_a_quota_job_is_sized_by_its_resource_config_and_an_ecs_job_by_the_catalog():
+    assert usage.resources([quota_role(count=2)], None) == usage.Resources(2, 16.0, 4.0)
+    roles = [{"Type": "PS", "PodCount": 1, "EcsSpec": "ecs.g6.large"},
+             {"Type": "Worker", "PodCount": 3, "EcsSpec": "ecs.gn6i-c4g1.xlarge"}]
+    assert usage.resources(roles, SPECS) == usage.Resources(4, 14.0, 3.0)
+
+
+def test_an_instance_type_the_catalog_does_not_know_leaves_the_size_unknown_but_counts_nodes():
+    roles = [{"Type": "Worker", "PodCount": 2, "EcsSpec": "ecs.unknown"}, quota_role()]
+    assert usage.resources(roles, SPECS) == usage.Resources(3, None, None)
+    assert usage.resources([{"Type": "Worker", "PodCount": 1, "EcsSpec": "ecs.g6.large"}], None).gpu is None
+
+
+@pytest.mark.parametrize("job_specs", [None, "x", [None, 3], [{"PodCount": "many", "ResourceConfig": {"CPU": "-1"}}]])
+def test_a_malformed_body_gives_no_size_rather_than_an_error(job_specs):
+    size = usage.resources(job_specs, SPECS)
+    assert size.nodes == 0 and size.gpu in (None, 0.0)
+
+
+def test_hours_are_cut_to_the_period_and_a_running_job_runs_to_its_end():
+    start, end = NOW - timedelta(days=1), NOW
+    assert usage.hours_within(NOW - timedelta(hours=30), NOW - timedelta(hours=20), start, end) == pytest.approx(4)
+    assert usage.hours_within(NOW - timedelta(hours=2), None, start, end) == pytest.approx(2)
+    assert usage.hours_within(NOW - timedelta(hours=3), NOW - timedelta(hours=1), start, end) == pytest.approx(2)
+    assert usage.hours_within(NOW - timedelta(days=3), NOW - timedelta(days=2), start, end) == 0
+    assert usage.hours_within(None, None, start, end) == 0
+
+
+# -- the report ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(name="team")
+def fixture_team(db):
+    return pf.make_team()
+
+
+def ran(team, name, owner="member", *, hours=2.0, ended_ago=1.0, running=False, job_type="PyTorchJob",
+        roles=None, created_ago=None, workspace=None):
+    """A job of Alpha that started `hours + ended_ago` hours before NOW and ran `hours` (or still runs)."""
+    started = NOW - timedelta(hours=hours + ended_ago)
+    created = NOW - timedelta(hours=created_ago) if created_ago is not None else started - timedelta(minutes=1)
+    return Job.objects.create(
+        workspace=workspace or team.alpha, owner=team.users[owner], display_name=name, job_type=job_type,
+        status="Running" if running else "Succeeded", dlc_job_id=f"dlc-{name}",
+        body={**pf.BODY, "DisplayName": name, "JobSpecs": roles or [quota_role()]},
+        created_at=created, started_at=started, finished_at=None if running else started + timedelta(hours=hours))
+
+
+def test_the_report_sums_hours_by_owner_and_type_and_ranks_the_largest_jobs(team):
+    Job.objects.all().delete()  # the fixture's jobs never started
+    ran(team, "big", hours=3)  # 8 CPUs, 2 GPUs
+    ran(team, "small", owner="admin", hours=1, job_type="TFJob", roles=[quota_role(gpu="0", cpu="4")])
+    ran(team, "live", owner="admin", hours=0, ended_ago=2, running=True, roles=[quota_role(count=2)])
+    ran(team, "elsewhere", owner="other", hours=5, workspace=team.beta)
+    result = usage.report(team.alpha, 30, specs=SPECS, now=NOW)
+    assert result.total.jobs == 3 and result.total.running == 1
+    assert result.total.gpu_hours == pytest.approx(3 * 2 + 2 * 4)
+    assert result.total.cpu_hours == pytest.approx(3 * 8 + 1 * 4 + 2 * 16)
+    assert result.total.node_hours == pytest.approx(3 + 1 + 2 * 2)
+    owners = {line.key: line for line in result.by_owner}
+    assert owners["admin"].gpu_hours == pytest.approx(8) and owners["member"].gpu_hours == pytest.approx(6)
+    assert [line.key for line in result.by_owner] == ["admin", "member"], "most GPU-hours first"
+    assert {line.key: line.jobs for line in result.by_type} == {"PyTorchJob": 2, "TFJob": 1}
+    assert [j.name for j in result.top_jobs] == ["live", "big", "small"]
+
+
+def test_only_time_inside_the_period_counts(team):
+    Job.objects.all().delete()
+    ran(team, "before", hours=5, ended_ago=24 * 8)  # ended 8 days ago
+    ran(team, "straddles", hours=10, ended_ago=24 * 7 - 4)  # its last 4 hours fall in the 7 days
+    result = usage.report(team.alpha, 7, specs=SPECS, now=NOW)
+    assert [j.name for j in result.jobs] == ["straddles"]
+    assert result.jobs[0].hours == pytest.approx(4)
+
+
+def test_a_job_running_since_before_the_lookback_is_still_counted(team):
+    Job.objects.all().delete()
+    ran(team, "marathon", hours=0, ended_ago=24 * 200, running=True, created_ago=24 * 201)
+    result = usage.report(team.alpha, 30, specs=SPECS, now=NOW)
+    assert [j.name for j in result.jobs] == ["marathon"] and result.jobs[0].hours == pytest.approx(30 * 24)
+
+
+def test_jobs_of_unknown_size_are_counted_apart_and_ended_jobs_without_an_end_time_are_skipped(team):
+    Job.objects.all().delete()
+    ran(team, "ecs", roles=[{"Type": "Worker", "PodCount": 2, "EcsSpec": "ecs.g6.large"}])
+    no_end = ran(team, "no-end")
+    Job.objects.filter(pk=no_end.pk).update(finished_at=None)
+    result = usage.report(team.alpha, 30, specs=None, now=NOW)
+    assert result.catalog_missing and result.total.unknown == 1 and result.total.jobs == 1
+    assert result.total.gpu_hours == 0 and result.total.node_hours == pytest.approx(4)
+
+
+def test_the_csv_has_one_line_per_job_and_defuses_formula_names(team):
+    Job.objects.all().delete()
+    ran(team, "=HYPERLINK(1)", hours=2)
+    rows = list(csv.reader(io.StringIO(usage.to_csv(usage.report(team.alpha, 30, specs=SPECS, now=NOW)))))
+    assert rows[0][:3] == ["job_id", "name", "owner"] and len(rows) == 2
+    line = dict(zip(rows[0], rows[1], strict=True))
+    assert line["name"] == "'=HYPERLINK(1)" and line["gpu_hours"] == "4.00" and line["cpu_core_hours"] == "16.00"
+
+
+# -- the page ------------------------------------------------------------------------------------------------
+
+
+def test_every_member_sees_the_page_and_others_get_a_404(team):
+    ran(team, "big", hours=3)
+    for name in ("viewer", "member", "admin"):
+        page = pf.client_for(team.users[name]).get(f"/workspaces/{team.alpha.pk}/usage?days=7")
+        assert page.status_code == 200, name
+        html = page.content.decode()
+        assert 'id="usage-gpu-hours">' in html and "big" in html
+        assert ('class="current">Usage</a>' in html) == (name == "admin"), "the admin tabs only for admins"
+    assert pf.client_for(team.users["other"]).get(f"/workspaces/{team.alpha.pk}/usage").status_code == 404
+
+
+def test_the_page_says_why_sizes_are_unknown_and_a_bad_period_falls_back(team):
+    # The backend (a dead port) cannot say what ecs.g6.large is.
+    ran(team, "ecs", roles=[{"Type": "Worker", "PodCount": 1, "EcsSpec": "ecs.g6.large"}])
+    html = pf.client_for(team.users["member"]).get(f"/workspaces/{team.alpha.pk}/usage?days=abc").content.decode()
+    assert 'id="usage-unknown"' in html and "Could not list instance types" in html
+    assert '<option value="30" selected>' in html
+
+
+def test_the_csv_download_is_a_file_named_after_the_workspace(team):
+    ran(team, "big", hours=3, ended_ago=0.5)
+    response = pf.client_for(team.users["viewer"]).get(f"/workspaces/{team.alpha.pk}/usage?days=1&format=csv")
+    assert response["Content-Type"].startswith("text/csv")
+    assert response["Content-Disposition"].startswith('attachment; filename="alpha-usage-1d-')
+    assert "big" in response.content.decode()
+
+
+# -- a real run ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_a_job_run_on_localdlc_is_sized_by_its_listecsspecs(localdlc_factory, tmp_path, settings, db, client):
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Membership, Workspace
+
+    gpus = localdlc_factory(gpu=4, creating_seconds=0.1, env_preparing_seconds=0.1)  # the shared one has none
+    settings.LOCALDLC_CREDENTIALS_FILE = str(credentials_file(gpus, tmp_path))
+    ws = Workspace.objects.create(name="GPU", backend=Workspace.BACKEND_LOCAL, endpoint=gpus.endpoint)
+    vic = get_user_model().objects.create_user("vic")
+    Membership.objects.create(user=vic, workspace=ws, role=Membership.VIEWER)
+    body = {"DisplayName": "gpu-run", "JobType": "PyTorchJob", "UserCommand": "sleep 1",
+            "JobSpecs": [{"Type": "Worker", "PodCount": 2, "Image": "img", "EcsSpec": "ecs.gn6i-c4g1.xlarge"}]}
+    job = Job.objects.create(workspace=ws, owner=vic, display_name="gpu-run", status="Creating",
+                             job_type="PyTorchJob", body=body)
+    job.dlc_job_id = dlc.create_job(ws, body)
+    job.save()
+    deadline = time.monotonic() + 30
+    while (item := dlc.get_job(ws, job.dlc_job_id))["Status"] != "Succeeded":
+        assert time.monotonic() < deadline and item["Status"] not in ("Failed", "Stopped"), item
+        time.sleep(0.1)
+    lifecycle.apply_remote(job, item)
+    job.refresh_from_db()
+    assert job.started_at and job.finished_at
+    client.force_login(vic)
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/workspaces/{ws.pk}/usage?format=csv").content.decode())))
+    assert [r["name"] for r in rows] == ["gpu-run"]
+    hours = (job.finished_at - job.started_at).total_seconds() / 3600
+    assert (rows[0]["nodes"], rows[0]["gpus"], rows[0]["cpus"]) == ("2", "2.00", "8.00")
+    assert float(rows[0]["gpu_hours"]) == pytest.approx(2 * hours, abs=0.006)
