@@ -25,7 +25,8 @@ def cmdline(pid: int) -> str:
 
 @pytest.fixture
 def make_run(tmp_path: Path):
-    """Start `make run` in its own session; yields (make's Popen, every process below make once it is up).
+    """Start `make run` in its own session; yields (make's Popen, every process below make once it is up, what it
+    printed until then).
 
     Whatever the test leaves running is killed by pid afterwards: the services run in sessions of their own,
     so killing make's group would not reach them.
@@ -55,7 +56,7 @@ def make_run(tmp_path: Path):
         for service in SERVICES:
             assert service in names, f"{service} not running: {names}"
         assert any("manage.py runconsole" in cmdline(p) for p in tree)
-        yield proc, tree
+        yield proc, tree, text
     finally:
         for pid in [proc.pid, *tree]:
             if alive(pid):
@@ -75,7 +76,9 @@ def left_behind(tree: list[int], timeout: float) -> list[str]:
 
 
 def test_make_run_starts_everything_and_sigterm_leaves_no_child(make_run):
-    proc, tree = make_run
+    proc, tree, text = make_run
+    # The demo's localdlc emulates GPUs, so that GPU instance types run there too (as processes).
+    assert " 8 GPU)" in text, text
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)
     assert left_behind(tree, 5) == []
@@ -85,7 +88,7 @@ def test_make_run_starts_everything_and_sigterm_leaves_no_child(make_run):
 def test_when_make_dies_without_passing_a_signal_on_runconsole_stops_everything(make_run, how):
     # Make forwards SIGTERM to its recipe, but a SIGKILL cannot be forwarded, and on SIGHUP make relies on the
     # group having received it too: runconsole must notice its launcher's death, and treat SIGHUP as a stop.
-    proc, tree = make_run
+    proc, tree, _ = make_run
     if how == "SIGKILL to make":
         proc.kill()
     else:

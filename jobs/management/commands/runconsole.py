@@ -63,6 +63,9 @@ class Command(BaseCommand):
             signal.signal(sig, handler)
         call_command("migrate", verbosity=0, interactive=False)
         call_command("bootstrap")
+        # The demo's localdlc emulates 8 GPUs (its own default is none), so a newcomer can pick a GPU instance type
+        # and see it run, as processes like every pod; LOCALDLC_GPU=0 restores the refusal.
+        os.environ.setdefault("LOCALDLC_GPU", "8")
         stack = Stack(data_dir=settings.DATA_DIR, web_port=port, localdlc_port=localdlc_port,
                       sync_interval=settings.DLC_SYNC_INTERVAL)
         try:
