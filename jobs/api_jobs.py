@@ -8,6 +8,7 @@ exactly as the wizard does. Secrets sent in a body are sealed for the worker and
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
@@ -18,7 +19,8 @@ from jobs import access, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, Membership, Workspace
 
-API_VERSION = "1.2.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.3.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+# 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change) or "
@@ -193,9 +195,19 @@ def _template_errors(request: HttpRequest, workspace: Workspace, body: dict[str,
             for path, messages in templates_lib.locked_errors(template, chosen, sections).items()}
 
 
-def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | None = None,
-                extra_errors: dict[str, list[str]] | None = None) -> tuple[Job | None, dict[str, list[str]]]:
-    """Validate a CreateJob body with the workspace's guardrails and save + enqueue it. Returns (job, errors)."""
+@dataclass(frozen=True)
+class Checked:
+    """A CreateJob body that passed submit_body's checks, not yet saved."""
+
+    wire: dict[str, Any]  # as validated: secrets still in it, SecretEnvs names in Envs as the placeholder
+    secret_envs: dict[str, str]  # SecretEnvs' values by sealed-secret name
+    hints: dict[str, Any]
+    context: spec.Context
+
+
+def check_body(workspace: Workspace, body: Any, *, extra_errors: dict[str, list[str]] | None = None) \
+        -> tuple[Checked | None, dict[str, list[str]]]:
+    """Validate a CreateJob body with the workspace's guardrails, as submit_body does (a sweep's job too)."""
     if not isinstance(body, dict):
         return None, {"": ["The request body must be a JSON object (a CreateJob body)."]}
     errors = dict(extra_errors or {})
@@ -208,13 +220,22 @@ def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | Non
         errors.setdefault(path, []).extend(messages)
     if errors:
         return None, errors
-    clean, secrets = take_secrets(wire)
-    secrets.update(secret_envs)
     # The body alone cannot say Lingjun vs general computing: the workspace's quotas and instance types can.
     hints = spec.hints_from_sections(spec.inverse(wire, spec.infer_hints(wire, context)))
+    return Checked(wire, secret_envs, hints, context), {}
+
+
+def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | None = None,
+                extra_errors: dict[str, list[str]] | None = None) -> tuple[Job | None, dict[str, list[str]]]:
+    """Validate a CreateJob body with the workspace's guardrails and save + enqueue it. Returns (job, errors)."""
+    checked, errors = check_body(workspace, body, extra_errors=extra_errors)
+    if checked is None:
+        return None, errors
+    clean, secrets = take_secrets(checked.wire)
+    secrets.update(checked.secret_envs)
     from jobs.views import save_and_enqueue
 
-    job = save_and_enqueue(workspace=workspace, owner=user, body=clean, hints=hints,
+    job = save_and_enqueue(workspace=workspace, owner=user, body=clean, hints=checked.hints,
                            sealed_secrets=secretbox.seal(secrets), cloned_from=cloned_from)
     return job, {}
 
@@ -406,6 +427,8 @@ def openapi(request: HttpRequest) -> JsonResponse:
 
 
 def openapi_document(server: str) -> dict[str, Any]:
+    from jobs.api_sweeps import sweep_paths, sweep_schemas
+
     err = {"$ref": "#/components/responses/Error"}
     roles = [role for role, _ in Membership.ROLES]
     validation = {"description": "Invalid body: messages keyed by field path (e.g. JobSpecs[0].PodCount).",
@@ -425,8 +448,9 @@ def openapi_document(server: str) -> dict[str, Any]:
     return {
         "openapi": "3.0.3",
         "info": {"title": "DLC Console API", "version": API_VERSION,
-                 "description": "Jobs of the console's workspaces. Authenticate with a personal token "
-                                "(`Authorization: Bearer dlcc_...`, create one on /account/api) or a signed-in "
+                 "description": "Jobs of the console's workspaces, their sweeps and usage. Authenticate with a "
+                                "personal token (`Authorization: Bearer dlcc_...`, create one on /account/api) or a "
+                                "signed-in "
                                 "session (which must also send X-CSRFToken on POST). " + TOKEN_SCOPE},
         "servers": [{"url": server}],
         "security": [{"bearer": []}, {"session": []}],
@@ -496,6 +520,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
                 "responses": {"200": {"description": "{\"valid\": true}"}, "400": validation, "401": err}}},
+            **sweep_paths(err, validation, ws_param),
         },
         "components": {
             "securitySchemes": {
@@ -554,6 +579,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                 "JobPage": {"type": "object", "properties": {
                     "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
                     "next": {"type": "string", "nullable": True}, "previous": {"type": "string", "nullable": True}}},
+                **sweep_schemas(),
             },
         },
     }

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs import access, dlc, jobpage
+from jobs import access, dlc, jobpage, scalars
 from jobs.models import Job
 
 MIN_JOBS, MAX_JOBS = 2, 6
@@ -147,7 +147,21 @@ def compare(user, values: Sequence[str]) -> Comparison:
         return result
     result.columns = [_column(job) for job in jobs]
     result.groups = groups([jobpage.sections(job) for job in jobs], [_tags(job) for job in jobs])
+    result.groups += metric_groups(jobs)
     return result
+
+
+def metric_groups(jobs: list[Job]) -> list[Group]:
+    """The "Training metrics (last value)" group (jobs.scalars, one query): a row per metric name, those most jobs
+    have first; none when no job has metrics."""
+    per_job = scalars.last_values(job.pk for job in jobs)
+    found = [per_job.get(job.pk, {}) for job in jobs]
+    rows = []
+    for name in scalars.common_names(found):
+        values = [scalars.fmt(mine[name].last) if name in mine else None for mine in found]
+        cells = [Cell(value, "mono", value != values[0]) for value in values]
+        rows.append(Row(name, cells, any(c.changed for c in cells)))
+    return [Group("scalars", "Training metrics (last value)", rows)] if rows else []
 
 
 def _column(job: Job) -> Column:

@@ -174,14 +174,25 @@ def chart(metric: Metric, pods: list[dict[str, Any]], start: datetime, end: date
     top = _top(max(v for _, points in series_points for _, v in points), metric.unit)
     result = Chart(metric, top=fmt(top, metric.unit))
     for n, (pod_id, points) in enumerate(series_points):
-        xy = [(round((t - t0) / span * WIDTH, 1), round(HEIGHT - min(max(v / top, 0.0), 1.0) * HEIGHT, 1))
-              for t, v in points]
+        line, last_x, last_y = polyline(points, t0, t0 + span, 0.0, top)
         values = [v for _, v in points]
         result.series.append(Series(
-            pod_id=pod_id, points=" ".join(f"{x:g},{y:g}" for x, y in xy), last_x=xy[-1][0], last_y=xy[-1][1],
+            pod_id=pod_id, points=line, last_x=last_x, last_y=last_y,
             low=fmt(min(values), metric.unit), high=fmt(max(values), metric.unit),
             last=fmt(values[-1], metric.unit), colour=n % PALETTE))
     return result
+
+
+def polyline(points: list[tuple[float, float]], x0: float, x1: float, y0: float, y1: float) \
+        -> tuple[str, float, float]:
+    """(x, y) points drawn in the chart's box, x0..x1 across and y0..y1 up (a value outside is drawn at the
+    edge): the SVG polyline's "x,y x,y ..." and where its last point is. The one drawing of every chart (the
+    monitoring's and the training metrics' of jobs.scalars)."""
+    xspan = (x1 - x0) or 1.0
+    yspan = (y1 - y0) or 1.0
+    xy = [(round((x - x0) / xspan * WIDTH, 1), round(HEIGHT - min(max((y - y0) / yspan, 0.0), 1.0) * HEIGHT, 1))
+          for x, y in points]
+    return " ".join(f"{x:g},{y:g}" for x, y in xy), xy[-1][0], xy[-1][1]
 
 
 def read(job: Job, win: Window) -> list[Chart]:

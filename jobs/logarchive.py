@@ -158,5 +158,11 @@ def archive(job_id: int, *, page_lines: int = PAGE_LINES) -> int:
                       "lines": len(lines)},
         )
         archived += 1
+    # The training metrics of the job's log (jobs.scalars), from the archive just written; before the job is
+    # marked archived, so a failure here is retried with the archive. Imported here: jobs.scalars reads logs
+    # through this module.
+    from jobs import scalars
+
+    scalars.compute(job)
     Job.objects.filter(pk=job.pk).update(logs_archived_at=timezone.now())
     return archived

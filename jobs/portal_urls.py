@@ -3,7 +3,7 @@ and the JSON API; included from jobs/urls.py."""
 
 from django.urls import path
 
-from jobs import api_jobs, portal
+from jobs import api_jobs, api_sweeps, portal
 
 urlpatterns = [
     path("workspaces", portal.workspace_list, name="workspace_list"),
@@ -37,4 +37,8 @@ urlpatterns = [
     path("api/v1/jobs/<int:pk>", api_jobs.job, name="api_job"),
     path("api/v1/jobs/<int:pk>/stop", api_jobs.stop, name="api_job_stop"),
     path("api/v1/jobs/<int:pk>/clone", api_jobs.clone, name="api_job_clone"),
+    path("api/v1/sweeps", api_sweeps.sweep_list, name="api_sweeps"),
+    path("api/v1/sweeps/<int:pk>", api_sweeps.sweep_detail, name="api_sweep"),
+    path("api/v1/sweeps/<int:pk>/stop", api_sweeps.sweep_stop, name="api_sweep_stop"),
+    path("api/v1/workspaces/<int:pk>/usage", api_sweeps.workspace_usage, name="api_workspace_usage"),
 ]

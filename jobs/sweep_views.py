@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import access, jobpage, lifecycle, sweeps
+from jobs import access, jobpage, lifecycle, scalars, sweeps
 from jobs import status as st
 from jobs.models import Sweep
 from jobs.views import _partial, can_select, current_workspace, show_workspace
@@ -52,13 +52,19 @@ def sweep_list(request: HttpRequest) -> HttpResponse:
 def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     sweep = _get_sweep(request, pk)
     rows = sweeps.trial_rows(sweep)
-    context = {"sweep": sweep, "rows": rows, "tally": sweeps.tally(rows), "active": sweeps.any_active(rows)}
+    first = rows[0].row["pk"] if rows else None  # trial 1, whatever the ranking
+    # The trials' metrics in one query; ?rank=<metric>&goal=min|max puts the best ended trial first.
+    board = sweeps.leaderboard(rows, scalars.last_values(r.row["pk"] for r in rows), request.GET.get("rank"),
+                               request.GET.get("goal"))
+    rows = board.rows
+    context = {"sweep": sweep, "rows": rows, "board": board, "tally": sweeps.tally(rows),
+               "active": sweeps.any_active(rows)}
     if _partial(request):
         return render(request, "jobs/_sweep_trials.html", context)
     show_workspace(request, sweep.workspace)
-    first = rows[0].row["pk"] if rows else None
     context.update({
         "can_stop": can_select(request, sweep.workspace),
+        # The first trials shown: the best ones when ranked.
         "compare_url": "/jobs/compare?" + urlencode([("ids", r.row["pk"]) for r in rows[:sweeps.COMPARE_MAX]]),
         "clone_url": _clone_url(request, sweep, first),
     })

@@ -1,5 +1,6 @@
 """Hyperparameter sweeps (grid): the wizard's "Sweep" text -> a grid of parameters -> one CreateJob body per
-trial. Plain functions, no request: jobs.wizard calls them, jobs.sweep_views shows the result.
+trial. Plain functions, no request: jobs.wizard and the API (jobs.api_sweeps) call them, jobs.sweep_views shows the
+result.
 
 The text has one parameter per line, `NAME = v1, v2, v3`; blank lines and lines starting with `#` are skipped.
 Each trial gets each parameter as an environment variable (the command reads `$NAME`), in itertools.product
@@ -16,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 
@@ -69,13 +71,25 @@ def max_trials() -> int:
     return int(getattr(settings, "DLC_SWEEP_MAX_TRIALS", 50))
 
 
+@dataclass(frozen=True)
+class Wording:
+    """How a front end (the wizard's text, the API's JSON) words the parts of the shared rules that are its own."""
+
+    how_values: str  # how to give a parameter its values
+    empty_value: str  # where an empty value comes from
+    single_job: str  # how to submit a single job instead
+
+
+TEXT = Wording("(NAME = value1, value2)", " (two commas in a row, or one at an end)",
+               "clear the sweep to submit a single job")
+
+
 def parse(text: str | None, *, env_names: Iterable[str] = (), limit: int | None = None) -> tuple[Grid | None,
                                                                                                  list[str]]:
     """(grid, errors) of the sweep text; (None, []) when it is empty (a single job, no sweep).
 
     `env_names`: the job's own environment variables, which a parameter may not redefine.
     """
-    limit = max_trials() if limit is None else limit
     if len(str(text or "")) > MAX_TEXT:
         return None, [f"The sweep text is too long: at most {MAX_TEXT:,} characters."]
     lines = [line.strip() for line in str(text or "").splitlines()]
@@ -93,32 +107,46 @@ def parse(text: str | None, *, env_names: Iterable[str] = (), limit: int | None 
         if not equals:
             errors.append(f"{where}: write one parameter per line as NAME = value1, value2 (no '=' in {line!r}).")
             continue
-        problem = name_problem(name, taken, seen)
+        values = [v.strip() for v in rest.split(",")]
+        problem = parameter_problem(name, [] if values == [""] else values, taken, seen)
+        seen.add(name)
         if problem:
             errors.append(f"{where}: {problem}")
-            seen.add(name)
-            continue
-        seen.add(name)
-        values = [v.strip() for v in rest.split(",")]
-        if values == [""]:
-            errors.append(f"{where}: give {name} at least one value (NAME = value1, value2).")
-            continue
-        if "" in values:
-            errors.append(f"{where}: {name} has an empty value (two commas in a row, or one at an end).")
-            continue
-        twice = sorted(v for v, n in Counter(values).items() if n > 1)
-        if twice:
-            errors.append(f"{where}: {name} lists {', '.join(twice)} more than once; each value runs once.")
             continue
         parameters.append((name, tuple(values)))
-    if len(seen) > MAX_PARAMETERS:
-        errors.append(f"A sweep may have at most {MAX_PARAMETERS} parameters; this one has {len(seen)}.")
+    return grid_of(parameters, len(seen), errors, limit=limit)
+
+
+def parameter_problem(name: str, values: list[str], env_names: set[str], seen: set[str],
+                      wording: Wording = TEXT) -> str | None:
+    """Why one parameter (its name, its values) cannot be used, or None."""
+    problem = name_problem(name, env_names, seen)
+    if problem:
+        return problem
+    if not values:
+        return f"give {name} at least one value {wording.how_values}."
+    if "" in values:
+        return f"{name} has an empty value{wording.empty_value}."
+    twice = sorted(v for v, n in Counter(values).items() if n > 1)
+    if twice:
+        return f"{name} lists {', '.join(twice)} more than once; each value runs once."
+    return None
+
+
+def grid_of(parameters: list[tuple[str, tuple[str, ...]]], named: int, errors: list[str], *,
+            limit: int | None = None, wording: Wording = TEXT) -> tuple[Grid | None, list[str]]:
+    """(grid, errors) once each parameter is checked: `named` parameters were given, `errors` found so far. The
+    rules of the whole grid: at most MAX_PARAMETERS, and between MIN_TRIALS and `limit` trials."""
+    limit = max_trials() if limit is None else limit
+    errors = list(errors)
+    if named > MAX_PARAMETERS:
+        errors.append(f"A sweep may have at most {MAX_PARAMETERS} parameters; this one has {named}.")
     if errors:
         return None, errors
     grid = Grid(tuple(parameters))
     if grid.size < MIN_TRIALS:
         errors.append(f"A sweep needs at least {MIN_TRIALS} trials; these values make {grid.size}. "
-                      "Give a parameter a second value, or clear the sweep to submit a single job.")
+                      f"Give a parameter a second value, or {wording.single_job}.")
     elif grid.size > limit:
         errors.append(f"These values make {grid.size} trials; a sweep may have at most {limit}.")
     return (None, errors) if errors else (grid, [])
@@ -197,6 +225,12 @@ def check(text: str | None, body: Mapping[str, Any], *, context: spec.Context | 
     grid, errors = parse(text, env_names=envs)
     if errors or grid is None:
         return None, [], errors
+    return check_trials(grid, body, context=context, hints=hints, locked=locked)
+
+
+def check_trials(grid: Grid, body: Mapping[str, Any], *, context: spec.Context | None, hints: Mapping | None = None,
+                 locked: Iterable[str] = ()) -> tuple[Grid | None, list[Trial], list[str]]:
+    """(grid, trials, errors) of a checked grid on the job's (valid) body: a template's lock, each trial's body."""
     if ENVS_LOCK in set(locked):
         return None, [], ["The template locks the environment variables, so a sweep cannot add its parameters."]
     found = trials(body, grid)
@@ -239,6 +273,9 @@ class TrialRow:
     row: dict  # jobs.listing.Row: name, url, status badge, duration
     started: str
     started_iso: str
+    metrics: list[str] = dataclasses.field(default_factory=list)  # last values of Leaderboard.names ("" if none)
+    rank: int | None = None  # 1 = best, when the trials are ranked and this one is
+    best: bool = False
 
 
 def trial_rows(sweep) -> list[TrialRow]:
@@ -280,3 +317,78 @@ def stop_summary(outcomes: list) -> str:
     for outcome in outcomes:
         counts[outcome.text] = counts.get(outcome.text, 0) + 1
     return ", ".join(f"{n} × {text}" for text, n in counts.items())
+
+
+# --- the trials' training metrics (jobs.scalars) -----------------------------------------------------------------
+
+METRIC_COLUMNS = 4
+GOALS = ("min", "max")
+# Metrics whose lower value is the better one, by a word in their name; any other is ranked highest first.
+LOWER_IS_BETTER = ("loss", "error", "perplexity")
+
+
+def default_goal(name: str) -> str:
+    return "min" if any(word in name.lower() for word in LOWER_IS_BETTER) else "max"
+
+
+@dataclass
+class Leaderboard:
+    rows: list[TrialRow]  # ranked: the ranked trials best first, then the others in trial order
+    names: list[str]  # the metric columns, most common among the trials first
+    all_names: list[str]  # every metric a trial has (what one may rank by)
+    rank: str = ""
+    goal: str = ""
+    error: str = ""
+
+    @property
+    def query(self) -> str:
+        """The ranking's query string (for the table's poll), "" when not ranked."""
+        return f"?{urlencode({'rank': self.rank, 'goal': self.goal})}" if self.rank else ""
+
+    def choices(self) -> list[tuple[str, str, bool]]:
+        """(name, query, chosen) of each metric to rank by, at its default goal."""
+        return [(n, f"?{urlencode({'rank': n, 'goal': default_goal(n)})}", n == self.rank) for n in self.names]
+
+    @property
+    def other_goal(self) -> str:
+        """The query of the chosen metric ranked the other way."""
+        return f"?{urlencode({'rank': self.rank, 'goal': 'max' if self.goal == 'min' else 'min'})}"
+
+
+def leaderboard(rows: list[TrialRow], values: Mapping[int, Mapping[str, Any]], rank: str | None = None,
+                goal: str | None = None) -> Leaderboard:
+    """The trials with their metrics' last values (`values`: jobs.scalars.last_values of their jobs), ranked by
+    `rank` when asked: the ended trials that have it, best first by `goal` (min | max, by default min for a loss,
+    an error or a perplexity, else max), ties in trial order; the others below, in trial order. A rank or goal
+    that cannot be used is the board's error, and the trials stay in order."""
+    from jobs import scalars
+    from jobs import status as st
+
+    per_trial = [values.get(r.row["pk"], {}) for r in rows]
+    all_names = sorted({name for found in per_trial for name in found})
+    names = scalars.common_names(per_trial, METRIC_COLUMNS)
+    board = Leaderboard(list(rows), names, all_names)
+    rank, goal = (rank or "").strip(), (goal or "").strip()
+    if rank and rank not in all_names:
+        board.error = (f"No trial has a metric named {rank[:64]!r}" + (
+            f": rank by one of {', '.join(all_names)}." if all_names else " (no trial printed METRIC lines yet)."))
+    elif rank and goal and goal not in GOALS:
+        board.error = f"Rank {rank} by min (lowest first) or max (highest first), not {goal[:20]!r}."
+    elif rank:
+        board.rank, board.goal = rank, goal or default_goal(rank)
+        if rank not in names:
+            board.names = names[:METRIC_COLUMNS - 1] + [rank]
+    for row, found in zip(rows, per_trial, strict=True):
+        row.metrics = [scalars.fmt(found[n].last) if n in found else "" for n in board.names]
+        row.rank, row.best = None, False
+    if not board.rank:
+        return board
+    ranked = [(found[rank].last, row.number, row) for row, found in zip(rows, per_trial, strict=True)
+              if rank in found and st.is_terminal(row.row["status"])]
+    ranked.sort(key=lambda t: (t[0] if board.goal == "min" else -t[0], t[1]))
+    for place, (_, _, row) in enumerate(ranked, 1):
+        row.rank, row.best = place, place == 1
+    placed = {id(row) for _, _, row in ranked}
+    board.rows = [row for _, _, row in ranked] + [row for row in rows if id(row) not in placed]
+    return board
+

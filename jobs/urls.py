@@ -23,6 +23,7 @@ urlpatterns = [
     path("jobs/compare", views.job_compare, name="job_compare"),
     path("jobs/<int:pk>/events", views.job_events, name="job_events"),
     path("jobs/<int:pk>/metrics", views.job_metrics, name="job_metrics"),
+    path("jobs/<int:pk>/scalars", views.job_scalars, name="job_scalars"),
     path("jobs/<int:pk>/logs", views.job_logs, name="job_logs"),
     path("jobs/<int:pk>/pods/<str:pod_id>/logs/download", views.pod_log_download, name="pod_log_download"),
     path("workspace", views.switch_workspace, name="switch_workspace"),

@@ -13,7 +13,20 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import access, audit, compare, dlc, jobmetrics, jobpage, lifecycle, listing, podlogs, priority, tasks
+from jobs import (
+    access,
+    audit,
+    compare,
+    dlc,
+    jobmetrics,
+    jobpage,
+    lifecycle,
+    listing,
+    podlogs,
+    priority,
+    scalars,
+    tasks,
+)
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -293,6 +306,17 @@ def job_metrics(request: HttpRequest, pk: int) -> HttpResponse:
         context["charts"] = jobmetrics.read(job, context["window"])
         context["failure"] = jobmetrics.failure(context["charts"])
     return render(request, "jobs/_metrics.html", context)
+
+
+@login_required
+@require_GET
+def job_scalars(request: HttpRequest, pk: int) -> HttpResponse:
+    """The training metrics (METRIC lines of the log, jobs.scalars): stored rows once the job ended and its log
+    was archived, else parsed from DLC now and refreshed. `?pod=` is the pod the last refresh charted, looked at
+    first; a failed read is said in place."""
+    job = access.get_job(request.user, pk)
+    view = scalars.section(job, request.GET.get("pod", "")[:256])
+    return render(request, "jobs/_scalars.html", {"job": job, "view": view, "examples": scalars.FORMAT_EXAMPLES})
 
 
 # The id of the log panel's search form: its requests come with it (HX-Trigger), and their answer sets the URL.

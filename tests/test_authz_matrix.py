@@ -126,6 +126,7 @@ MATRIX: dict[str, list[Case]] = {
                           everyone(200, LOGIN))],
     "jobs/<int:pk>/events": [Case("GET", lambda t: f"/jobs/{job(t)}/events", READ)],
     "jobs/<int:pk>/metrics": [Case("GET", lambda t: f"/jobs/{job(t)}/metrics", READ)],
+    "jobs/<int:pk>/scalars": [Case("GET", lambda t: f"/jobs/{job(t)}/scalars", READ)],
     "jobs/<int:pk>/logs": [Case("GET", lambda t: f"/jobs/{job(t)}/logs", READ)],
     "jobs/<int:pk>/pods/<str:pod_id>/logs/download": [
         Case("GET", lambda t: f"/jobs/{job(t)}/pods/train-a-worker-0/logs/download", roles(502, 502, 502, 404))],
@@ -196,6 +197,17 @@ MATRIX: dict[str, list[Case]] = {
                                        roles(403, 202, 202, 404, 401), check=stop_effect)],
     "api/v1/jobs/<int:pk>/clone": [Case("POST", lambda t: f"/api/v1/jobs/{job(t)}/clone",
                                         roles(403, 201, 201, 404, 401), json=True, data=lambda t: {})],
+    "api/v1/sweeps": [
+        # sweep(t) first: the list has one of Alpha's sweeps to show (and the leak check something to find).
+        Case("GET", lambda t: f"/api/v1/sweeps?workspace={sweep(t) and t.alpha.pk}", API_READ),
+        Case("POST", lambda t: f"/api/v1/sweeps?workspace={t.alpha.pk}", roles(403, 201, 201, 404, 401), json=True,
+             data=lambda t: {"Job": {**pf.BODY, "DisplayName": "matrix-grid"}, "Parameters": {"LR": ["1", "2"]}}),
+    ],
+    "api/v1/sweeps/<int:pk>": [Case("GET", lambda t: f"/api/v1/sweeps/{sweep(t)}", API_READ)],
+    # As a job's stop by the API: a viewer, who may stop nothing, gets 403 (the page says "not permitted" per trial).
+    "api/v1/sweeps/<int:pk>/stop": [Case("POST", lambda t: f"/api/v1/sweeps/{sweep(t)}/stop",
+                                         roles(403, 202, 202, 404, 401), check=stop_effect)],
+    "api/v1/workspaces/<int:pk>/usage": [Case("GET", lambda t: f"/api/v1/workspaces/{t.alpha.pk}/usage", API_READ)],
 }
 
 

@@ -214,7 +214,7 @@ def test_junk_ids_are_named_and_the_valid_ones_compared(client, people, ws):
 @pytest.mark.postgres
 def test_one_query_for_the_jobs_and_the_same_page_cost_for_two_or_six(client, people, ws, django_assert_num_queries):
     jobs = [make_job(ws, people["alice"], f"j{i}", command=f"python train.py --seed {i}") for i in range(6)]
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(2):  # the jobs, and their training metrics
         compare.compare(people["alice"], [str(j.pk) for j in jobs])
     client.force_login(people["alice"])
     costs = []
@@ -247,3 +247,27 @@ def test_a_clone_links_to_its_comparison_with_the_source(client, people, ws):
     link = unescape(re.search(r'id="compare-source" href="([^"]+)"', html)[1])
     assert link == url(source.pk, clone.pk)
     assert 'id="compare-source"' not in client.get(f"/jobs/{source.pk}").content.decode()
+
+
+@pytest.mark.postgres
+def test_training_metrics_are_a_group_of_last_values_one_row_per_name(client, people, ws):
+    from jobs.models import JobScalar
+
+    a, b, c = (make_job(ws, people["alice"], name) for name in ("a", "b", "c"))
+    for job, metrics in ((a, {"loss": 0.25, "acc": 0.9}), (b, {"loss": 0.125}), (c, {})):
+        for name, last in metrics.items():
+            JobScalar.objects.create(job=job, pod_id="p-0", name=name, points=[[1, last]], last=last, min=last,
+                                     max=last, count=1, last_step=1)
+    result = compare.compare(people["alice"], [str(a.pk), str(b.pk), str(c.pk)])
+    group = result.groups[-1]
+    assert (group.key, group.title) == ("scalars", "Training metrics (last value)")
+    rows = rows_of([group])
+    assert list(rows) == ["loss", "acc"], "most jobs' metrics first"
+    assert [cell.value for cell in rows["loss"].cells] == ["0.25", "0.125", None]
+    assert [cell.value for cell in rows["acc"].cells] == ["0.9", None, None] and rows["acc"].differs
+    client.force_login(people["alice"])
+    html = client.get(url(a.pk, b.pk, c.pk)).content.decode()
+    assert 'id="compare-scalars"' in html and "Training metrics (last value)" in html
+    assert page_rows(html)["loss"] == (True, ["0.25", "0.125", "—"])
+    assert not compare.metric_groups([c]), "no metrics, no group"
+

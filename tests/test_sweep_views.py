@@ -297,3 +297,45 @@ def test_a_template_start_takes_a_sweep_unless_it_locks_the_variables(web, ws):
     html = web.post(URL, data).content.decode()
     assert "locks the environment variables" in errors_at_the_sweep_field(html)
     assert Sweep.objects.count() == 1
+
+
+def test_the_trials_metrics_are_columns_and_rank_by_puts_the_best_ended_trial_first(web):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from jobs.models import JobScalar
+
+    sweep = launch(web)
+    jobs = {t.number: t.job for t in sweep.trials.select_related("job")}
+    finals = {1: {"loss": 0.5, "acc": 0.7}, 2: {"loss": 0.2, "acc": 0.9}, 3: {"loss": 0.1}, 4: {"loss": 0.05}}
+    for number, metrics in finals.items():
+        for name, last in metrics.items():
+            JobScalar.objects.create(job=jobs[number], pod_id="p-0", name=name, points=[[9, last]], last=last,
+                                     min=last, max=last, count=1, last_step=9)
+    Job.objects.filter(pk__in=[jobs[n].pk for n in (1, 2, 3)]).update(status="Succeeded")  # 4 still runs
+
+    html = web.get(sweep.get_absolute_url()).content.decode()
+    assert re.findall(r'<th class="metric mono[^"]*" title="Last value">([^<]+)</th>', html) == ["loss", "acc"]
+    row = re.search(r'<tr id="trial-1" [^>]*>(.*?)</tr>', html, re.S).group(1)
+    assert re.findall(r'<td class="metric-value">([^<]*)</td>', row) == ["0.5", "0.7"]
+    assert f'href="/sweeps/{sweep.pk}?rank=loss&amp;goal=min"' in html
+    assert f'href="/sweeps/{sweep.pk}?rank=acc&amp;goal=max"' in html
+
+    with CaptureQueriesContext(connection) as queries:
+        ranked = web.get(f"{sweep.get_absolute_url()}?rank=loss", HTTP_HX_REQUEST="true").content.decode()
+    assert sum("jobs_jobscalar" in q["sql"] for q in queries.captured_queries) == 1, "one query for all trials"
+    order = re.findall(r'<tr id="trial-(\d+)"', ranked)
+    assert order == ["3", "2", "1", "4"], "ended trials by loss, lowest first; the running one below"
+    best = re.search(r'<tr id="trial-3" [^>]*>(.*?)</tr>', ranked, re.S).group(1)
+    assert 'id="best-trial">Best</span> 1' in best and ranked.count('id="best-trial"') == 1
+    # The poll (trial 4 runs) keeps the ranking; the goal can be flipped.
+    assert f'hx-get="/sweeps/{sweep.pk}?rank=loss&amp;goal=min" hx-trigger="every 5s"' in ranked
+    flipped = web.get(f"{sweep.get_absolute_url()}?rank=loss&goal=max", HTTP_HX_REQUEST="true").content.decode()
+    assert re.findall(r'<tr id="trial-(\d+)"', flipped) == ["1", "2", "3", "4"]
+    assert 'id="rank-goal">highest first' in flipped
+
+    bad = web.get(f"{sweep.get_absolute_url()}?rank=<b>bleu</b>")
+    assert bad.status_code == 200
+    text = bad.content.decode()
+    assert "No trial has a metric named &#x27;&lt;b&gt;bleu&lt;/b&gt;&#x27;: rank by one of acc, loss." in text
+    assert re.findall(r'<tr id="trial-(\d+)"', text) == ["1", "2", "3", "4"]

@@ -52,7 +52,9 @@ class Form(forms.Form):
     )
     command = forms.CharField(
         label="Startup command", required=False, widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
-        help_text="Shell commands. DLC injects MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK; use $NAME.",
+        help_text="Shell commands. DLC injects MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK; use $NAME. "
+                  "Lines printed as METRIC step=100 loss=0.31 acc=0.8 (or METRIC {\"step\": 100, \"loss\": 0.31}) "
+                  "are charted on the job page.",
     )
     libs_mode = forms.CharField(label="Third-party libraries", required=False,
                                 widget=forms.RadioSelect(choices=choices(C.LIBS_MODES)))

@@ -1,0 +1,433 @@
+"""JSON API for grid sweeps (create, list, get, stop all) and a workspace's usage report.
+
+The sweep's rules are jobs.sweeps' (the wizard's "Sweep" box) and its job's are those of POST /api/v1/jobs
+(api_jobs.check_body: guardrails, SecretEnvs, the body's WorkspaceId, a template's locks); trials are saved by
+sweeps.launch, as the wizard saves them. Access is jobs.access's: a sweep or workspace outside the caller's
+workspaces (or the token's scope) answers 404, as the jobs API does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any
+
+from django.http import Http404, HttpRequest, JsonResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from jobs import access, api_jobs, jobpage, lifecycle, sweeps, usage
+from jobs import status as st
+from jobs.api_jobs import _bad, _id, _json_body, _Problem, _workspace
+from jobs.apitokens import api_view
+from jobs.models import Job, JobTemplate, Membership, Sweep, SweepTrial, Workspace
+
+LIST_SIZE = 50  # as the sweep list page
+PARAMETERS = "Parameters"
+JOB = "Job"
+# The API's words for the parts of the sweep rules the wizard words for its text box.
+WORDING = sweeps.Wording('(a list: ["0.1", "0.01"])', "", "POST /api/v1/jobs for a single job")
+QUERY_FIELDS = {"workspace", "template", "version"}  # error keys that name the query, not the body
+
+
+# --- the grid --------------------------------------------------------------------------------------------
+
+
+def _value_text(value: Any) -> str | None:
+    """A parameter value as the environment variable's text; None for what cannot be one."""
+    if isinstance(value, bool):
+        return None  # true/false would become "True"/"False": say what is meant, as a string
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Decimal) and value.is_finite():
+        return str(value)  # as typed: 0.00001 stays 0.00001, not 1e-05
+    return None
+
+
+def parameters_grid(given: Any, env_names: Iterable[str] = (), *, limit: int | None = None) \
+        -> tuple[sweeps.Grid | None, dict[str, list[str]]]:
+    """(grid, errors keyed Parameters / Parameters.<NAME>) of the API's {"NAME": [values]}, by jobs.sweeps' rules.
+
+    Values are strings or numbers (numbers parsed as Decimal keep the digits sent) in the order given.
+    """
+    if not isinstance(given, dict) or not given:
+        return None, {PARAMETERS: ['Must be an object of parameter names to lists of values: '
+                                   '{"LR": ["0.1", "0.01"], "BS": ["32", "64"]}.']}
+    taken = {str(n) for n in env_names}
+    errors: dict[str, list[str]] = {}
+    parameters: list[tuple[str, tuple[str, ...]]] = []
+    seen: set[str] = set()
+    for name, raw in given.items():
+        values = [_value_text(v) for v in raw] if isinstance(raw, list) else []
+        problem = _shape_problem(raw, values) or (
+            sweeps.parameter_problem(name, values, taken, seen, WORDING) if name else "the parameter name is empty.")
+        seen.add(name)
+        if problem:
+            errors[f"{PARAMETERS}.{name}"] = [problem[:1].upper() + problem[1:]]
+            continue
+        parameters.append((name, tuple(values)))
+    found = [m for messages in errors.values() for m in messages]
+    grid, problems = sweeps.grid_of(parameters, len(seen), found, limit=limit, wording=WORDING)
+    if problems[len(found):]:
+        errors[PARAMETERS] = problems[len(found):]
+    return grid, errors
+
+
+def _shape_problem(raw: Any, values: list[str | None]) -> str | None:
+    """What the JSON of one parameter's values gets wrong before the sweep's own rules apply, or None."""
+    if not isinstance(raw, list):
+        return "Must be a list of values (strings or numbers)."
+    if None in values:
+        return "Each value must be a string or a number."
+    if any("," in v or "\n" in v or "\r" in v for v in values):
+        # The sweep page shows, and "Clone as sweep" reopens, the grid as `NAME = v1, v2` lines.
+        return "A value may not contain a comma or a line break."
+    return None
+
+
+def _in_job(errors: dict[str, list[str]]) -> dict[str, list[str]]:
+    # The CreateJob body is the request's "Job": its paths are said from the request's root.
+    return {(k if k in QUERY_FIELDS else f"{JOB}.{k}" if k else JOB): v for k, v in errors.items()}
+
+
+def _names(envs: Any) -> list[str]:
+    return [str(k) for k in envs] if isinstance(envs, dict) else []
+
+
+def _template_locks(request: HttpRequest, workspace: Workspace) -> list[str]:
+    from jobs import templates_lib
+
+    template = JobTemplate.objects.filter(pk=_id(request.GET.get("template", "")), workspace=workspace).first()
+    return templates_lib.lock_paths(template) if template else []
+
+
+# --- representation ---------------------------------------------------------------------------------------
+
+
+def _link(request: HttpRequest, url: str) -> str:
+    return request.build_absolute_uri(url)
+
+
+def _tally(statuses: list[str]) -> dict[str, int]:
+    """{status: trials}, in order of first appearance (the page's tally)."""
+    return dict(Counter(statuses))
+
+
+def sweep_json(sweep: Sweep, request: HttpRequest, trials: list[SweepTrial] | None = None,
+               statuses: list[str] | None = None) -> dict[str, Any]:
+    """A sweep as the API shows it; with `trials` (their jobs loaded), each trial too."""
+    grid = sweeps.Grid.from_json(sweep.parameters)
+    if trials is not None:
+        statuses = [t.job.status for t in trials]
+    out: dict[str, Any] = {
+        "id": sweep.pk,
+        "name": sweep.name,
+        "workspace": {"id": sweep.workspace_id, "name": sweep.workspace.name},
+        "owner": sweep.owner.get_username() if sweep.owner else None,
+        "created_at": sweep.created_at.isoformat(),
+        "parameters": {name: list(values) for name, values in grid.parameters},
+        "trial_count": len(statuses or []),
+        "tally": _tally(statuses or []),
+        "active": any(st.is_active(s) for s in statuses or []),
+        "url": _link(request, reverse("api_sweep", args=[sweep.pk])),
+        "page": _link(request, sweep.get_absolute_url()),
+    }
+    if trials is not None:
+        out["trials"] = [_trial_json(t, grid.names, request) for t in trials]
+    return out
+
+
+def _trial_json(trial: SweepTrial, names: list[str], request: HttpRequest) -> dict[str, Any]:
+    values = trial.values or {}
+    job: Job = trial.job
+    return {
+        "number": trial.number,
+        # In the sweep's parameter order: PostgreSQL's jsonb does not keep the keys' order.
+        "values": {n: values[n] for n in [*names, *(k for k in values if k not in names)] if n in values},
+        "job": {"id": job.pk, "name": job.display_name, "status": job.status, "status_label": job.status_label,
+                "active": job.is_active, "url": _link(request, reverse("api_job", args=[job.pk])),
+                "page": _link(request, job.get_absolute_url())},
+    }
+
+
+def _trials(sweep: Sweep) -> list[SweepTrial]:
+    return list(sweep.trials.select_related("job", "job__workspace", "job__owner").order_by("number"))
+
+
+def _get_sweep(request: HttpRequest, pk: int) -> Sweep:
+    """A sweep of one of the caller's workspaces (narrowed by a token's scope); 404 otherwise, so ids don't leak."""
+    found = Sweep.objects.select_related("workspace", "owner").filter(
+        workspace__in=access.workspaces_for(request.api_user), pk=pk).first()
+    if found is None:
+        raise Http404
+    return found
+
+
+# --- endpoints --------------------------------------------------------------------------------------------
+
+
+@api_view
+@require_http_methods(["GET", "POST"])
+def sweep_list(request: HttpRequest) -> JsonResponse:
+    """GET: the workspace's last 50 sweeps, newest first. POST: create a sweep ({"Job": ..., "Parameters": ...})."""
+    if request.method == "POST":
+        return _create(request)
+    try:
+        workspace = _workspace(request, "view")
+    except _Problem as problem:
+        return _bad(problem.errors)
+    found = list(Sweep.objects.filter(workspace=workspace).select_related("workspace", "owner")[:LIST_SIZE])
+    statuses: dict[int, list[str]] = {s.pk: [] for s in found}
+    rows = SweepTrial.objects.filter(sweep__in=found).order_by("sweep", "number")
+    for sweep_id, status in rows.values_list("sweep_id", "job__status"):
+        statuses[sweep_id].append(status)
+    return JsonResponse({"sweeps": [sweep_json(s, request, statuses=statuses[s.pk]) for s in found],
+                         "limit": LIST_SIZE})
+
+
+def _create(request: HttpRequest) -> JsonResponse:
+    payload, bad = _json_body(request)
+    if bad:
+        return bad
+    try:
+        workspace = _workspace(request, "create")
+    except _Problem as problem:
+        return _bad(problem.errors)
+    if not isinstance(payload, dict):
+        return _bad({"": ['Send a JSON object: {"Job": {<CreateJob body>}, "Parameters": {"LR": ["0.1", "0.01"]}}.']})
+    errors: dict[str, list[str]] = {key: [f"Unknown field: send {JOB} and {PARAMETERS}."]
+                                    for key in payload if key not in (JOB, PARAMETERS)}
+    body = payload.get(JOB)
+    checked = None
+    if isinstance(body, dict):
+        template_errors = api_jobs._template_errors(request, workspace, body)
+        checked, job_errors = api_jobs.check_body(workspace, body, extra_errors=template_errors)
+        errors.update(_in_job(job_errors))
+    else:
+        errors[JOB] = ["Must be a JSON object: the CreateJob body, as POST /api/v1/jobs takes it."]
+        body = {}
+    # The wizard reports the grid's problems with the job's; so does this, in one answer. Parsed again with
+    # numbers as Decimal, so that a value is the text sent (0.00001, not 1e-05).
+    numbers = json.loads(request.body, parse_float=Decimal).get(PARAMETERS) if request.body else None
+    grid, grid_errors = parameters_grid(numbers, [*_names(body.get("Envs")), *_names(body.get(api_jobs.SECRET_ENVS))])
+    errors.update(grid_errors)
+    if errors or checked is None or grid is None:
+        return _bad(errors)
+    grid, found, problems = sweeps.check_trials(grid, checked.wire, context=checked.context,
+                                                hints=checked.context.hints, locked=_template_locks(request, workspace))
+    if problems:
+        return _bad({PARAMETERS: problems})
+    sweep = sweeps.launch(workspace=workspace, owner=request.api_user, name=checked.wire["DisplayName"], grid=grid,
+                          found=found, hints=checked.hints, secrets=checked.secret_envs)
+    response = JsonResponse(sweep_json(sweep, request, _trials(sweep)), status=201)
+    response["Location"] = _link(request, reverse("api_sweep", args=[sweep.pk]))
+    return response
+
+
+@api_view
+@require_GET
+def sweep_detail(request: HttpRequest, pk: int) -> JsonResponse:
+    sweep = _get_sweep(request, pk)
+    return JsonResponse(sweep_json(sweep, request, _trials(sweep)))
+
+
+@api_view
+@require_POST
+def sweep_stop(request: HttpRequest, pk: int) -> JsonResponse:
+    """Stop every active trial with the page's rule (members their own trials, admins any): 202 with each trial's
+    result. A caller who may stop nothing here (a viewer, a read-only token) gets 403, as for a job's stop."""
+    sweep = _get_sweep(request, pk)
+    scope = access.scope_of(request.api_user)
+    if (scope is not None and scope.read_only) or \
+            access.role_in(request.api_user, sweep.workspace) == Membership.VIEWER:
+        access.require(request.api_user, "stop", workspace=sweep.workspace)  # raises, saying why
+    trials = _trials(sweep)
+    active = [t.job for t in trials if st.is_active(t.job.status)]
+    outcome = lifecycle.bulk_stop(request.api_user, active) if active else {}
+    # Every trial answers; one that had already ended is said so without asking lifecycle.
+    stops = [jobpage.stop_outcome(outcome.get(t.job_id, "already-finished"), t.job, t.job_id) for t in trials]
+    results = [{"number": t.number, "job": t.job_id, "result": stop.code, "text": stop.text}
+               for t, stop in zip(trials, stops, strict=True)]
+    summary = sweeps.stop_summary([stop for stop in stops if stop.job_id in outcome])
+    return JsonResponse({"results": results, "summary": summary or "No trial is active.",
+                         "sweep": sweep_json(sweep, request, _trials(sweep))}, status=202)
+
+
+def _line_json(line: usage.Line) -> dict[str, Any]:
+    return {"key": line.key, "jobs": line.jobs, "running": line.running, "hours": round(line.hours, 4),
+            "node_hours": round(line.node_hours, 4), "cpu_hours": round(line.cpu_hours, 4),
+            "gpu_hours": round(line.gpu_hours, 4), "unknown_size_jobs": line.unknown}
+
+
+def _usage_job_json(job: usage.JobUsage, request: HttpRequest) -> dict[str, Any]:
+    def rounded(value: float | None) -> float | None:
+        return None if value is None else round(value, 4)
+
+    return {"id": job.pk, "name": job.name, "owner": job.owner, "job_type": job.job_type, "running": job.running,
+            "hours": round(job.hours, 4), "nodes": job.size.nodes, "cpus": job.size.cpu, "gpus": job.size.gpu,
+            "node_hours": round(job.hours * job.size.nodes, 4), "cpu_hours": rounded(job.cpu_hours),
+            "gpu_hours": rounded(job.gpu_hours), "url": _link(request, reverse("api_job", args=[job.pk]))}
+
+
+@api_view
+@require_GET
+def workspace_usage(request: HttpRequest, pk: int) -> JsonResponse:
+    """The usage report of the page /workspaces/<id>/usage (jobs.usage), as JSON; every member may read it."""
+    from jobs.forms.wizard import instance_catalog
+
+    workspace = access.get_workspace(request.api_user, pk)
+    given = request.GET.get("days", "")
+    days = _id(given) if given else usage.DEFAULT_DAYS
+    if days not in usage.PERIODS:
+        return _bad({"days": [f"One of {', '.join(str(d) for d in usage.PERIODS)} (days)."]})
+    catalog = instance_catalog(workspace)
+    result = usage.report(workspace, days, specs=catalog.by_type())
+    return JsonResponse({
+        "workspace": {"id": workspace.pk, "name": workspace.name},
+        "period": {"days": days, "label": usage.PERIODS[days], "start": result.start.isoformat(),
+                   "end": result.end.isoformat()},
+        "totals": _line_json(result.total),
+        "by_owner": [_line_json(line) for line in result.by_owner],
+        "by_type": [_line_json(line) for line in result.by_type],
+        "top_jobs": [_usage_job_json(job, request) for job in result.top_jobs],
+        # CPU- and GPU-hours leave out jobs of unknown size (their node-hours count): say how many, and why.
+        "sizes_unknown": result.total.unknown > 0,
+        "unknown_size_jobs": result.total.unknown,
+        "catalog_missing": result.catalog_missing,
+        "catalog_error": catalog.error or None,
+    })
+
+
+# --- OpenAPI (merged into api_jobs.openapi_document) -------------------------------------------------------
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}
+
+
+def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[str, Any]) -> dict[str, Any]:
+    """The paths of this module, with the jobs API's shared Error response, 400 and workspace parameter."""
+    sweep_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+    sweep_errors = {**validation, "description": "Invalid request: messages keyed by field path. The job's are "
+                    "under Job (e.g. Job.JobSpecs[0].PodCount), the grid's under Parameters (the grid as a whole: "
+                    "too many parameters or trials, a trial the workspace's rules would refuse) or "
+                    "Parameters.<NAME> (one parameter)."}
+    return {
+        "/api/v1/sweeps": {
+            "get": {"summary": f"The workspace's last {LIST_SIZE} sweeps, newest first (any member)",
+                    "parameters": [ws_param],
+                    "responses": {"200": {"description": "Sweeps, without their trials", **_ref("SweepList")},
+                                  "400": validation, "401": err, "404": err}},
+            "post": {
+                "summary": "Create a grid sweep: one trial job per combination of the parameters' values (as the "
+                           "wizard's Sweep box; members and admins)",
+                "description": "Each trial is the job with DisplayName `<DisplayName>-01`, `-02`... and each "
+                               "parameter added to Envs (the command reads `$NAME`), in grid order: trial 1 takes "
+                               "every parameter's first value, the last parameter changes fastest. The job is "
+                               "checked as POST /api/v1/jobs checks it (guardrails, SecretEnvs, ?template= locks), "
+                               f"the grid by the wizard's rules: at most {sweeps.MAX_PARAMETERS} parameters, "
+                               f"{sweeps.MIN_TRIALS} to DLC_SWEEP_MAX_TRIALS (default 50) trials, names that are "
+                               "environment variable names, not already in Envs or SecretEnvs and not named like "
+                               "a secret (values are stored and shown in plain text), values unique per "
+                               "parameter, without commas or line breaks. Every trial must pass the workspace's "
+                               "rules; nothing is saved otherwise.",
+                "parameters": [ws_param,
+                               {"name": "template", "in": "query", "schema": {"type": "integer"},
+                                "description": "Template the job starts from: its locked fields must keep their "
+                                               "values, and a lock on the environment variables refuses a sweep."},
+                               {"name": "version", "in": "query", "schema": {"type": "integer"}}],
+                "requestBody": {"required": True, **_ref("CreateSweepBody")},
+                "responses": {"201": {"description": "Created; the worker submits each trial", **_ref("Sweep")},
+                              "400": sweep_errors, "401": err, "403": err, "404": err}},
+        },
+        "/api/v1/sweeps/{id}": {"get": {
+            "summary": "One sweep with its trials", "parameters": [sweep_id],
+            "responses": {"200": {"description": "The sweep", **_ref("Sweep")}, "401": err, "404": err}}},
+        "/api/v1/sweeps/{id}/stop": {"post": {
+            "summary": "Stop every active trial (members: their own trials; admins: any), as the sweep page's "
+                       "Stop all; a viewer or a read-only token gets 403",
+            "parameters": [sweep_id],
+            "responses": {"202": {"description": "Each trial's result: stopping, stopped, already-finished, "
+                                                 "not-permitted or failed", **_ref("SweepStop")},
+                          "401": err, "403": err, "404": err}}},
+        "/api/v1/workspaces/{id}/usage": {"get": {
+            "summary": "The workspace's usage report (any member): GPU-, CPU core- and node-hours per owner, per "
+                       "job type and for the largest jobs",
+            "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}},
+                           {"name": "days", "in": "query",
+                            "schema": {"type": "integer", "enum": list(usage.PERIODS),
+                                       "default": usage.DEFAULT_DAYS}}],
+            "responses": {"200": {"description": "The report", **_ref("Usage")}, "400": validation, "401": err,
+                          "404": err}}},
+    }
+
+
+def sweep_schemas() -> dict[str, Any]:
+    values = {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "number"}]}}
+    link = {"type": "string", "format": "uri"}
+    sweep = {"type": "object", "properties": {
+        "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": {"type": "object"},
+        "owner": {"type": "string", "nullable": True}, "created_at": {"type": "string", "format": "date-time"},
+        "parameters": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                       "description": "{NAME: [values]} in the grid's order."},
+        "trial_count": {"type": "integer"},
+        "tally": {"type": "object", "additionalProperties": {"type": "integer"},
+                  "description": "Trials per job status."},
+        "active": {"type": "boolean", "description": "Whether any trial is still active."},
+        "url": link, "page": link,
+        "trials": {"type": "array", "description": "Only on POST /api/v1/sweeps and GET /api/v1/sweeps/{id}.",
+                   "items": {"type": "object", "properties": {
+                       "number": {"type": "integer"},
+                       "values": {"type": "object", "additionalProperties": {"type": "string"}},
+                       "job": {"type": "object", "properties": {
+                           "id": {"type": "integer"}, "name": {"type": "string"}, "status": {"type": "string"},
+                           "status_label": {"type": "string"}, "active": {"type": "boolean"},
+                           "url": link, "page": link}}}}}}}
+    line = {"type": "object", "properties": {
+        "key": {"type": "string"}, "jobs": {"type": "integer"}, "running": {"type": "integer"},
+        "hours": {"type": "number"}, "node_hours": {"type": "number"}, "cpu_hours": {"type": "number"},
+        "gpu_hours": {"type": "number"},
+        "unknown_size_jobs": {"type": "integer", "description": "Jobs whose CPU and GPU hours are not counted: "
+                                                                "their instance type is unknown."}}}
+    number = {"type": "number", "nullable": True, "description": "null: the instance type is unknown."}
+    return {
+        "CreateSweepBody": {"type": "object", "required": [JOB, PARAMETERS], "additionalProperties": False,
+                            "properties": {
+                                JOB: {"$ref": "#/components/schemas/CreateJobBody"},
+                                PARAMETERS: {"type": "object", "additionalProperties": values,
+                                             "description": "{NAME: [values]}: each parameter becomes the "
+                                                            "environment variable NAME of every trial; numbers "
+                                                            "are taken as written.",
+                                             "example": {"LR": ["0.1", "0.01"], "BS": [32, 64]}}}},
+        "Sweep": sweep,
+        "SweepList": {"type": "object", "properties": {
+            "sweeps": {"type": "array", "items": {"$ref": "#/components/schemas/Sweep"}},
+            "limit": {"type": "integer"}}},
+        "SweepStop": {"type": "object", "properties": {
+            "results": {"type": "array", "items": {"type": "object", "properties": {
+                "number": {"type": "integer"}, "job": {"type": "integer"},
+                "result": {"type": "string", "enum": ["stopping", "stopped", "already-finished", "not-permitted",
+                                                      "failed"]},
+                "text": {"type": "string"}}}},
+            "summary": {"type": "string"}, "sweep": {"$ref": "#/components/schemas/Sweep"}}},
+        "Usage": {"type": "object", "properties": {
+            "workspace": {"type": "object"},
+            "period": {"type": "object", "properties": {
+                "days": {"type": "integer"}, "label": {"type": "string"},
+                "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"}}},
+            "totals": line, "by_owner": {"type": "array", "items": line}, "by_type": {"type": "array", "items": line},
+            "top_jobs": {"type": "array", "items": {"type": "object", "properties": {
+                "id": {"type": "integer"}, "name": {"type": "string"}, "owner": {"type": "string"},
+                "job_type": {"type": "string"}, "running": {"type": "boolean"}, "hours": {"type": "number"},
+                "nodes": {"type": "integer"}, "cpus": number, "gpus": number, "node_hours": {"type": "number"},
+                "cpu_hours": number, "gpu_hours": number, "url": link}}},
+            "sizes_unknown": {"type": "boolean", "description": "Some jobs ran on instance types the backend did "
+                                                                "not describe: CPU- and GPU-hours leave them out."},
+            "unknown_size_jobs": {"type": "integer"},
+            "catalog_missing": {"type": "boolean", "description": "The backend could not list instance types."},
+            "catalog_error": {"type": "string", "nullable": True}}},
+    }

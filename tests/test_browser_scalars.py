@@ -1,0 +1,29 @@
+"""The job page's Training metrics section in Chromium against the real stack: it loads when scrolled to and
+draws a running job's METRIC lines as an SVG line per metric, with the last value."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs import dlc
+from tests.conftest import PASSWORD
+from tests.support.browser import sign_in
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+PRINTS = "for s in $(seq 0 19); do echo METRIC step=$s loss=0.$((99 - s)); done; sleep 20"
+
+
+def test_the_training_metrics_section_charts_a_running_jobs_metric_lines(stack, member, page, submit_to_stack):
+    job = submit_to_stack(member, "printer", PRINTS)
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/jobs/{job.pk}")
+    page.locator("#training-metrics").scroll_into_view_if_needed()
+    # Until the beat has synced the pod, the section says there are no metric lines yet; it refreshes every 15 s.
+    loss = page.locator('#scalars figure[data-name="loss"]')
+    expect(loss.locator("svg polyline")).to_have_count(1, timeout=40_000)
+    expect(loss.locator(".scalar-last")).to_have_text("0.8")
+    expect(page.locator("#scalars")).to_have_attribute("hx-trigger", "every 15s")
+    job.refresh_from_db()
+    dlc.stop_job(job.workspace, job.dlc_job_id)  # not left running for the rest of its 20 s
