@@ -223,12 +223,16 @@ DLC_WEBHOOK_ATTEMPTS = int(os.environ.get("DLC_WEBHOOK_ATTEMPTS", "4"))
 DLC_WEBHOOK_RETRY_BASE_SECONDS = float(os.environ.get("DLC_WEBHOOK_RETRY_BASE_SECONDS", "30"))
 # Most trials one hyperparameter sweep may launch (jobs.sweeps): each is a job on DLC.
 DLC_SWEEP_MAX_TRIALS = int(os.environ.get("DLC_SWEEP_MAX_TRIALS", "50"))
+# Seconds between two looks for scheduled jobs that are due (jobs.schedules): a run starts at most this late.
+DLC_SCHEDULE_INTERVAL = float(os.environ.get("DLC_SCHEDULE_INTERVAL", "30"))
 CELERY_BEAT_SCHEDULE = {
     # Periodic tasks expire after one interval: a backlog (worker down) must not replay every missed cycle.
     "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL,
                   "options": {"expires": max(1.0, DLC_SYNC_INTERVAL)}},
     "sweep-stuck": {"task": "jobs.tasks.sweep_stuck", "schedule": DLC_SWEEP_INTERVAL,
                     "options": {"expires": max(1.0, DLC_SWEEP_INTERVAL)}},
+    "run-schedules": {"task": "jobs.tasks.run_schedules", "schedule": DLC_SCHEDULE_INTERVAL,
+                      "options": {"expires": max(1.0, DLC_SCHEDULE_INTERVAL)}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 

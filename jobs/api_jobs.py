@@ -19,8 +19,9 @@ from jobs import access, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, Membership, Workspace
 
-API_VERSION = "1.3.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.4.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
+# 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change) or "
@@ -427,6 +428,7 @@ def openapi(request: HttpRequest) -> JsonResponse:
 
 
 def openapi_document(server: str) -> dict[str, Any]:
+    from jobs.api_schedules import schedule_paths, schedule_schemas
     from jobs.api_sweeps import sweep_paths, sweep_schemas
 
     err = {"$ref": "#/components/responses/Error"}
@@ -448,9 +450,9 @@ def openapi_document(server: str) -> dict[str, Any]:
     return {
         "openapi": "3.0.3",
         "info": {"title": "DLC Console API", "version": API_VERSION,
-                 "description": "Jobs of the console's workspaces, their sweeps and usage. Authenticate with a "
-                                "personal token (`Authorization: Bearer dlcc_...`, create one on /account/api) or a "
-                                "signed-in "
+                 "description": "Jobs of the console's workspaces, their sweeps, schedules and usage. Authenticate "
+                                "with a personal token (`Authorization: Bearer dlcc_...`, create one on /account/api) "
+                                "or a signed-in "
                                 "session (which must also send X-CSRFToken on POST). " + TOKEN_SCOPE},
         "servers": [{"url": server}],
         "security": [{"bearer": []}, {"session": []}],
@@ -521,6 +523,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                     "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
                 "responses": {"200": {"description": "{\"valid\": true}"}, "400": validation, "401": err}}},
             **sweep_paths(err, validation, ws_param),
+            **schedule_paths(err, validation, ws_param),
         },
         "components": {
             "securitySchemes": {
@@ -580,6 +583,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                     "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
                     "next": {"type": "string", "nullable": True}, "previous": {"type": "string", "nullable": True}}},
                 **sweep_schemas(),
+                **schedule_schemas(),
             },
         },
     }

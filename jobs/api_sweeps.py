@@ -1,4 +1,4 @@
-"""JSON API for grid sweeps (create, list, get, stop all) and a workspace's usage report.
+"""JSON API for sweeps, grid or random search (create, list, get, stop all) and a workspace's usage report.
 
 The sweep's rules are jobs.sweeps' (the wizard's "Sweep" box) and its job's are those of POST /api/v1/jobs
 (api_jobs.check_body: guardrails, SecretEnvs, the body's WorkspaceId, a template's locks); trials are saved by
@@ -27,6 +27,9 @@ from jobs.models import Job, JobTemplate, Membership, Sweep, SweepTrial, Workspa
 LIST_SIZE = 50  # as the sweep list page
 PARAMETERS = "Parameters"
 JOB = "Job"
+SEARCH = "Search"
+SEARCH_KEYS = ("Method", "Trials", "Seed")
+DISTRIBUTION_KEYS = ("Distribution", "Min", "Max")
 # The API's words for the parts of the sweep rules the wizard words for its text box.
 WORDING = sweeps.Wording('(a list: ["0.1", "0.01"])', "", "POST /api/v1/jobs for a single job")
 QUERY_FIELDS = {"workspace", "template", "version"}  # error keys that name the query, not the body
@@ -48,39 +51,106 @@ def _value_text(value: Any) -> str | None:
     return None
 
 
-def parameters_grid(given: Any, env_names: Iterable[str] = (), *, limit: int | None = None) \
-        -> tuple[sweeps.Grid | None, dict[str, list[str]]]:
-    """(grid, errors keyed Parameters / Parameters.<NAME>) of the API's {"NAME": [values]}, by jobs.sweeps' rules.
+def parameters_grid(given: Any, env_names: Iterable[str] = (), *, search: Any = None, limit: int | None = None) \
+        -> tuple[sweeps.Search | None, dict[str, list[str]]]:
+    """(search, errors keyed Parameters / Parameters.<NAME> / Search / Search.<Field>) of the API's
+    {"NAME": [values] or {"Distribution": ..., "Min": ..., "Max": ...}} and "Search", by jobs.sweeps' rules.
 
-    Values are strings or numbers (numbers parsed as Decimal keep the digits sent) in the order given.
+    Values are strings or numbers (numbers parsed as Decimal keep the digits sent) in the order given. Without
+    Search.Method, any distribution makes a random search, as a distribution line does in the wizard's box.
     """
-    if not isinstance(given, dict) or not given:
-        return None, {PARAMETERS: ['Must be an object of parameter names to lists of values: '
-                                   '{"LR": ["0.1", "0.01"], "BS": ["32", "64"]}.']}
-    taken = {str(n) for n in env_names}
     errors: dict[str, list[str]] = {}
-    parameters: list[tuple[str, tuple[str, ...]]] = []
+    method, trials, seed = _search(search, errors)
+    if not isinstance(given, dict) or not given:
+        errors[PARAMETERS] = ['Must be an object of parameter names to lists of values or distributions: '
+                              '{"LR": ["0.1", "0.01"], "BS": ["32", "64"]} or '
+                              '{"LR": {"Distribution": "loguniform", "Min": 1e-5, "Max": 0.1}}.']
+        return None, errors
+    method = method or (sweeps.RANDOM if any(isinstance(raw, dict) for raw in given.values()) else sweeps.GRID)
+    taken = {str(n) for n in env_names}
+    parameters: list[sweeps.Param] = []
     seen: set[str] = set()
+    found: list[str] = []
     for name, raw in given.items():
-        values = [_value_text(v) for v in raw] if isinstance(raw, list) else []
-        problem = _shape_problem(raw, values) or (
-            sweeps.parameter_problem(name, values, taken, seen, WORDING) if name else "the parameter name is empty.")
+        param, problem = _parameter(name, raw, method, taken, seen)
         seen.add(name)
         if problem:
             errors[f"{PARAMETERS}.{name}"] = [problem[:1].upper() + problem[1:]]
+            found.append(problem)
             continue
-        parameters.append((name, tuple(values)))
-    found = [m for messages in errors.values() for m in messages]
-    grid, problems = sweeps.grid_of(parameters, len(seen), found, limit=limit, wording=WORDING)
-    if problems[len(found):]:
-        errors[PARAMETERS] = problems[len(found):]
-    return grid, errors
+        parameters.append(param)
+    if any(k.startswith(SEARCH) for k in errors):
+        return None, errors  # the search's own shape is wrong: its trials and seed are not worth judging
+    found_search, problems = sweeps.search_from(parameters, len(seen), found, method=method, trials=trials, seed=seed,
+                                                limit=limit, wording=WORDING)
+    if problems.get(sweeps.FIELD, [])[len(found):]:
+        errors[PARAMETERS] = problems[sweeps.FIELD][len(found):]
+    for key, path in ((sweeps.TRIALS_FIELD, f"{SEARCH}.Trials"), (sweeps.SEED_FIELD, f"{SEARCH}.Seed")):
+        if problems.get(key):
+            errors[path] = problems[key]
+    return (None, errors) if errors else (found_search, errors)
+
+
+def _search(search: Any, errors: dict[str, list[str]]) -> tuple[str | None, Any, Any]:
+    """(method or None to infer it, trials, seed) of the request's Search, its problems added to `errors`."""
+    if search is None:
+        return None, None, None
+    if not isinstance(search, dict):
+        errors[SEARCH] = ['Must be an object: {"Method": "random", "Trials": 20, "Seed": 7} or {"Method": "grid"}.']
+        return None, None, None
+    for key in search:
+        if key not in SEARCH_KEYS:
+            errors[f"{SEARCH}.{key}"] = [f"Unknown field: send {', '.join(SEARCH_KEYS)}."]
+    method = search.get("Method")
+    if method is not None and method not in (sweeps.GRID, sweeps.RANDOM):
+        errors[f"{SEARCH}.Method"] = [f'Must be "{sweeps.GRID}" or "{sweeps.RANDOM}".']
+        method = None
+    if method == sweeps.GRID:
+        for key in ("Trials", "Seed"):
+            if search.get(key) is not None:
+                errors[f"{SEARCH}.{key}"] = ["Only for a random search: a grid runs every combination of the values."]
+    return method, search.get("Trials"), search.get("Seed")
+
+
+def _parameter(name: str, raw: Any, method: str, taken: set[str], seen: set[str]) \
+        -> tuple[sweeps.Param | None, str | None]:
+    """(param, None) of one entry of Parameters, or (None, why not), by the wizard's rules."""
+    if not name:
+        return None, "the parameter name is empty."
+    if isinstance(raw, dict):
+        if method == sweeps.GRID:
+            return None, (f'A distribution needs a random search: "{SEARCH}": {{"Method": "random", "Trials": 20}}, '
+                          "or give a list of values for a grid.")
+        return _distribution(name, raw, taken, seen)
+    values = [_value_text(v) for v in raw] if isinstance(raw, list) else []
+    problem = _shape_problem(raw, values) or sweeps.parameter_problem(name, values, taken, seen, WORDING)
+    return (None, problem) if problem else (sweeps.Param(name, tuple(values)), None)
+
+
+def _distribution(name: str, raw: dict, taken: set[str], seen: set[str]) -> tuple[sweeps.Param | None, str | None]:
+    unknown = [k for k in raw if k not in DISTRIBUTION_KEYS]
+    missing = [k for k in DISTRIBUTION_KEYS if raw.get(k) is None]
+    if unknown or missing:
+        wrong = f"unknown {', '.join(unknown)}" if unknown else f"missing {', '.join(missing)}"
+        return None, ('A distribution is {"Distribution": "uniform" | "loguniform" | "int", "Min": <number>, '
+                      f'"Max": <number>}}: {wrong}.')
+    problem = sweeps.name_problem(name, taken, seen)
+    if problem:
+        return None, problem
+    function = raw["Distribution"]
+    if not isinstance(function, str):
+        return None, 'Distribution must be one of "uniform", "loguniform", "int".'
+    low, high = _value_text(raw["Min"]), _value_text(raw["Max"])
+    if low is None or high is None:
+        return None, "Min and Max must be numbers."
+    return sweeps.distribution(name, function, low, high, WORDING)
 
 
 def _shape_problem(raw: Any, values: list[str | None]) -> str | None:
     """What the JSON of one parameter's values gets wrong before the sweep's own rules apply, or None."""
     if not isinstance(raw, list):
-        return "Must be a list of values (strings or numbers)."
+        return ('Must be a list of values (strings or numbers), or a distribution: {"Distribution": "loguniform", '
+                '"Min": 1e-5, "Max": 0.1}.')
     if None in values:
         return "Each value must be a string or a number."
     if any("," in v or "\n" in v or "\r" in v for v in values):
@@ -120,7 +190,7 @@ def _tally(statuses: list[str]) -> dict[str, int]:
 def sweep_json(sweep: Sweep, request: HttpRequest, trials: list[SweepTrial] | None = None,
                statuses: list[str] | None = None) -> dict[str, Any]:
     """A sweep as the API shows it; with `trials` (their jobs loaded), each trial too."""
-    grid = sweeps.Grid.from_json(sweep.parameters)
+    grid = sweeps.search_of(sweep)
     if trials is not None:
         statuses = [t.job.status for t in trials]
     out: dict[str, Any] = {
@@ -129,7 +199,8 @@ def sweep_json(sweep: Sweep, request: HttpRequest, trials: list[SweepTrial] | No
         "workspace": {"id": sweep.workspace_id, "name": sweep.workspace.name},
         "owner": sweep.owner.get_username() if sweep.owner else None,
         "created_at": sweep.created_at.isoformat(),
-        "parameters": {name: list(values) for name, values in grid.parameters},
+        "search": {"method": grid.method, "trials": sweep.trials_asked, "seed": sweep.seed},
+        "parameters": _parameters_json(grid),
         "trial_count": len(statuses or []),
         "tally": _tally(statuses or []),
         "active": any(st.is_active(s) for s in statuses or []),
@@ -138,6 +209,18 @@ def sweep_json(sweep: Sweep, request: HttpRequest, trials: list[SweepTrial] | No
     }
     if trials is not None:
         out["trials"] = [_trial_json(t, grid.names, request) for t in trials]
+    return out
+
+
+def _parameters_json(search: sweeps.Search) -> dict[str, Any]:
+    """{NAME: [values]} of a grid; a random search's distributions as {"Distribution", "Min", "Max"}, as sent."""
+    if search.method == sweeps.GRID:
+        return {name: list(values) for name, values in search.parameters}
+    out: dict[str, Any] = {}
+    for p in search.parameters:
+        number = int if p.distribution == "int" else float
+        out[p.name] = ({"Distribution": p.distribution, "Min": number(p.low), "Max": number(p.high)}
+                       if p.distribution else list(p.values))
     return out
 
 
@@ -199,8 +282,8 @@ def _create(request: HttpRequest) -> JsonResponse:
         return _bad(problem.errors)
     if not isinstance(payload, dict):
         return _bad({"": ['Send a JSON object: {"Job": {<CreateJob body>}, "Parameters": {"LR": ["0.1", "0.01"]}}.']})
-    errors: dict[str, list[str]] = {key: [f"Unknown field: send {JOB} and {PARAMETERS}."]
-                                    for key in payload if key not in (JOB, PARAMETERS)}
+    errors: dict[str, list[str]] = {key: [f"Unknown field: send {JOB}, {PARAMETERS} and (optional) {SEARCH}."]
+                                    for key in payload if key not in (JOB, PARAMETERS, SEARCH)}
     body = payload.get(JOB)
     checked = None
     if isinstance(body, dict):
@@ -212,8 +295,10 @@ def _create(request: HttpRequest) -> JsonResponse:
         body = {}
     # The wizard reports the grid's problems with the job's; so does this, in one answer. Parsed again with
     # numbers as Decimal, so that a value is the text sent (0.00001, not 1e-05).
-    numbers = json.loads(request.body, parse_float=Decimal).get(PARAMETERS) if request.body else None
-    grid, grid_errors = parameters_grid(numbers, [*_names(body.get("Envs")), *_names(body.get(api_jobs.SECRET_ENVS))])
+    numbers = json.loads(request.body, parse_float=Decimal) if request.body else {}
+    grid, grid_errors = parameters_grid(numbers.get(PARAMETERS),
+                                        [*_names(body.get("Envs")), *_names(body.get(api_jobs.SECRET_ENVS))],
+                                        search=numbers.get(SEARCH))
     errors.update(grid_errors)
     if errors or checked is None or grid is None:
         return _bad(errors)
@@ -313,9 +398,9 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
     """The paths of this module, with the jobs API's shared Error response, 400 and workspace parameter."""
     sweep_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
     sweep_errors = {**validation, "description": "Invalid request: messages keyed by field path. The job's are "
-                    "under Job (e.g. Job.JobSpecs[0].PodCount), the grid's under Parameters (the grid as a whole: "
-                    "too many parameters or trials, a trial the workspace's rules would refuse) or "
-                    "Parameters.<NAME> (one parameter)."}
+                    "under Job (e.g. Job.JobSpecs[0].PodCount), the sweep's under Parameters (the sweep as a whole: "
+                    "too many parameters or trials, a trial the workspace's rules would refuse), "
+                    "Parameters.<NAME> (one parameter), Search or Search.Method / Search.Trials / Search.Seed."}
     return {
         "/api/v1/sweeps": {
             "get": {"summary": f"The workspace's last {LIST_SIZE} sweeps, newest first (any member)",
@@ -323,8 +408,9 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
                     "responses": {"200": {"description": "Sweeps, without their trials", **_ref("SweepList")},
                                   "400": validation, "401": err, "404": err}},
             "post": {
-                "summary": "Create a grid sweep: one trial job per combination of the parameters' values (as the "
-                           "wizard's Sweep box; members and admins)",
+                "summary": "Create a sweep: a grid (one trial job per combination of the parameters' values) or a "
+                           "random search (Trials jobs sampling the parameters), as the wizard's Sweep box; members "
+                           "and admins",
                 "description": "Each trial is the job with DisplayName `<DisplayName>-01`, `-02`... and each "
                                "parameter added to Envs (the command reads `$NAME`), in grid order: trial 1 takes "
                                "every parameter's first value, the last parameter changes fastest. The job is "
@@ -334,7 +420,15 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
                                "environment variable names, not already in Envs or SecretEnvs and not named like "
                                "a secret (values are stored and shown in plain text), values unique per "
                                "parameter, without commas or line breaks. Every trial must pass the workspace's "
-                               "rules; nothing is saved otherwise.",
+                               "rules; nothing is saved otherwise. A random search (Search.Method random, the "
+                               "default when a parameter is a distribution) runs Search.Trials trials (2 to "
+                               "DLC_SWEEP_MAX_TRIALS), each sampling every parameter independently with Python's "
+                               "random.Random(Search.Seed): a list is a uniform choice among its values, "
+                               "uniform(Min, Max) and loguniform(Min, Max) (0 < Min) give floats formatted to 4 "
+                               "significant digits, int(Min, Max) an integer with both ends included; Min < Max. "
+                               "Trials repeat a combination only when resampling it 100 times fails; fewer "
+                               "combinations than Trials is refused. Without Seed a new one is drawn and stored, "
+                               "so GET shows it and the same request with it samples the same trials.",
                 "parameters": [ws_param,
                                {"name": "template", "in": "query", "schema": {"type": "integer"},
                                 "description": "Template the job starts from: its locked fields must keep their "
@@ -372,8 +466,14 @@ def sweep_schemas() -> dict[str, Any]:
     sweep = {"type": "object", "properties": {
         "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": {"type": "object"},
         "owner": {"type": "string", "nullable": True}, "created_at": {"type": "string", "format": "date-time"},
-        "parameters": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}},
-                       "description": "{NAME: [values]} in the grid's order."},
+        "search": {"type": "object", "properties": {
+            "method": {"type": "string", "enum": [sweeps.GRID, sweeps.RANDOM]},
+            "trials": {"type": "integer", "nullable": True, "description": "Trials asked (random search)."},
+            "seed": {"type": "integer", "nullable": True, "description": "The seed sampled with (random search)."}}},
+        "parameters": {"type": "object", "additionalProperties": {"oneOf": [
+                           {"type": "array", "items": {"type": "string"}},
+                           {"$ref": "#/components/schemas/SweepDistribution"}]},
+                       "description": "{NAME: [values] or a distribution} in the order given."},
         "trial_count": {"type": "integer"},
         "tally": {"type": "object", "additionalProperties": {"type": "integer"},
                   "description": "Trials per job status."},
@@ -398,11 +498,29 @@ def sweep_schemas() -> dict[str, Any]:
         "CreateSweepBody": {"type": "object", "required": [JOB, PARAMETERS], "additionalProperties": False,
                             "properties": {
                                 JOB: {"$ref": "#/components/schemas/CreateJobBody"},
-                                PARAMETERS: {"type": "object", "additionalProperties": values,
-                                             "description": "{NAME: [values]}: each parameter becomes the "
-                                                            "environment variable NAME of every trial; numbers "
-                                                            "are taken as written.",
-                                             "example": {"LR": ["0.1", "0.01"], "BS": [32, 64]}}}},
+                                PARAMETERS: {"type": "object", "additionalProperties": {"oneOf": [
+                                                 values, {"$ref": "#/components/schemas/SweepDistribution"}]},
+                                             "description": "{NAME: [values] or a distribution}: each parameter "
+                                                            "becomes the environment variable NAME of every "
+                                                            "trial; numbers in lists are taken as written. A "
+                                                            "distribution needs a random search.",
+                                             "example": {"LR": {"Distribution": "loguniform", "Min": 1e-5,
+                                                                "Max": 0.1}, "BS": [32, 64]}},
+                                SEARCH: {"type": "object", "additionalProperties": False, "properties": {
+                                    "Method": {"type": "string", "enum": [sweeps.GRID, sweeps.RANDOM],
+                                               "description": "Default: random if a parameter is a distribution, "
+                                                              "else grid."},
+                                    "Trials": {"type": "integer", "minimum": sweeps.MIN_TRIALS,
+                                               "description": "Required for a random search; refused for a grid."},
+                                    "Seed": {"type": "integer", "minimum": 0, "maximum": sweeps.MAX_SEED,
+                                             "description": "Random search only; omitted: a new seed, stored."}},
+                                         "example": {"Method": "random", "Trials": 20, "Seed": 7}}}},
+        "SweepDistribution": {"type": "object", "required": list(DISTRIBUTION_KEYS), "additionalProperties": False,
+                              "properties": {"Distribution": {"type": "string", "enum": list(sweeps.DISTRIBUTIONS)},
+                                             "Min": {"type": "number"}, "Max": {"type": "number"}},
+                              "description": "uniform and loguniform: floats between Min and Max (loguniform: "
+                                             "0 < Min, uniform in log scale); int: an integer, Min and Max "
+                                             "included. Min < Max."},
         "Sweep": sweep,
         "SweepList": {"type": "object", "properties": {
             "sweeps": {"type": "array", "items": {"$ref": "#/components/schemas/Sweep"}},

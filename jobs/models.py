@@ -225,4 +225,5 @@ from jobs.portal_models import (  # noqa: E402,F401
     WorkspacePolicy,
 )
 from jobs.scalar_models import JobScalar  # noqa: E402,F401
+from jobs.schedule_models import Schedule, ScheduledRun  # noqa: E402,F401
 from jobs.sweep_models import Sweep, SweepTrial  # noqa: E402,F401

@@ -3,7 +3,7 @@ and the JSON API; included from jobs/urls.py."""
 
 from django.urls import path
 
-from jobs import api_jobs, api_sweeps, portal
+from jobs import api_jobs, api_schedules, api_sweeps, portal, schedule_views
 
 urlpatterns = [
     path("workspaces", portal.workspace_list, name="workspace_list"),
@@ -20,6 +20,10 @@ urlpatterns = [
     path("workspaces/<int:ws>/notifications/<int:pk>/toggle", portal.webhook_toggle, name="webhook_toggle"),
     path("workspaces/<int:ws>/notifications/<int:pk>/delete", portal.webhook_delete, name="webhook_delete"),
     path("workspaces/<int:ws>/notifications/<int:pk>/test", portal.webhook_test, name="webhook_test"),
+    path("workspaces/<int:ws>/schedules", schedule_views.schedule_list, name="schedule_list"),
+    path("workspaces/<int:ws>/schedules/<int:pk>/toggle", schedule_views.schedule_toggle, name="schedule_toggle"),
+    path("workspaces/<int:ws>/schedules/<int:pk>/delete", schedule_views.schedule_delete, name="schedule_delete"),
+    path("jobs/<int:pk>/schedule", schedule_views.schedule_new, name="schedule_new"),
     path("account/api", portal.api_tokens, name="api_tokens"),
     path("account/api/tokens/<int:pk>/revoke", portal.api_token_revoke, name="api_token_revoke"),
     path("templates", portal.template_list, name="template_list"),
@@ -41,4 +45,6 @@ urlpatterns = [
     path("api/v1/sweeps/<int:pk>", api_sweeps.sweep_detail, name="api_sweep"),
     path("api/v1/sweeps/<int:pk>/stop", api_sweeps.sweep_stop, name="api_sweep_stop"),
     path("api/v1/workspaces/<int:pk>/usage", api_sweeps.workspace_usage, name="api_workspace_usage"),
+    path("api/v1/schedules", api_schedules.schedule_list, name="api_schedules"),
+    path("api/v1/schedules/<int:pk>", api_schedules.schedule_detail, name="api_schedule"),
 ]

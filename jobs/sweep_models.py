@@ -13,13 +13,21 @@ from django.utils import timezone
 
 
 class Sweep(models.Model):
-    """A grid of trials of one job: `parameters` is [[name, [values]]] in the order typed."""
+    """The trials of one job: a grid or a random search (jobs.sweeps). `parameters` is [[name, [values]]] in the
+    order typed (a random search's distribution has no values); `specs` is [[name, spec as typed]] ("0.01, 0.1",
+    "loguniform(1e-5, 1e-1)"), and with `trials_asked` and `seed` reproduces a random search."""
+
+    METHODS = [("grid", "Grid"), ("random", "Random search")]
 
     workspace = models.ForeignKey("jobs.Workspace", on_delete=models.PROTECT, related_name="sweeps")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                               related_name="sweeps")
     name = models.CharField(max_length=256)
     parameters = models.JSONField(default=list)
+    method = models.CharField(max_length=16, choices=METHODS, default="grid")
+    specs = models.JSONField(default=list)
+    trials_asked = models.PositiveIntegerField(null=True, blank=True)
+    seed = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -35,6 +43,18 @@ class Sweep(models.Model):
     @property
     def names(self) -> list[str]:
         return [str(p[0]) for p in self.parameters if isinstance(p, list | tuple) and p]
+
+    @property
+    def is_random(self) -> bool:
+        return self.method == "random"
+
+    @property
+    def spec_lines(self) -> list[tuple[str, str]]:
+        """(name, spec) of each parameter; a sweep saved before specs were stored shows its grid's values."""
+        if self.specs:
+            return [(str(p[0]), str(p[1])) for p in self.specs if isinstance(p, list | tuple) and len(p) == 2]
+        return [(str(p[0]), ", ".join(str(v) for v in p[1])) for p in self.parameters
+                if isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[1], list)]
 
 
 class SweepTrial(models.Model):

@@ -29,11 +29,15 @@ def _get_sweep(request: HttpRequest, pk: int) -> Sweep:
 
 
 def _clone_url(request: HttpRequest, sweep: Sweep, first_job: int | None) -> str:
-    """The wizard cloning trial 1, its sweep box filled in: the same grid, ready to change."""
+    """The wizard cloning trial 1, its sweep box filled in: the same grid, or the same random search (its trials and
+    seed too, so submitting it unchanged samples the same values), ready to change."""
     if first_job is None or not access.can(request.user, "clone", workspace=sweep.workspace):
         return ""
-    text = sweeps.Grid.from_json(sweep.parameters).as_text()
-    return f"{reverse('job_create')}?{urlencode({'clone': first_job, sweeps.FIELD: text})}"
+    search = sweeps.search_of(sweep)
+    query = {"clone": first_job, sweeps.FIELD: search.as_text()}
+    if search.method == sweeps.RANDOM:
+        query |= {sweeps.TRIALS_FIELD: search.count, sweeps.SEED_FIELD: search.seed}
+    return f"{reverse('job_create')}?{urlencode(query)}"
 
 
 @login_required

@@ -1,10 +1,14 @@
-"""Hyperparameter sweeps (grid): the wizard's "Sweep" text -> a grid of parameters -> one CreateJob body per
-trial. Plain functions, no request: jobs.wizard and the API (jobs.api_sweeps) call them, jobs.sweep_views shows the
-result.
+"""Hyperparameter sweeps (grid or random search): the wizard's "Sweep" text -> a search -> one CreateJob body
+per trial. Plain functions, no request: jobs.wizard and the API (jobs.api_sweeps) call them, jobs.sweep_views shows
+the result.
 
-The text has one parameter per line, `NAME = v1, v2, v3`; blank lines and lines starting with `#` are skipped.
-Each trial gets each parameter as an environment variable (the command reads `$NAME`), in itertools.product
-order, so trial 1 takes every parameter's first value and the last parameter changes fastest.
+The text has one parameter per line, `NAME = v1, v2, v3` (a list of values) or `NAME = uniform(0, 0.5)`,
+`loguniform(1e-5, 1e-1)`, `int(2, 8)` (a distribution); blank lines and lines starting with `#` are skipped.
+Each trial gets each parameter as an environment variable (the command reads `$NAME`).
+- Only lists: a grid, in itertools.product order, so trial 1 takes every parameter's first value and the last
+  parameter changes fastest.
+- Any distribution: a random search of a given number of trials, each sampling every parameter independently
+  (a list: a uniform choice) with random.Random(seed), so the seed (stored) reproduces the sweep.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import copy
 import dataclasses
 import itertools
 import math
+import random
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -29,6 +35,16 @@ FIELD = "sweep"
 MAX_PARAMETERS = 8
 MIN_TRIALS = 2
 MAX_TEXT = 10_000  # characters: 8 lines of 50 values with room to spare
+TRIALS_FIELD = "sweep_trials"
+SEED_FIELD = "sweep_seed"
+GRID, RANDOM = "grid", "random"
+DISTRIBUTIONS = ("uniform", "loguniform", "int")
+MAX_SEED = 2**63 - 1  # a BigIntegerField
+NEW_SEED_BELOW = 10**6  # a seed drawn for the user: short enough to read on the page and type again
+RESAMPLE_TRIES = 100  # draws of a trial that repeats an earlier one before the repeat is allowed
+# `name(a, b)`, with no parenthesis inside: `relu(x), gelu(x)` stays a list of two values.
+_CALL_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(([^()]*)\)")
+_INT_RE = re.compile(r"[+-]?[0-9]+")
 ENVS_LOCK = "environment.envs"  # a template's lock of the environment variables (jobs.portal_wizard.locks)
 
 
@@ -66,6 +82,127 @@ class Grid:
     def as_text(self) -> str:
         return "\n".join(f"{name} = {', '.join(values)}" for name, values in self.parameters)
 
+    method = GRID
+
+    def specs(self) -> list[tuple[str, str]]:
+        """(name, spec as typed) of each parameter: the page's and the API's view, one shape for both methods."""
+        return [(name, ", ".join(values)) for name, values in self.parameters]
+
+    def fields(self) -> dict[str, Any]:
+        """The Sweep row's fields that describe the search."""
+        return {"method": GRID, "parameters": self.as_json(), "specs": [list(p) for p in self.specs()],
+                "trials_asked": None, "seed": None}
+
+
+def fmt(x: float) -> str:
+    """A sampled float as the environment variable's text: 4 significant digits (0.0003162, 1.5e-05)."""
+    return f"{x:.4g}"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a random search: a uniform choice among `values` (the list form), or a `distribution`
+    between the bounds `low` and `high`, kept as typed so the text and the page show what the user wrote (int:
+    both ends included)."""
+
+    name: str
+    values: tuple[str, ...] = ()
+    distribution: str = ""
+    low: str = ""
+    high: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"{self.distribution}({self.low}, {self.high})" if self.distribution else ", ".join(self.values)
+
+    @property
+    def size(self) -> int | None:
+        """How many values it can take; None for a continuous distribution."""
+        if not self.distribution:
+            return len(self.values)
+        if self.distribution == "int":
+            return int(self.high) - int(self.low) + 1
+        return None
+
+    def sample(self, rng: random.Random) -> str:
+        if not self.distribution:
+            return rng.choice(self.values)
+        if self.distribution == "int":
+            return str(rng.randint(int(self.low), int(self.high)))
+        low, high = float(self.low), float(self.high)
+        if self.distribution == "loguniform":
+            return fmt(math.exp(rng.uniform(math.log(low), math.log(high))))
+        return fmt(rng.uniform(low, high))
+
+
+@dataclass(frozen=True)
+class RandomSearch:
+    """`count` trials, each sampling every parameter independently with random.Random(seed): the same parameters,
+    count and seed give the same trials."""
+
+    parameters: tuple[Param, ...]
+    count: int
+    seed: int
+    method = RANDOM
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.parameters]
+
+    @property
+    def size(self) -> int:
+        return self.count
+
+    @property
+    def space(self) -> int | None:
+        """How many distinct combinations there are; None when a continuous distribution makes them countless."""
+        sizes = [p.size for p in self.parameters]
+        return None if None in sizes else math.prod(sizes)
+
+    def trials(self, tries: int = RESAMPLE_TRIES) -> list[dict[str, str]]:
+        """Each trial's values {name: value}. A combination already drawn is drawn again, up to `tries` draws in
+        all, then kept: a space barely larger than `count` may repeat one rather than loop for long."""
+        rng = random.Random(self.seed)
+        seen: set[tuple[str, ...]] = set()
+        out = []
+        for _ in range(self.count):
+            for _try in range(max(1, tries)):
+                combo = tuple(p.sample(rng) for p in self.parameters)
+                if combo not in seen:
+                    break
+            seen.add(combo)
+            out.append(dict(zip(self.names, combo, strict=True)))
+        return out
+
+    def specs(self) -> list[tuple[str, str]]:
+        return [(p.name, p.text) for p in self.parameters]
+
+    def as_text(self) -> str:
+        return "\n".join(f"{name} = {text}" for name, text in self.specs())
+
+    def fields(self) -> dict[str, Any]:
+        # `parameters` keeps the grid's shape ([[name, [values]]]; a distribution has none) so the names and the
+        # trials table read both methods alike; `specs` is what reproduces the search.
+        return {"method": RANDOM, "parameters": [[p.name, list(p.values)] for p in self.parameters],
+                "specs": [list(p) for p in self.specs()], "trials_asked": self.count, "seed": self.seed}
+
+
+Search = Grid | RandomSearch
+
+
+def search_of(sweep) -> Search:
+    """A Sweep row's search back (what "Clone as sweep" and the API show); a spec that no longer parses is left
+    out."""
+    if getattr(sweep, "method", GRID) != RANDOM:
+        return Grid.from_json(sweep.parameters)
+    found = []
+    for item in sweep.specs if isinstance(sweep.specs, list) else []:
+        if isinstance(item, list) and len(item) == 2:
+            param, problem = parse_param(str(item[0]), str(item[1]), set(), set())
+            if param is not None and not problem:
+                found.append(param)
+    return RandomSearch(tuple(found), int(sweep.trials_asked or 0), int(sweep.seed or 0))
+
 
 def max_trials() -> int:
     return int(getattr(settings, "DLC_SWEEP_MAX_TRIALS", 50))
@@ -84,22 +221,36 @@ TEXT = Wording("(NAME = value1, value2)", " (two commas in a row, or one at an e
                "clear the sweep to submit a single job")
 
 
-def parse(text: str | None, *, env_names: Iterable[str] = (), limit: int | None = None) -> tuple[Grid | None,
-                                                                                                 list[str]]:
-    """(grid, errors) of the sweep text; (None, []) when it is empty (a single job, no sweep).
+def parse(text: str | None, *, env_names: Iterable[str] = (), limit: int | None = None,
+          trials: str | int | None = None, seed: str | int | None = None) -> tuple[Search | None, list[str]]:
+    """(search, errors) of the sweep text; (None, []) when it is empty (a single job, no sweep). The errors of
+    every field in one list: parse_form keys them by field.
 
     `env_names`: the job's own environment variables, which a parameter may not redefine.
     """
+    found, errors = parse_form(text, trials, seed, env_names=env_names, limit=limit)
+    return found, flat(errors)
+
+
+def flat(errors: Mapping[str, list[str]]) -> list[str]:
+    return [m for key in (FIELD, TRIALS_FIELD, SEED_FIELD) for m in errors.get(key, [])]
+
+
+def parse_form(text: str | None, trials: str | int | None = None, seed: str | int | None = None, *,
+               env_names: Iterable[str] = (), limit: int | None = None) -> tuple[Search | None, dict[str, list[str]]]:
+    """(search, errors keyed FIELD / TRIALS_FIELD / SEED_FIELD) of the wizard's sweep text, Trials and Seed; (None,
+    {}) without a sweep. Trials and Seed count only for a random search (a line that is a distribution)."""
     if len(str(text or "")) > MAX_TEXT:
-        return None, [f"The sweep text is too long: at most {MAX_TEXT:,} characters."]
+        return None, {FIELD: [f"The sweep text is too long: at most {MAX_TEXT:,} characters."]}
     lines = [line.strip() for line in str(text or "").splitlines()]
     lines = [line for line in lines if line and not line.startswith("#")]
     if not lines:
-        return None, []
+        return None, {}
     errors: list[str] = []
     taken = {str(n).strip() for n in env_names}
-    parameters: list[tuple[str, tuple[str, ...]]] = []
+    parameters: list[Param] = []
     seen: set[str] = set()
+    method = GRID
     for number, line in enumerate(lines, 1):
         where = f"Line {number}"
         name, equals, rest = line.partition("=")
@@ -107,14 +258,136 @@ def parse(text: str | None, *, env_names: Iterable[str] = (), limit: int | None 
         if not equals:
             errors.append(f"{where}: write one parameter per line as NAME = value1, value2 (no '=' in {line!r}).")
             continue
-        values = [v.strip() for v in rest.split(",")]
-        problem = parameter_problem(name, [] if values == [""] else values, taken, seen)
+        if is_call(rest):
+            method = RANDOM
+        param, problem = parse_param(name, rest, taken, seen)
         seen.add(name)
         if problem:
             errors.append(f"{where}: {problem}")
             continue
-        parameters.append((name, tuple(values)))
-    return grid_of(parameters, len(seen), errors, limit=limit)
+        parameters.append(param)
+    return search_from(parameters, len(seen), errors, method=method, trials=trials, seed=seed, limit=limit)
+
+
+def is_call(rest: str) -> bool:
+    """Whether a parameter's text is a distribution, `name(...)`, rather than a list of values."""
+    return _CALL_RE.fullmatch(rest.strip()) is not None
+
+
+def parse_param(name: str, rest: str, env_names: set[str], seen: set[str], wording: Wording = TEXT) \
+        -> tuple[Param | None, str | None]:
+    """(param, None) of one line's `NAME` and its text after '=', or (None, why not)."""
+    call = _CALL_RE.fullmatch(rest.strip())
+    if call is None:
+        values = [v.strip() for v in rest.split(",")]
+        values = [] if values == [""] else values
+        problem = parameter_problem(name, values, env_names, seen, wording)
+        return (None, problem) if problem else (Param(name, tuple(values)), None)
+    problem = name_problem(name, env_names, seen)
+    if problem:
+        return None, problem
+    function, bounds = call.group(1), [b.strip() for b in call.group(2).split(",")]
+    if function in DISTRIBUTIONS and len(bounds) != 2:
+        return None, f"{name} = {function}(...) takes two bounds: {function}(low, high)."
+    return distribution(name, function, *(bounds + ["", ""])[:2], wording=wording)
+
+
+def distribution(name: str, function: str, low: str, high: str, wording: Wording = TEXT) \
+        -> tuple[Param | None, str | None]:
+    """(param, None) of a distribution and its bounds as typed, or (None, why not): the rules of the text and the
+    API's {"Distribution": ..., "Min": ..., "Max": ...} alike."""
+    if function not in DISTRIBUTIONS:
+        return None, (f"{name} = {function[:40]}(...): unknown distribution; use uniform(low, high), "
+                      f"loguniform(low, high) or int(low, high), or a list of values {wording.how_values}.")
+    low, high = str(low).strip(), str(high).strip()
+    if function == "int":
+        bad = [b for b in (low, high) if not _INT_RE.fullmatch(b)]
+        if bad:
+            return None, f"{name} = int(...): the bounds must be whole numbers (both included), not {bad[0]!r}."
+    else:
+        bad = [b for b in (low, high) if not _is_number(b)]
+        if bad:
+            return None, f"{name} = {function}(...): the bounds must be numbers, not {bad[0]!r}."
+    as_number = int if function == "int" else float
+    if not as_number(low) < as_number(high):
+        return None, f"{name} = {function}({low}, {high}): low must be below high."
+    if function == "loguniform" and float(low) <= 0:
+        return None, (f"{name} = loguniform({low}, {high}): low must be above 0 (a log scale has no zero or negative "
+                      "values).")
+    return Param(name, distribution=function, low=low, high=high), None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def search_from(parameters: list[Param], named: int, errors: list[str], *, method: str,
+                trials: str | int | None = None, seed: str | int | None = None, limit: int | None = None,
+                wording: Wording = TEXT) -> tuple[Search | None, dict[str, list[str]]]:
+    """(search, errors keyed FIELD / TRIALS_FIELD / SEED_FIELD) once each parameter is checked: the rules of the
+    whole search. A grid ignores `trials` and `seed`; `seed` None or empty draws one (stored, so the sweep can be
+    reproduced)."""
+    if method == GRID:
+        if any(p.distribution for p in parameters):
+            raise ValueError("a grid takes lists of values only")
+        grid, problems = grid_of([(p.name, p.values) for p in parameters], named, errors, limit=limit,
+                                 wording=wording)
+        return grid, ({FIELD: problems} if problems else {})
+    limit = max_trials() if limit is None else limit
+    out: dict[str, list[str]] = {}
+    errors = list(errors)
+    if named > MAX_PARAMETERS:
+        errors.append(f"A sweep may have at most {MAX_PARAMETERS} parameters; this one has {named}.")
+    if errors:
+        out[FIELD] = errors
+    count, problem = trials_of(trials, limit)
+    if problem:
+        out[TRIALS_FIELD] = [problem]
+    number, problem = seed_of(seed)
+    if problem:
+        out[SEED_FIELD] = [problem]
+    if out:
+        return None, out
+    found = RandomSearch(tuple(parameters), count, number)
+    if found.space is not None and found.space < count:
+        return None, {TRIALS_FIELD: [
+            f"These parameters have only {found.space} combination{'s' if found.space != 1 else ''}, fewer than "
+            f"the {count} trials asked: ask at most {found.space}, or widen the parameters."]}
+    return found, {}
+
+
+def _whole(value: str | int | None) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip() if isinstance(value, str) else ""
+    return int(text) if _INT_RE.fullmatch(text) and len(text) < 30 else None
+
+
+def trials_of(value: str | int | None, limit: int) -> tuple[int | None, str | None]:
+    """(trials, None) of a random search's number of trials, or (None, why not)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, f"Give the number of trials of the random search: {MIN_TRIALS} to {limit}."
+    count = _whole(value)
+    if count is None:
+        return None, f"The number of trials is a whole number, {MIN_TRIALS} to {limit}."
+    if not MIN_TRIALS <= count <= limit:
+        return None, f"A random search runs {MIN_TRIALS} to {limit} trials, not {count}."
+    return count, None
+
+
+def seed_of(value: str | int | None) -> tuple[int | None, str | None]:
+    """(seed, None) of the seed given, a new one when none is; or (None, why not)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return random.SystemRandom().randrange(NEW_SEED_BELOW), None
+    number = _whole(value)
+    if number is None or not 0 <= number <= MAX_SEED:
+        return None, f"The seed is a whole number from 0 to {MAX_SEED}, or empty for a new one."
+    return number, None
 
 
 def parameter_problem(name: str, values: list[str], env_names: set[str], seen: set[str],
@@ -184,7 +457,7 @@ class Trial:
     body: dict[str, Any]
 
 
-def trials(body: Mapping[str, Any], grid: Grid) -> list[Trial]:
+def trials(body: Mapping[str, Any], grid: Search) -> list[Trial]:
     """One CreateJob body per trial: the job's body with its own DisplayName and the parameters added to Envs."""
     base = str(body.get("DisplayName") or "")
     out = []
@@ -219,18 +492,29 @@ def first_trial_error(all_trials: list[Trial], context: spec.Context | None, hin
 
 
 def check(text: str | None, body: Mapping[str, Any], *, context: spec.Context | None, hints: Mapping | None = None,
-          locked: Iterable[str] = ()) -> tuple[Grid | None, list[Trial], list[str]]:
-    """(grid, trials, errors) for the sweep text and the job's (valid) body; (None, [], []) without a sweep."""
+          locked: Iterable[str] = (), trials: str | int | None = None, seed: str | int | None = None) \
+        -> tuple[Search | None, list[Trial], list[str]]:
+    """(search, trials, errors) for the sweep text and the job's (valid) body; (None, [], []) without a sweep."""
+    found, all_trials, errors = check_form(text, body, context=context, hints=hints, locked=locked, trials=trials,
+                                           seed=seed)
+    return found, all_trials, flat(errors)
+
+
+def check_form(text: str | None, body: Mapping[str, Any], *, context: spec.Context | None,
+               hints: Mapping | None = None, locked: Iterable[str] = (), trials: str | int | None = None,
+               seed: str | int | None = None) -> tuple[Search | None, list[Trial], dict[str, list[str]]]:
+    """check, with the errors keyed by field (FIELD, TRIALS_FIELD, SEED_FIELD)."""
     envs = body.get("Envs") if isinstance(body.get("Envs"), dict) else {}
-    grid, errors = parse(text, env_names=envs)
-    if errors or grid is None:
+    found, errors = parse_form(text, trials, seed, env_names=envs)
+    if errors or found is None:
         return None, [], errors
-    return check_trials(grid, body, context=context, hints=hints, locked=locked)
+    found, all_trials, problems = check_trials(found, body, context=context, hints=hints, locked=locked)
+    return found, all_trials, ({FIELD: problems} if problems else {})
 
 
-def check_trials(grid: Grid, body: Mapping[str, Any], *, context: spec.Context | None, hints: Mapping | None = None,
-                 locked: Iterable[str] = ()) -> tuple[Grid | None, list[Trial], list[str]]:
-    """(grid, trials, errors) of a checked grid on the job's (valid) body: a template's lock, each trial's body."""
+def check_trials(grid: Search, body: Mapping[str, Any], *, context: spec.Context | None, hints: Mapping | None = None,
+                 locked: Iterable[str] = ()) -> tuple[Search | None, list[Trial], list[str]]:
+    """(search, trials, errors) of a checked search on the job's (valid) body: a template's lock, each trial's body."""
     if ENVS_LOCK in set(locked):
         return None, [], ["The template locks the environment variables, so a sweep cannot add its parameters."]
     found = trials(body, grid)
@@ -238,7 +522,7 @@ def check_trials(grid: Grid, body: Mapping[str, Any], *, context: spec.Context |
     return (None, [], [problem]) if problem else (grid, found, [])
 
 
-def launch(*, workspace, owner, name: str, grid: Grid, found: list[Trial], hints: dict, secrets: dict[str, str],
+def launch(*, workspace, owner, name: str, grid: Search, found: list[Trial], hints: dict, secrets: dict[str, str],
            cloned_from=None):
     """Save the Sweep and its trial jobs in one transaction: each job through save_and_enqueue (audited, and
     enqueued on commit), so no worker starts a trial of a sweep that is not all saved."""
@@ -250,7 +534,7 @@ def launch(*, workspace, owner, name: str, grid: Grid, found: list[Trial], hints
     from jobs.views import save_and_enqueue
 
     with transaction.atomic():
-        sweep = Sweep.objects.create(workspace=workspace, owner=owner, name=name, parameters=grid.as_json())
+        sweep = Sweep.objects.create(workspace=workspace, owner=owner, name=name, **grid.fields())
         for trial in found:
             # A value named like a secret is sealed, as for a single job; every trial gets the same secrets.
             body, named = take_secrets(trial.body)

@@ -7,7 +7,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from jobs import dlc, lifecycle, logarchive, notify
+from jobs import dlc, lifecycle, logarchive, notify, schedules
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -98,3 +98,10 @@ def sweep_stuck() -> int:
             task.delay(job_id)
         owed += len(job_ids)
     return owed
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def run_schedules() -> int:
+    """Start the jobs of due schedules. Safe to run twice or at once on two beats: each slot is one ScheduledRun
+    row (unique), so a repeat finds its slot taken and starts nothing."""
+    return len(schedules.run_due())

@@ -68,8 +68,10 @@ def can_select(request: HttpRequest, workspace: Workspace | None) -> bool:
 
 
 def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | None = None,
-                     sealed_secrets: str = "", cloned_from: Job | None = None) -> Job:
-    """Save a job and hand it to a worker once the row is committed; the request never calls DLC."""
+                     sealed_secrets: str = "", cloned_from: Job | None = None,
+                     audit_details: dict | None = None) -> Job:
+    """Save a job and hand it to a worker once the row is committed; the request never calls DLC.
+    `audit_details` go into the audit event (a scheduled job: which schedule)."""
     with transaction.atomic():
         job = Job.objects.create(
             workspace=workspace,
@@ -81,7 +83,8 @@ def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | N
             sealed_secrets=sealed_secrets,
             cloned_from=cloned_from,
         )
-        audit.record(owner, "cloned" if cloned_from else "created", workspace=workspace, job=job, source=cloned_from)
+        audit.record(owner, "cloned" if cloned_from else "created", workspace=workspace, job=job, source=cloned_from,
+                     **(audit_details or {}))
         transaction.on_commit(lambda: _enqueue_submit(job.pk))
     return job
 

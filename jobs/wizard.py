@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -170,14 +170,29 @@ def _reprompts(wizard: glue.Wizard, start: Start) -> list[tuple[str, str]]:
     return found
 
 
-def _context(wizard: glue.Wizard, start: Start, sweep_text: str = "", sweep_errors: list[str] | None = None) -> dict:
-    sweep_errors = sweep_errors or []
+# The sweep box's fields: (name, label in the error summary).
+_SWEEP_FIELDS = ((sweeps.FIELD, "Sweep"), (sweeps.TRIALS_FIELD, "Trials"), (sweeps.SEED_FIELD, "Seed"))
+
+
+def _sweep_input(params: QueryDict) -> dict[str, str]:
+    """The sweep box's text, Trials and Seed as typed (a request's GET or POST)."""
+    return {name: str(params.get(name, "")) for name, _label in _SWEEP_FIELDS}
+
+
+def _context(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | None = None,
+             sweep_errors: dict[str, list[str]] | None = None) -> dict:
+    sweep_input, sweep_errors = sweep_input or {}, sweep_errors or {}
     summary = wizard.summary() if wizard.show else []
     return {
         "wizard": wizard,
         "sections": wizard.views(),
-        "summary": summary + [glue.Problem("id_sweep", "Sweep", m) for m in sweep_errors],
-        "sweep": {"text": sweep_text, "errors": sweep_errors, "max_trials": sweeps.max_trials()},
+        "summary": summary + [glue.Problem(f"id_{name}", label, m) for name, label in _SWEEP_FIELDS
+                              for m in sweep_errors.get(name, [])],
+        "sweep": {"text": sweep_input.get(sweeps.FIELD, ""), "trials": sweep_input.get(sweeps.TRIALS_FIELD, ""),
+                  "seed": sweep_input.get(sweeps.SEED_FIELD, ""), "errors": sweep_errors.get(sweeps.FIELD, []),
+                  "trials_errors": sweep_errors.get(sweeps.TRIALS_FIELD, []),
+                  "seed_errors": sweep_errors.get(sweeps.SEED_FIELD, []),
+                  "error_count": len(sweeps.flat(sweep_errors)), "max_trials": sweeps.max_trials()},
         "start": start,
         "workspace": start.workspace,
         "hidden": start.hidden,
@@ -200,16 +215,16 @@ def job_new(request: HttpRequest) -> HttpResponse:
         return redirect(f"{reverse('job_create')}?clone={start.source.pk}")
     if request.method != "POST":
         initial = start.portal.sections if start.portal and start.portal.sections else None
-        sweep_text = request.GET.get(sweeps.FIELD, "")
+        sweep_input = _sweep_input(request.GET)
         sections = start.prefill.sections if start.prefill else initial or _fresh(start)
-        if sweep_text and start.prefill:
+        if sweep_input[sweeps.FIELD] and start.prefill:
             sections = _as_sweep(start, sections) or sections
         data = glue.sections_to_data(sections)
-        return render(request, "jobs/wizard/page.html", _context(_wizard(start, data, show=set()), start, sweep_text))
+        return render(request, "jobs/wizard/page.html", _context(_wizard(start, data, show=set()), start, sweep_input))
     wizard = _wizard(start, request.POST)
-    sweep_text = request.POST.get(sweeps.FIELD, "")
-    if sweep_text.strip():
-        return _submit_sweep(request, start, wizard, sweep_text)
+    sweep_input = _sweep_input(request.POST)
+    if sweep_input[sweeps.FIELD].strip():
+        return _submit_sweep(request, start, wizard, sweep_input)
     if wizard.action == "submit" and wizard.is_valid:
         # As the API does (take_secrets): a variable named like a secret but not ticked Secret is sealed too, so
         # its value is not in the database in plain text (every view of the body hides it already).
@@ -223,19 +238,23 @@ def job_new(request: HttpRequest) -> HttpResponse:
             cloned_from=start.source,
         )
         return redirect(job)
-    return render(request, "jobs/wizard/page.html", _context(wizard, start))
+    return render(request, "jobs/wizard/page.html", _context(wizard, start, sweep_input))
 
 
-def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, text: str) -> HttpResponse:
-    """The wizard's job as a grid of trials (jobs.sweeps): its problems at the sweep field, nothing saved."""
+def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given: dict[str, str]) -> HttpResponse:
+    """The wizard's job as a sweep's trials (jobs.sweeps: a grid, or a random search with Trials and Seed): its
+    problems at the sweep's fields, nothing saved."""
     body = wizard.body(start.workspace.dlc_workspace_id)
+    text, trials, seed = given[sweeps.FIELD], given[sweeps.TRIALS_FIELD], given[sweeps.SEED_FIELD]
     if wizard.action != "submit" or not wizard.is_valid:
-        # The grid's own problems are shown with the form's, so one round trip shows them all.
-        errors = sweeps.parse(text, env_names=body.get("Envs") or {})[1] if wizard.action == "submit" else []
-        return render(request, "jobs/wizard/page.html", _context(wizard, start, text, errors))
-    grid, found, errors = sweeps.check(text, body, context=wizard.context, hints=wizard.hints(), locked=wizard.locked)
+        # The sweep's own problems are shown with the form's, so one round trip shows them all.
+        errors = sweeps.parse_form(text, trials, seed, env_names=body.get("Envs") or {})[1] \
+            if wizard.action == "submit" else {}
+        return render(request, "jobs/wizard/page.html", _context(wizard, start, given, errors))
+    grid, found, errors = sweeps.check_form(text, body, context=wizard.context, hints=wizard.hints(),
+                                            locked=wizard.locked, trials=trials, seed=seed)
     if errors:
-        return render(request, "jobs/wizard/page.html", _context(wizard, start, text, errors))
+        return render(request, "jobs/wizard/page.html", _context(wizard, start, given, errors))
     sweep = sweeps.launch(workspace=start.workspace, owner=request.user, name=body["DisplayName"], grid=grid,
                           found=found, hints=wizard.hints(), secrets=wizard.secrets(), cloned_from=start.source)
     return redirect(sweep)

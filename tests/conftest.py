@@ -55,8 +55,9 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Stack:
         sync_interval=1.0,
         # The session localdlc keeps every earlier test's jobs: a new test's workspace must not import them.
         # Webhook retries (jobs.notify) after 0.3 s, 1.2 s...: the retry test waits for one, not for 30 s.
+        # Due schedules (jobs.schedules) are looked for every 2 s, not 30 s: the schedule test waits for one.
         extra_env={"DATABASE_URL": database_url, "DLC_SWEEP_INTERVAL": "5", "DLC_IMPORT_LOOKBACK_HOURS": "0",
-                   "DLC_WEBHOOK_RETRY_BASE_SECONDS": "0.3"},
+                   "DLC_WEBHOOK_RETRY_BASE_SECONDS": "0.3", "DLC_SCHEDULE_INTERVAL": "2"},
     )
     running.start()
     yield running

@@ -7,29 +7,15 @@ import json
 
 import pytest
 
-from jobs import apitokens, secretbox
+from jobs import secretbox
 from jobs.models import AuditEvent, Job, Membership
 from tests import portal_fixtures as pf
+from tests.support.api import Api
 
 
 @pytest.fixture
 def team(db):
     return pf.make_team()
-
-
-class Api:
-    """A token-authenticated client for one user."""
-
-    def __init__(self, user):
-        _, self.token = apitokens.create_token(user, "test")
-        self.client = pf.client_for(enforce_csrf_checks=True)
-
-    def get(self, url, **query):
-        return self.client.get(url, query, HTTP_AUTHORIZATION=f"Bearer {self.token}")
-
-    def post(self, url, payload=None):
-        data = payload if isinstance(payload, str | bytes) else json.dumps(payload) if payload is not None else ""
-        return self.client.post(url, data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {self.token}")
 
 
 @pytest.fixture

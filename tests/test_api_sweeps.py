@@ -13,6 +13,7 @@ from jobs import api_sweeps, apitokens, secretbox, sweeps
 from jobs import catalog as C
 from jobs.models import AuditEvent, Job, Sweep
 from tests import portal_fixtures as pf
+from tests.support.api import Api
 
 GRID = {"LR": ["0.1", "0.01"], "BS": [32, 64]}
 
@@ -65,19 +66,6 @@ def test_the_rules_are_the_wizards():
 @pytest.fixture
 def team(db):
     return pf.make_team()
-
-
-class Api:
-    def __init__(self, user, **scope):
-        _, self.token = apitokens.create_token(user, "test", **scope)
-        self.client = pf.client_for(enforce_csrf_checks=True)
-
-    def get(self, url, **query):
-        return self.client.get(url, query, HTTP_AUTHORIZATION=f"Bearer {self.token}")
-
-    def post(self, url, payload=None):
-        data = payload if isinstance(payload, str | bytes) else json.dumps(payload) if payload is not None else ""
-        return self.client.post(url, data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {self.token}")
 
 
 @pytest.fixture
@@ -299,7 +287,7 @@ def test_usage_periods_and_access(team, api):
 
 def test_the_openapi_document_describes_sweeps_and_usage(db):
     doc = pf.client_for().get("/api/v1/openapi.json").json()
-    assert doc["info"]["version"] == "1.3.0"
+    assert doc["info"]["version"] == "1.4.0"  # 1.4: schedules (jobs.api_schedules)
     paths = doc["paths"]
     assert {"get", "post"} <= set(paths["/api/v1/sweeps"])
     assert "get" in paths["/api/v1/sweeps/{id}"] and "post" in paths["/api/v1/sweeps/{id}/stop"]
@@ -353,3 +341,105 @@ def test_a_2x1_sweep_created_by_the_api_runs_on_localdlc(stack, member, workspac
         assert job.status == "Succeeded", (job.display_name, job.reason_message, job.submit_error)
         log = web.get(f"{stack.url}/jobs/{job.pk}/pods/{job.pods[0]['PodId']}/logs", timeout=30).text
         assert f"trial lr={trial['values']['LR']} bs=32" in log, (job.display_name, log[-500:])
+
+
+# --- random search ---------------------------------------------------------------------------------------------
+
+RANDOM_PARAMETERS = {"LR": {"Distribution": "loguniform", "Min": 1e-5, "Max": 0.1},
+                     "LAYERS": {"Distribution": "int", "Min": 2, "Max": 8}, "BS": [32, 64]}
+
+
+def create_random(api, team, parameters=None, search=None, job=None):
+    return api.post(f"/api/v1/sweeps?workspace={team.alpha.pk}", {
+        "Job": job or job_body("lr-random"), "Parameters": parameters or RANDOM_PARAMETERS,
+        "Search": {"Method": "random", "Trials": 6, "Seed": 7} if search is None else search})
+
+
+def test_a_random_search_is_created_with_the_wizards_sampling_and_get_shows_method_trials_seed(team, api):
+    answer = create_random(api["member"], team)
+    assert answer.status_code == 201, answer.json()
+    data = answer.json()
+    sweep = Sweep.objects.get()
+    assert (sweep.method, sweep.trials_asked, sweep.seed, data["trial_count"]) == ("random", 6, 7, 6)
+    assert data["search"] == {"method": "random", "trials": 6, "seed": 7}
+    assert data["parameters"] == RANDOM_PARAMETERS | {"BS": ["32", "64"]}
+    # One source of truth: the wizard's text of the same search samples the same trials.
+    text = "LR = loguniform(0.00001, 0.1)\nLAYERS = int(2, 8)\nBS = 32, 64"
+    expected = sweeps.parse_form(text, "6", "7")[0].trials()
+    assert [t["values"] for t in data["trials"]] == expected
+    assert sweep.specs == [["LR", "loguniform(0.00001, 0.1)"], ["LAYERS", "int(2, 8)"], ["BS", "32, 64"]]
+    for trial in data["trials"]:
+        assert Job.objects.get(pk=trial["job"]["id"]).body["Envs"] == trial["values"]
+    got = api["viewer"].get(f"/api/v1/sweeps/{sweep.pk}").json()
+    assert got["search"] == data["search"] and got["parameters"] == data["parameters"]
+    listed = api["viewer"].get("/api/v1/sweeps", workspace=team.alpha.pk).json()["sweeps"][0]
+    assert listed["search"] == data["search"]
+    grid = create(api["member"], team, job_body("a-grid")).json()
+    assert grid["search"] == {"method": "grid", "trials": None, "seed": None}
+
+
+def test_a_distribution_makes_a_random_search_without_a_method_and_a_seed_is_drawn(team, api):
+    answer = create_random(api["member"], team, search={"Trials": 3})
+    assert answer.status_code == 201, answer.json()
+    data = answer.json()
+    assert data["search"]["method"] == "random" and data["search"]["trials"] == 3
+    assert isinstance(data["search"]["seed"], int) and Sweep.objects.get().seed == data["search"]["seed"]
+
+
+@pytest.mark.parametrize(("parameters", "search", "path", "fragment"), [
+    (None, {"Method": "random"}, "Search.Trials", "Give the number of trials of the random search: 2 to 50."),
+    (None, {"Method": "random", "Trials": 1}, "Search.Trials", "A random search runs 2 to 50 trials, not 1."),
+    (None, {"Method": "random", "Trials": 51}, "Search.Trials", "not 51"),
+    (None, {"Method": "random", "Trials": 2.5}, "Search.Trials", "whole number"),
+    (None, {"Method": "random", "Trials": True}, "Search.Trials", "whole number"),
+    ({"A": {"Distribution": "int", "Min": 1, "Max": 2}}, {"Trials": 3}, "Search.Trials",
+     "only 2 combinations, fewer than the 3 trials asked"),
+    (None, {"Method": "random", "Trials": 5, "Seed": -1}, "Search.Seed", "whole number from 0"),
+    (None, {"Method": "random", "Trials": 5, "Seed": "x"}, "Search.Seed", "whole number from 0"),
+    (None, {"Method": "annealing", "Trials": 5}, "Search.Method", 'Must be "grid" or "random"'),
+    (None, {"Method": "random", "Trials": 5, "Budget": 1}, "Search.Budget", "Unknown field"),
+    (None, "random", "Search", "Must be an object"),
+    ({"LR": ["1", "2"]}, {"Method": "grid", "Trials": 5}, "Search.Trials", "Only for a random search"),
+    ({"LR": {"Distribution": "uniform", "Min": 0, "Max": 1}}, {"Method": "grid"}, "Parameters.LR",
+     "A distribution needs a random search"),
+    ({"LR": {"Distribution": "normal", "Min": 0, "Max": 1}}, {"Trials": 5}, "Parameters.LR",
+     "LR = normal(...): unknown distribution; use uniform(low, high), loguniform(low, high) or int(low, high)"),
+    ({"LR": {"Distribution": "loguniform", "Min": 0, "Max": 0.1}}, {"Trials": 5}, "Parameters.LR",
+     "low must be above 0"),
+    ({"LR": {"Distribution": "uniform", "Min": 0.5, "Max": 0.1}}, {"Trials": 5}, "Parameters.LR",
+     "low must be below high"),
+    ({"N": {"Distribution": "int", "Min": 2, "Max": 8.5}}, {"Trials": 5}, "Parameters.N",
+     "the bounds must be whole numbers"),
+    ({"LR": {"Distribution": "uniform", "Min": "a", "Max": 1}}, {"Trials": 5}, "Parameters.LR",
+     "the bounds must be numbers, not 'a'"),
+    ({"LR": {"Distribution": "uniform", "Min": True, "Max": 1}}, {"Trials": 5}, "Parameters.LR",
+     "Min and Max must be numbers"),
+    ({"LR": {"Distribution": "uniform", "Max": 1}}, {"Trials": 5}, "Parameters.LR", "missing Min"),
+    ({"LR": {"Distribution": "uniform", "Min": 0, "Max": 1, "Step": 1}}, {"Trials": 5}, "Parameters.LR",
+     "unknown Step"),
+    ({"HF_TOKEN": {"Distribution": "uniform", "Min": 0, "Max": 1}}, {"Trials": 5}, "Parameters.HF_TOKEN",
+     "looks like the name of a secret"),
+])
+def test_random_search_errors_at_their_paths_nothing_saved(team, api, parameters, search, path, fragment):
+    answer = create_random(api["member"], team, parameters, search)
+    assert answer.status_code == 400, answer.content
+    errors = answer.json()["errors"]
+    assert fragment in " ".join(errors.get(path, [])), errors
+    assert Sweep.objects.count() == 0 and Job.objects.count() == 3  # the team's own jobs only
+
+
+def test_the_api_and_the_text_give_the_same_distribution_errors():
+    text_errors = sweeps.parse_form("LR = loguniform(0, 1)\nN = int(2, 8.5)", "5", "1", limit=50)[1]["sweep"]
+    _found, errors = api_sweeps.parameters_grid({"LR": {"Distribution": "loguniform", "Min": 0, "Max": 1},
+                                                 "N": {"Distribution": "int", "Min": 2, "Max": "8.5"}},
+                                                search={"Trials": 5}, limit=50)
+    assert [e.split(": ", 1)[1] for e in text_errors] == [errors["Parameters.LR"][0], errors["Parameters.N"][0]]
+
+
+def test_the_openapi_document_describes_random_search(db):
+    schemas = pf.client_for().get("/api/v1/openapi.json").json()["components"]["schemas"]
+    search = schemas["CreateSweepBody"]["properties"]["Search"]
+    assert search["properties"]["Method"]["enum"] == ["grid", "random"] and "Trials" in search["properties"]
+    assert schemas["SweepDistribution"]["properties"]["Distribution"]["enum"] == ["uniform", "loguniform", "int"]
+    assert "$ref" in json.dumps(schemas["CreateSweepBody"]["properties"]["Parameters"])
+    assert set(schemas["Sweep"]["properties"]["search"]["properties"]) == {"method", "trials", "seed"}

@@ -80,6 +80,28 @@ def webhook_toggled(team, role, response):
     assert Webhook.objects.get(name="alpha-hook").enabled == (role != "admin"), role
 
 
+def _changed_by(role) -> bool:
+    return role in ("member", "admin")
+
+
+def schedule_toggled(team, role, response):
+    from jobs.models import Schedule
+
+    assert Schedule.objects.get(name="alpha-nightly").enabled != _changed_by(role), role
+
+
+def schedule_deleted(team, role, response):
+    from jobs.models import Schedule
+
+    assert Schedule.objects.filter(name="alpha-nightly").exists() != _changed_by(role), role
+
+
+def schedule_added(team, role, response):
+    from jobs.models import Schedule
+
+    assert Schedule.objects.filter(name="matrix-nightly").exists() == _changed_by(role), role
+
+
 def wizard_data(t):
     from jobs import spec
     from jobs.forms import wizard as glue
@@ -164,6 +186,20 @@ MATRIX: dict[str, list[Case]] = {
     # Not an htmx request: the answer is a message on the page the POST redirects to (port 9: refused at once).
     "workspaces/<int:ws>/notifications/<int:pk>/test": [
         Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/notifications/{webhook(t)}/test", ADMIN_POST)],
+    "workspaces/<int:ws>/schedules": [Case("GET", lambda t: f"/workspaces/{schedule(t) and t.alpha.pk}/schedules",
+                                           READ)],
+    # The schedule is the member's: its owner and the admins may change it.
+    "workspaces/<int:ws>/schedules/<int:pk>/toggle": [
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/toggle", roles(403, 302, 302, 404),
+             check=schedule_toggled)],
+    "workspaces/<int:ws>/schedules/<int:pk>/delete": [
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/delete", roles(403, 302, 302, 404),
+             check=schedule_deleted)],
+    "jobs/<int:pk>/schedule": [
+        Case("GET", lambda t: f"/jobs/{job(t)}/schedule", roles(403, 200, 200, 404)),
+        Case("POST", lambda t: f"/jobs/{job(t)}/schedule", roles(403, 302, 302, 404), check=schedule_added,
+             data=lambda t: {"name": "matrix-nightly", "kind": "daily", "at": "02:00", "skip_if_active": "on"}),
+    ],
     "account/api": [Case("GET", lambda t: "/account/api", everyone(200, LOGIN))],
     "account/api/tokens/<int:pk>/revoke": [
         Case("POST", lambda t: f"/account/api/tokens/{member_token(t)}/revoke", roles(403, 302, 403, 403))],
@@ -208,6 +244,20 @@ MATRIX: dict[str, list[Case]] = {
     "api/v1/sweeps/<int:pk>/stop": [Case("POST", lambda t: f"/api/v1/sweeps/{sweep(t)}/stop",
                                          roles(403, 202, 202, 404, 401), check=stop_effect)],
     "api/v1/workspaces/<int:pk>/usage": [Case("GET", lambda t: f"/api/v1/workspaces/{t.alpha.pk}/usage", API_READ)],
+    "api/v1/schedules": [
+        Case("GET", lambda t: f"/api/v1/schedules?workspace={schedule(t) and t.alpha.pk}", API_READ),
+        Case("POST", lambda t: f"/api/v1/schedules?workspace={t.alpha.pk}", roles(403, 201, 201, 404, 401),
+             json=True, check=schedule_added,
+             data=lambda t: {"name": "matrix-nightly", "recurrence": {"kind": "daily", "at": "02:00"},
+                             "job": {**pf.BODY, "DisplayName": "matrix-job"}}),
+    ],
+    "api/v1/schedules/<int:pk>": [
+        Case("GET", lambda t: f"/api/v1/schedules/{schedule(t)}", API_READ),
+        Case("PATCH", lambda t: f"/api/v1/schedules/{schedule(t)}", roles(403, 200, 200, 404, 401), json=True,
+             data=lambda t: {"enabled": False}, check=schedule_toggled),
+        Case("DELETE", lambda t: f"/api/v1/schedules/{schedule(t)}", roles(403, 204, 204, 404, 401),
+             check=schedule_deleted),
+    ],
 }
 
 
@@ -226,6 +276,16 @@ def sweep(team) -> int:
     found, _ = Sweep.objects.get_or_create(workspace=team.alpha, name="grid-a", defaults={
         "owner": team.users["member"], "parameters": [["LR", ["1", "2"]]]})
     SweepTrial.objects.get_or_create(job=team.job, defaults={"sweep": found, "number": 1, "values": {"LR": "1"}})
+    return found.pk
+
+
+def schedule(team) -> int:
+    """A daily schedule of Alpha, the member's, made from the team's job."""
+    from jobs.models import Schedule
+
+    found, _ = Schedule.objects.get_or_create(workspace=team.alpha, name="alpha-nightly", defaults={
+        "owner": team.users["member"], "body": {**pf.BODY, "DisplayName": "alpha-nightly"}, "kind": "daily",
+        "at": "02:00", "next_run_at": "2030-01-01T02:00:00Z", "source_job": team.job})
     return found.pk
 
 

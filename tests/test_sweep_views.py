@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from jobs import secretbox, spec
+from jobs import secretbox, spec, sweeps
 from jobs import status as st
 from jobs.models import AuditEvent, Job, Membership, Sweep, SweepTrial, Workspace
 from tests.support.wizard import form_data, local_workspace, page_form_data
@@ -339,3 +339,101 @@ def test_the_trials_metrics_are_columns_and_rank_by_puts_the_best_ended_trial_fi
     text = bad.content.decode()
     assert "No trial has a metric named &#x27;&lt;b&gt;bleu&lt;/b&gt;&#x27;: rank by one of acc, loss." in text
     assert re.findall(r'<tr id="trial-(\d+)"', text) == ["1", "2", "3", "4"]
+
+
+# --- random search ---------------------------------------------------------------------------------------------
+
+RANDOM = "LR = loguniform(1e-5, 1e-1)\nLAYERS = int(2, 8)\nBS = 32, 64"
+
+
+def field_errors(html: str, field: str) -> str:
+    block = re.search(rf'<div class="field[^"]*invalid" id="f-{field}">(.*?)</div>\s*</div>', html, re.S)
+    assert block, f"no error at {field}"
+    assert re.search(rf'name="{field}"[^>]*aria-invalid="true"', html, re.S)
+    return htmllib.unescape(block.group(1))
+
+
+def post_random(web, text: str = RANDOM, trials: str = "5", seed: str = "1234", **changes):
+    data = form_data(**{"basic__name": "lr-random", "environment__command": "python train.py --lr $LR", **changes})
+    return web.post(URL, {**data, "sweep": text, "sweep_trials": trials, "sweep_seed": seed})
+
+
+def test_a_random_sweep_makes_the_trials_asked_with_sampled_values_and_stores_method_and_seed(
+        web, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as enqueued:
+        answer = post_random(web)
+    sweep = Sweep.objects.get()
+    assert answer.status_code == 302 and answer["Location"] == sweep.get_absolute_url()
+    assert len(enqueued) == 5 and Job.objects.count() == 5
+    assert (sweep.method, sweep.trials_asked, sweep.seed) == ("random", 5, 1234)
+    assert sweep.specs == [["LR", "loguniform(1e-5, 1e-1)"], ["LAYERS", "int(2, 8)"], ["BS", "32, 64"]]
+    trials = list(sweep.trials.select_related("job").order_by("number"))
+    expected = sweeps.parse_form(RANDOM, "5", "1234")[0].trials()  # random.Random(1234): the same draws
+    assert [t.values for t in trials] == expected and len({tuple(v.values()) for v in expected}) == 5
+    for trial in trials:
+        assert trial.job.body["Envs"] == trial.values
+        assert 1e-5 <= float(trial.values["LR"]) <= 0.1 and 2 <= int(trial.values["LAYERS"]) <= 8
+    assert [t.job.display_name for t in trials] == [f"lr-random-0{n}" for n in range(1, 6)]
+    html = htmllib.unescape(web.get(sweep.get_absolute_url()).content.decode())
+    assert re.search(r'id="sweep-method">Random search, 5 trials, seed 1234<', html)
+    assert "LR = loguniform(1e-5, 1e-1)" in html and "LAYERS = int(2, 8)" in html and "BS = 32, 64" in html
+    row = re.search(r'<tr id="trial-2" [^>]*>(.*?)</tr>', html, re.S).group(1)
+    assert re.findall(r'<td class="mono">([^<]*)</td>', row) == [expected[1]["LR"], expected[1]["LAYERS"],
+                                                                 expected[1]["BS"]]
+
+
+def test_an_empty_seed_is_drawn_stored_and_shown(web):
+    assert post_random(web, seed="").status_code == 302
+    sweep = Sweep.objects.get()
+    assert sweep.seed is not None
+    html = web.get(sweep.get_absolute_url()).content.decode()
+    assert f"Random search, 5 trials, seed {sweep.seed}<" in html
+    assert [t.values for t in sweep.trials.order_by("number")] == \
+        sweeps.parse_form(RANDOM, "5", str(sweep.seed))[0].trials()
+
+
+def test_a_grid_ignores_trials_and_seed(web):
+    assert post_random(web, text=GRID, trials="junk", seed="-3").status_code == 302
+    sweep = Sweep.objects.get()
+    assert (sweep.method, sweep.trials_asked, sweep.seed, sweep.trials.count()) == ("grid", None, None, 4)
+    assert 'id="sweep-method">Grid<' in web.get(sweep.get_absolute_url()).content.decode()
+
+
+@pytest.mark.parametrize(("text", "trials", "seed", "field", "message"), [
+    ("LR = normal(0, 1)", "5", "", "sweep", "LR = normal(...): unknown distribution; use uniform(low, high)"),
+    ("LR = loguniform(0, 1)", "5", "", "sweep", "LR = loguniform(0, 1): low must be above 0"),
+    ("N = int(2, 8.5)", "5", "", "sweep", "the bounds must be whole numbers"),
+    ("LR = uniform(1, 1)", "5", "", "sweep", "low must be below high"),
+    (RANDOM, "", "", "sweep_trials", "Give the number of trials of the random search: 2 to 50."),
+    (RANDOM, "51", "", "sweep_trials", "A random search runs 2 to 50 trials, not 51."),
+    ("N = int(1, 2)\nBS = 32, 64", "5", "", "sweep_trials", "only 4 combinations, fewer than the 5 trials asked"),
+    (RANDOM, "5", "-1", "sweep_seed", "The seed is a whole number from 0"),
+])
+def test_a_bad_random_sweep_is_an_error_at_its_field_nothing_saved_every_value_kept(web, text, trials, seed, field,
+                                                                                     message):
+    answer = post_random(web, text, trials, seed, basic__name="kept-name")
+    html = answer.content.decode()
+    assert answer.status_code == 200 and Job.objects.count() == 0 and Sweep.objects.count() == 0
+    assert message in field_errors(html, field)
+    assert f'href="#id_{field}"' in re.search(r'id="error-summary">(.*?)</div>', html, re.S).group(1)
+    assert f">\n{htmllib.escape(text, quote=False)}</textarea>" in html
+    assert f'name="sweep_trials" id="id_sweep_trials" min="2" max="50" step="1" value="{trials}"' in html
+    assert f'id="id_sweep_seed" min="0" step="1" value="{seed}"' in html
+    assert 'name="basic-name" value="kept-name"' in html
+
+
+def test_clone_as_sweep_of_a_random_search_carries_trials_and_seed_and_samples_the_same(web):
+    assert post_random(web, seed="77").status_code == 302
+    sweep = Sweep.objects.get()
+    page = web.get(sweep.get_absolute_url()).content.decode()
+    clone = htmllib.unescape(re.search(r'id="clone-sweep" href="([^"]+)"', page).group(1))
+    query = parse_qs(urlparse(clone).query)
+    assert (query["sweep"], query["sweep_trials"], query["sweep_seed"]) == ([RANDOM], ["5"], ["77"])
+    html = web.get(clone).content.decode()
+    assert f">\n{RANDOM}</textarea>" in html and 'value="5"' in html and 'value="77"' in html
+    assert 'value="LR"' not in html and 'value="LAYERS"' not in html
+    answer = web.post(URL, page_form_data(html))
+    assert answer.status_code == 302, answer.content.decode()[-3000:]
+    second = Sweep.objects.exclude(pk=sweep.pk).get()
+    assert (second.method, second.trials_asked, second.seed) == ("random", 5, 77)
+    assert [t.values for t in second.trials.order_by("number")] == [t.values for t in sweep.trials.order_by("number")]

@@ -185,3 +185,201 @@ def test_stop_summary_counts_each_outcome():
     outcomes = [stop_outcome("stopping", None, 1), stop_outcome("stopping", None, 2),
                 stop_outcome("not-permitted", None, 3)]
     assert sweeps.stop_summary(outcomes) == "2 × Stop requested, 1 × Not permitted"
+
+
+# --- random search ---------------------------------------------------------------------------------------------
+
+RANDOM_TEXT = "LR = loguniform(1e-5, 1e-1)\nDROPOUT = uniform(0.0, 0.5)\nLAYERS = int(2, 8)\nBS = 32, 64"
+
+
+def random_search(text: str = RANDOM_TEXT, trials="20", seed="1234", **kwargs):
+    found, errors = sweeps.parse_form(text, trials, seed, limit=50, **kwargs)
+    assert errors == {}, errors
+    return found
+
+
+def test_each_distribution_and_a_list_parse_to_their_specs_as_typed():
+    found = random_search()
+    assert isinstance(found, sweeps.RandomSearch) and found.method == "random"
+    assert (found.count, found.seed, found.size) == (20, 1234, 20)
+    assert found.parameters == (
+        sweeps.Param("LR", distribution="loguniform", low="1e-5", high="1e-1"),
+        sweeps.Param("DROPOUT", distribution="uniform", low="0.0", high="0.5"),
+        sweeps.Param("LAYERS", distribution="int", low="2", high="8"),
+        sweeps.Param("BS", values=("32", "64")))
+    assert found.as_text() == RANDOM_TEXT
+    assert sweeps.parse_form("A = int( -3 ,3 )", "2", "1", limit=50)[0].parameters[0].text == "int(-3, 3)"
+
+
+def test_lists_only_stay_a_grid_and_ignore_trials_and_seed():
+    found, errors = sweeps.parse_form("LR = 0.1, 0.2", "not a number", "-5", limit=50)
+    assert errors == {} and isinstance(found, sweeps.Grid) and found.size == 2
+    assert found.fields() == {"method": "grid", "parameters": [["LR", ["0.1", "0.2"]]],
+                              "specs": [["LR", "0.1, 0.2"]], "trials_asked": None, "seed": None}
+
+
+def sample_of(param_text: str, seed: int = 7, trials: int = 50) -> list[str]:
+    found = random_search(f"X = {param_text}\nPAD = uniform(0, 1)", trials=str(trials), seed=str(seed))
+    return [t["X"] for t in found.trials()]
+
+
+def test_sampling_is_deterministic_with_a_seed_and_changes_with_it():
+    first = random_search().trials()
+    assert first == random_search().trials() and len(first) == 20
+    assert first != random_search(seed="1235").trials()
+    # The stdlib's generator, not a fake: trial 1 is random.Random(seed)'s first draws, one per parameter in order.
+    import math
+    import random
+    rng = random.Random(1234)
+    lr = math.exp(rng.uniform(math.log(1e-5), math.log(1e-1)))
+    dropout = rng.uniform(0.0, 0.5)
+    assert first[0] == {"LR": f"{lr:.4g}", "DROPOUT": f"{dropout:.4g}", "LAYERS": str(rng.randint(2, 8)),
+                        "BS": rng.choice(("32", "64"))}
+
+
+def test_each_distribution_stays_within_its_bounds_and_int_includes_both_ends():
+    ints = {int(v) for v in sample_of("int(2, 4)", trials=50)}
+    assert ints == {2, 3, 4}
+    floats = [float(v) for v in sample_of("uniform(-0.5, 0.5)")]
+    assert all(-0.5 <= v <= 0.5 for v in floats) and len(set(floats)) > 40
+    logs = [float(v) for v in sample_of("loguniform(1e-6, 1)")]
+    assert all(1e-6 <= v <= 1 for v in logs)
+    # Log-uniform: about as many below 1e-3 as above (uniform would put ~0.1% below).
+    assert 10 < sum(v < 1e-3 for v in logs) < 40
+    assert set(sample_of("a, b, c")) == {"a", "b", "c"}
+
+
+def test_floats_have_four_significant_digits_ints_are_ints():
+    assert sweeps.fmt(0.000316227766) == "0.0003162" and sweeps.fmt(1.5e-05) == "1.5e-05"
+    assert sweeps.fmt(0.123456) == "0.1235" and sweeps.fmt(12345.6) == "1.235e+04"
+    for value in sample_of("uniform(0.0001, 1000)"):
+        assert value == f"{float(value):.4g}" and len(value.replace(".", "").split("e")[0].lstrip("0")) <= 4
+    assert all(v.lstrip("-").isdigit() for v in sample_of("int(-5, 5)"))
+
+
+def test_trials_are_distinct_when_the_space_allows():
+    # 3 x 2 = 6 combinations, 6 trials: all distinct (without resampling, 6 draws repeat one almost surely).
+    found = random_search("A = int(1, 3)\nB = x, y", trials="6", seed="3")
+    combos = [tuple(t.values()) for t in found.trials()]
+    assert len(set(combos)) == 6 and found.space == 6
+
+
+def test_a_repeat_is_allowed_after_the_resample_tries():
+    # With RESAMPLE_TRIES (100) draws a 2-value space repeats with odds 2**-100: ask for one draw to see the repeat.
+    def repeats(tries: int) -> int:
+        found = 0
+        for seed in range(20):
+            a = [t["A"] for t in random_search("A = int(1, 2)\nB = x", trials="2", seed=str(seed)).trials(tries)]
+            found += a[0] == a[1]
+        return found
+
+    assert repeats(1) > 0
+    assert repeats(sweeps.RESAMPLE_TRIES) == 0
+
+
+def test_a_list_whose_values_have_parentheses_stays_a_list():
+    grid, errors = parse("ACT = relu(x), gelu(x)")
+    assert errors == [] and grid.parameters == (("ACT", ("relu(x)", "gelu(x)")),)
+
+
+def test_a_space_smaller_than_the_trials_is_refused_naming_its_size():
+    found, errors = sweeps.parse_form("A = int(1, 3)\nB = x, y", "7", "1", limit=50)
+    assert found is None
+    assert errors == {sweeps.TRIALS_FIELD: ["These parameters have only 6 combinations, fewer than the 7 trials "
+                                            "asked: ask at most 6, or widen the parameters."]}
+    # A continuous distribution has countless combinations.
+    assert random_search("A = uniform(0, 1)\nB = x", trials="50").space is None
+
+
+def field_error(text: str, trials="5", seed="1", field=sweeps.FIELD) -> str:
+    found, errors = sweeps.parse_form(text, trials, seed, limit=50)
+    assert found is None and len(errors.get(field, [])) == 1, errors
+    return errors[field][0]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("LR = normal(0, 1)", "LR = normal(...): unknown distribution; use uniform(low, high), loguniform(low, high) "
+                          "or int(low, high)"),
+    ("LR = uniform(0)", "LR = uniform(...) takes two bounds"),
+    ("LR = uniform(0, 1, 2)", "LR = uniform(...) takes two bounds"),
+    ("LR = uniform(a, 1)", "LR = uniform(...): the bounds must be numbers, not 'a'"),
+    ("LR = uniform(0, nan)", "the bounds must be numbers, not 'nan'"),
+    ("LR = loguniform(1e-5, inf)", "the bounds must be numbers, not 'inf'"),
+    ("LR = uniform(0.5, 0.5)", "LR = uniform(0.5, 0.5): low must be below high."),
+    ("LR = uniform(1, 0)", "low must be below high"),
+    ("LR = int(8, 2)", "LR = int(8, 2): low must be below high."),
+    ("LR = loguniform(0, 1)", "LR = loguniform(0, 1): low must be above 0"),
+    ("LR = loguniform(-1, 1)", "low must be above 0"),
+    ("N = int(2.5, 8)", "N = int(...): the bounds must be whole numbers (both included), not '2.5'"),
+    ("N = int(2, 8.0)", "not '8.0'"),
+    ("N = int(2, 1e3)", "not '1e3'"),
+    ("1N = int(2, 8)", "not an environment variable name"),
+    ("HF_TOKEN = uniform(0, 1)", "looks like the name of a secret"),
+    ("N = int(1, 2)\nN = int(3, 4)", "N is named twice"),
+])
+def test_each_rule_of_a_distribution_is_an_error_naming_its_line(text, expected):
+    error = field_error(text)
+    assert expected in error and error.startswith("Line "), error
+
+
+def test_a_distribution_may_not_redefine_a_job_variable():
+    _found, errors = sweeps.parse_form("MODE = uniform(0, 1)", "5", "1", env_names={"MODE": "x"}, limit=50)
+    assert "MODE is already one of the job's environment variables" in errors[sweeps.FIELD][0]
+
+
+@pytest.mark.parametrize(("trials", "expected"), [
+    ("", "Give the number of trials of the random search: 2 to 50."),
+    (None, "Give the number of trials of the random search: 2 to 50."),
+    ("1", "A random search runs 2 to 50 trials, not 1."),
+    ("51", "A random search runs 2 to 50 trials, not 51."),
+    ("2.5", "The number of trials is a whole number, 2 to 50."),
+    ("ten", "The number of trials is a whole number, 2 to 50."),
+    (True, "The number of trials is a whole number, 2 to 50."),
+])
+def test_trials_are_required_for_a_random_search_between_two_and_the_limit(trials, expected):
+    assert field_error("LR = uniform(0, 1)", trials=trials, field=sweeps.TRIALS_FIELD) == expected
+
+
+def test_the_trials_limit_comes_from_settings(settings):
+    settings.DLC_SWEEP_MAX_TRIALS = 3
+    _found, errors = sweeps.parse_form("LR = uniform(0, 1)", "4", "1")
+    assert errors == {sweeps.TRIALS_FIELD: ["A random search runs 2 to 3 trials, not 4."]}
+
+
+@pytest.mark.parametrize("seed", ["-1", "x", "1.5", str(2**63)])
+def test_a_bad_seed_is_an_error_at_the_seed(seed):
+    assert "The seed is a whole number from 0" in field_error("LR = uniform(0, 1)", seed=seed,
+                                                              field=sweeps.SEED_FIELD)
+
+
+def test_an_empty_seed_draws_one_that_is_kept():
+    seeds = {random_search(seed="").seed for _ in range(5)}
+    assert len(seeds) > 1 and all(0 <= s < sweeps.NEW_SEED_BELOW for s in seeds)
+
+
+def test_all_problems_are_reported_at_once_each_at_its_field():
+    _found, errors = sweeps.parse_form("A = int(1.5, 2)\nB = a, a", "0", "x", limit=50)
+    assert [e.split(":")[0] for e in errors[sweeps.FIELD]] == ["Line 1", "Line 2"]
+    assert set(errors) == {sweeps.FIELD, sweeps.TRIALS_FIELD, sweeps.SEED_FIELD}
+    assert "at most 8 parameters" in " ".join(sweeps.parse_form(
+        "\n".join(f"P{i} = uniform(0, 1)" for i in range(9)), "5", "1", limit=50)[1][sweeps.FIELD])
+
+
+def test_a_random_search_row_comes_back_the_same():
+    from jobs.models import Sweep
+
+    found = random_search()
+    row = Sweep(name="x", **found.fields())
+    assert row.names == ["LR", "DROPOUT", "LAYERS", "BS"] and row.is_random
+    assert row.spec_lines == [("LR", "loguniform(1e-5, 1e-1)"), ("DROPOUT", "uniform(0.0, 0.5)"),
+                              ("LAYERS", "int(2, 8)"), ("BS", "32, 64")]
+    assert sweeps.search_of(row) == found and sweeps.search_of(row).trials() == found.trials()
+
+
+def test_random_trial_bodies_carry_the_sampled_values():
+    body, wizard = wizard_body(basic__name="rs")
+    found, all_trials, errors = sweeps.check_form("LR = loguniform(1e-5, 1e-1)\nBS = 32, 64", body,
+                                                  context=wizard.context, hints=wizard.hints(), trials="3", seed="9")
+    assert errors == {} and [t.body["DisplayName"] for t in all_trials] == ["rs-01", "rs-02", "rs-03"]
+    assert [t.values for t in all_trials] == found.trials()
+    assert all(t.body["Envs"] == t.values for t in all_trials)

@@ -1,0 +1,226 @@
+"""JSON API for scheduled jobs: create, list, get, enable/disable, delete (jobs.schedules holds the rules).
+
+The schedule's job is checked as POST /api/v1/jobs checks a body (api_jobs.check_body: guardrails, SecretEnvs,
+the body's WorkspaceId); its secrets are sealed and never shown. Access is jobs.access's: a schedule outside the
+caller's workspaces (or the token's scope) answers 404; any member may read; the workspace's admins and the
+schedule's owner may change or delete it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from jobs import access, schedules
+from jobs.api_jobs import _bad, _json_body, _Problem, _workspace
+from jobs.apitokens import api_view
+from jobs.models import Schedule
+
+RECURRENCE = "recurrence"
+FIELDS = {"name", RECURRENCE, "skip_if_active", "enabled", schedules.JOB}
+_RECURRENCE_KEYS = {"kind", "every_hours", "at", "weekdays"}
+
+
+def _time(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def schedule_json(schedule: Schedule, request: HttpRequest | None = None) -> dict[str, Any]:
+    """A schedule as the API shows it: without its secrets (its body never had them)."""
+    recurrence = schedule.recurrence
+    url = reverse("api_schedule", args=[schedule.pk])
+    runs = []
+    for run in schedule.runs.select_related("job")[:schedules.RUNS_SHOWN]:
+        runs.append({"due_at": _time(run.due_at), "job": run.job_id,
+                     "job_status": run.job.status if run.job else None,
+                     "skipped_reason": run.skipped_reason or None})
+    return {
+        "id": schedule.pk,
+        "name": schedule.name,
+        "workspace": {"id": schedule.workspace_id, "name": schedule.workspace.name},
+        "owner": schedule.owner.get_username() if schedule.owner else None,
+        RECURRENCE: {"kind": recurrence.kind, "every_hours": recurrence.every_hours,
+                     "at": recurrence.at.strftime("%H:%M") if recurrence.at else None,
+                     "weekdays": [schedules.WEEKDAYS[d] for d in recurrence.weekdays]},
+        "recurrence_text": schedules.describe(recurrence),
+        "time_zone": schedules.zone().key,
+        "enabled": schedule.enabled,
+        "skip_if_active": schedule.skip_if_active,
+        "next_run_at": _time(schedule.next_run_at),
+        "created_at": _time(schedule.created_at),
+        schedules.JOB: schedule.body,
+        "runs": runs,
+        "url": request.build_absolute_uri(url) if request else url,
+    }
+
+
+def _schedule(request: HttpRequest, pk: int) -> Schedule:
+    found = get_object_or_404(Schedule.objects.select_related("workspace", "owner").filter(
+        workspace__in=access.workspaces_for(request.api_user)), pk=pk)
+    access.require(request.api_user, "view", workspace=found.workspace)
+    return found
+
+
+def _require_change(request: HttpRequest, schedule: Schedule) -> None:
+    if not schedules.can_change(request.api_user, schedule):
+        access.require(request.api_user, "manage", workspace=schedule.workspace)  # says why (read-only token)
+
+
+@api_view
+@require_http_methods(["GET", "POST"])
+def schedule_list(request: HttpRequest) -> JsonResponse:
+    """GET: the workspace's schedules. POST: create one."""
+    if request.method == "POST":
+        return _create(request)
+    try:
+        workspace = _workspace(request, "view")
+    except _Problem as problem:
+        return _bad(problem.errors)
+    found = Schedule.objects.filter(workspace=workspace).select_related("workspace", "owner")
+    return JsonResponse({"schedules": [schedule_json(s, request) for s in found]})
+
+
+def _create(request: HttpRequest) -> JsonResponse:
+    payload, bad = _json_body(request)
+    if bad:
+        return bad
+    try:
+        workspace = _workspace(request, "create")
+    except _Problem as problem:
+        return _bad(problem.errors)
+    if not isinstance(payload, dict):
+        return _bad({"": ['Send a JSON object: {"name": ..., "recurrence": {...}, "job": {<CreateJob body>}}.']})
+    errors = {key: [f"Unknown field: send {', '.join(sorted(FIELDS))}."] for key in payload if key not in FIELDS}
+    recurrence = payload.get(RECURRENCE)
+    if not isinstance(recurrence, dict):
+        errors[RECURRENCE] = ['Must be an object: {"kind": "hourly", "every_hours": 6}, {"kind": "daily", "at": '
+                              '"02:00"} or {"kind": "weekly", "weekdays": ["mon", "thu"], "at": "02:00"}.']
+        recurrence = {}
+    errors.update({f"{RECURRENCE}.{key}": ["Unknown field."] for key in recurrence if key not in _RECURRENCE_KEYS})
+    chosen, problems = schedules.parse_settings(
+        payload.get("name"), recurrence.get("kind"), recurrence.get("every_hours"), recurrence.get("at"),
+        recurrence.get("weekdays"), payload.get("skip_if_active", True), payload.get("enabled", True))
+    errors.update({key if key in FIELDS else f"{RECURRENCE}.{key}": v for key, v in problems.items()
+                   if key in FIELDS or RECURRENCE not in errors})  # not an object: said once, at recurrence
+    if not isinstance(payload.get(schedules.JOB), dict):
+        errors[schedules.JOB] = ["Must be a JSON object: the CreateJob body, as POST /api/v1/jobs takes it."]
+    if errors or chosen is None:
+        return _bad(errors)
+    schedule, errors = schedules.create(request.api_user, workspace, payload[schedules.JOB], chosen)
+    if schedule is None:
+        return _bad(errors)
+    response = JsonResponse(schedule_json(schedule, request), status=201)
+    response["Location"] = request.build_absolute_uri(reverse("api_schedule", args=[schedule.pk]))
+    return response
+
+
+@api_view
+@require_http_methods(["GET", "PATCH", "DELETE"])
+def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: one schedule with its last runs. PATCH {"enabled": bool}. DELETE: the schedule (its jobs stay)."""
+    schedule = _schedule(request, pk)
+    if request.method == "GET":
+        return JsonResponse(schedule_json(schedule, request))
+    _require_change(request, schedule)
+    if request.method == "DELETE":
+        schedules.delete(request.api_user, schedule)
+        return HttpResponse(status=204)
+    payload, bad = _json_body(request)
+    if bad:
+        return bad
+    if not isinstance(payload, dict) or set(payload) != {"enabled"} or not isinstance(payload["enabled"], bool):
+        return _bad({"": ['Send {"enabled": true} or {"enabled": false}: it is the one field that can be changed.']})
+    if payload["enabled"] != schedule.enabled:
+        schedules.set_enabled(request.api_user, schedule, payload["enabled"])
+    return JsonResponse(schedule_json(schedule, request))
+
+
+# --- OpenAPI ---------------------------------------------------------------------------------------------------
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}
+
+
+def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[str, Any]) -> dict[str, Any]:
+    """The paths of this module, with the jobs API's shared Error response, 400 and workspace parameter."""
+    schedule_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+    invalid = {**validation, "description": "Invalid request: messages keyed name, recurrence.<field>, "
+               "skip_if_active, enabled, or job.<CreateJob field path> (e.g. job.JobSpecs[0].PodCount)."}
+    return {
+        "/api/v1/schedules": {
+            "get": {"summary": "The workspace's scheduled jobs (any member)", "parameters": [ws_param],
+                    "responses": {"200": {"description": "Schedules", **_ref("ScheduleList")},
+                                  "400": validation, "401": err, "404": err}},
+            "post": {
+                "summary": "Schedule a recurring job (members and admins)",
+                "description": "At every slot of the recurrence the console starts a job from `job`, owned by you, "
+                               "named `<name>-YYYYMMDD-HHMM` (the slot in the console's time zone, `time_zone`). "
+                               "The body is checked now as POST /api/v1/jobs checks it, and again at every run "
+                               "against the workspace's rules of that day: a run that no longer passes, or whose "
+                               "owner may no longer create jobs, is skipped with the reason. With skip_if_active "
+                               "(default true) a run is skipped while the previous run's job is still active. "
+                               "Slots missed while the console was down are not all replayed: one run, then the "
+                               "next future slot. Every N hours counts elapsed time from the creation (the first "
+                               "run N hours later); daily and weekly times are wall-clock in the console's zone.",
+                "parameters": [ws_param],
+                "requestBody": {"required": True, **_ref("ScheduleCreate")},
+                "responses": {"201": {"description": "The schedule", **_ref("Schedule")}, "400": invalid,
+                              "401": err, "403": err, "404": err}},
+        },
+        "/api/v1/schedules/{id}": {
+            "get": {"summary": "One schedule and its last runs", "parameters": [schedule_id],
+                    "responses": {"200": {"description": "The schedule", **_ref("Schedule")}, "401": err,
+                                  "404": err}},
+            "patch": {"summary": "Enable or disable a schedule (admins and its owner); enabling starts from the "
+                                 "next future slot",
+                      "parameters": [schedule_id],
+                      "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                          "type": "object", "required": ["enabled"], "additionalProperties": False,
+                          "properties": {"enabled": {"type": "boolean"}}}}}},
+                      "responses": {"200": {"description": "The schedule", **_ref("Schedule")}, "400": validation,
+                                    "401": err, "403": err, "404": err}},
+            "delete": {"summary": "Delete a schedule (admins and its owner); the jobs it started stay",
+                       "parameters": [schedule_id],
+                       "responses": {"204": {"description": "Deleted"}, "401": err, "403": err, "404": err}},
+        },
+    }
+
+
+def schedule_schemas() -> dict[str, Any]:
+    recurrence = {"type": "object", "required": ["kind"], "properties": {
+        "kind": {"type": "string", "enum": [k for k, _ in Schedule.KINDS]},
+        "every_hours": {"type": "integer", "minimum": 1, "maximum": schedules.MAX_EVERY_HOURS,
+                        "description": "hourly: hours between runs."},
+        "at": {"type": "string", "pattern": "^[0-2]?[0-9]:[0-5][0-9]$",
+               "description": "daily, weekly: HH:MM in the console's time zone."},
+        "weekdays": {"type": "array", "items": {"type": "string", "enum": schedules.WEEKDAYS},
+                     "description": "weekly: the days."}}}
+    run = {"type": "object", "properties": {
+        "due_at": {"type": "string", "format": "date-time"}, "job": {"type": "integer", "nullable": True},
+        "job_status": {"type": "string", "nullable": True},
+        "skipped_reason": {"type": "string", "nullable": True}}}
+    return {
+        "ScheduleCreate": {"type": "object", "required": ["name", RECURRENCE, schedules.JOB], "properties": {
+            "name": {"type": "string", "maxLength": schedules.NAME_MAX, "pattern": "^[A-Za-z0-9_.-]+$"},
+            RECURRENCE: recurrence,
+            "skip_if_active": {"type": "boolean", "default": True},
+            "enabled": {"type": "boolean", "default": True},
+            schedules.JOB: {"$ref": "#/components/schemas/CreateJobBody"}}},
+        "Schedule": {"type": "object", "properties": {
+            "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": {"type": "object"},
+            "owner": {"type": "string", "nullable": True}, RECURRENCE: recurrence,
+            "recurrence_text": {"type": "string"}, "time_zone": {"type": "string"},
+            "enabled": {"type": "boolean"}, "skip_if_active": {"type": "boolean"},
+            "next_run_at": {"type": "string", "format": "date-time", "nullable": True},
+            "created_at": {"type": "string", "format": "date-time"},
+            schedules.JOB: {"type": "object", "description": "The CreateJob body, without secrets."},
+            "runs": {"type": "array", "items": run, "description": f"The last {schedules.RUNS_SHOWN} runs."},
+            "url": {"type": "string", "format": "uri"}}},
+        "ScheduleList": {"type": "object", "properties": {
+            "schedules": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}}}},
+    }

@@ -1,0 +1,142 @@
+"""Pages of scheduled jobs: a workspace's schedules, enable/disable/delete, and "Schedule…" from a job's page.
+
+A schedule made from a job takes the job's configuration as a clone does (api_jobs.clone_body, jobs.clone's
+policy); secrets are never copied, so the form asks again for each one the job used, exactly as a clone would.
+The rules live in jobs.schedules; permissions in jobs.access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from jobs import access, schedules, spec
+from jobs.models import Job, Schedule, Workspace
+
+SECRET_ENV_FIELD = "secret_env__"
+_SECRET_LABELS = {"registry_password": "Registry password", "ray_redis_password": "Ray Redis password"}
+
+
+class ScheduleForm(forms.Form):
+    name = forms.CharField(max_length=schedules.NAME_MAX, help_text="Each run's job is named <name>-YYYYMMDD-HHMM.")
+    kind = forms.ChoiceField(label="Repeat", choices=Schedule.KINDS, initial=Schedule.DAILY, widget=forms.RadioSelect)
+    every_hours = forms.CharField(label="Every N hours (1-168)", required=False,
+                                  widget=forms.TextInput(attrs={"inputmode": "numeric", "size": 4}))
+    at = forms.CharField(label="At (HH:MM)", required=False, initial="02:00",
+                         widget=forms.TextInput(attrs={"size": 5, "placeholder": "02:00"}))
+    weekdays = forms.MultipleChoiceField(
+        label="On (weekly)", required=False, widget=forms.CheckboxSelectMultiple,
+        choices=list(zip(schedules.WEEKDAYS, schedules.WEEKDAY_LABELS, strict=True)))
+    skip_if_active = forms.BooleanField(label="Skip a run while the previous run's job is still active",
+                                        required=False, initial=True)
+
+    def __init__(self, *args: Any, reprompts: Sequence[str] = (), secret_envs: Sequence[str] = (),
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for key in reprompts:
+            self.fields[key] = forms.CharField(label=_SECRET_LABELS.get(key, key), widget=forms.PasswordInput,
+                                               help_text="The job used this secret; secrets are never copied.")
+        for name in secret_envs:
+            self.fields[SECRET_ENV_FIELD + name] = forms.CharField(
+                label=f"Secret variable {name}", widget=forms.PasswordInput,
+                help_text="The job kept this variable secret; its value is never copied.")
+        self.chosen: schedules.Settings | None = None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        # Every field's problem at once: the recurrence's too when the name is missing.
+        chosen, errors = schedules.parse_settings(
+            data.get("name", ""), data.get("kind"), data.get("every_hours"), data.get("at"),
+            data.get("weekdays") or [], bool(data.get("skip_if_active")), True)
+        for key, messages_ in errors.items():
+            if key not in self.errors:
+                self.add_error(key if key in self.fields else None, messages_)
+        self.chosen = chosen
+        return data
+
+
+@login_required
+@require_GET
+def schedule_list(request: HttpRequest, ws: int) -> HttpResponse:
+    """Every member may see the workspace's schedules; admins and each schedule's owner may change it."""
+    from jobs.views import show_workspace
+
+    workspace = access.get_workspace(request.user, ws)
+    show_workspace(request, workspace)
+    return render(request, "portal/schedules.html", {
+        "workspace": workspace, "rows": schedules.rows(request.user, workspace), "tab": "schedules",
+        "time_zone": schedules.zone().key, "is_admin": access.can(request.user, "manage", workspace=workspace),
+    })
+
+
+def _changeable(request: HttpRequest, ws: int, pk: int) -> tuple[Workspace, Schedule]:
+    workspace = access.get_workspace(request.user, ws)
+    schedule = get_object_or_404(Schedule.objects.select_related("workspace", "owner"), pk=pk, workspace=workspace)
+    if not schedules.can_change(request.user, schedule):
+        raise PermissionDenied("Only the workspace's admins and the schedule's owner may change it.")
+    return workspace, schedule
+
+
+@login_required
+@require_POST
+def schedule_toggle(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
+    workspace, schedule = _changeable(request, ws, pk)
+    schedules.set_enabled(request.user, schedule, not schedule.enabled)
+    messages.success(request, f"Schedule {schedule.name} {'enabled' if schedule.enabled else 'disabled'}.")
+    return redirect("schedule_list", ws=workspace.pk)
+
+
+@login_required
+@require_POST
+def schedule_delete(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
+    workspace, schedule = _changeable(request, ws, pk)
+    schedules.delete(request.user, schedule)
+    messages.success(request, f"Schedule {schedule.name} deleted; the jobs it started stay.")
+    return redirect("schedule_list", ws=workspace.pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
+    """Schedule a job's configuration (members who may create jobs in its workspace)."""
+    from jobs.api_jobs import _PUT_SECRET, SECRET_ENVS, clone_body
+
+    job: Job = access.get_job(request.user, pk, "clone")
+    body, reprompts = clone_body(job)
+    envs = body.get("Envs") if isinstance(body.get("Envs"), dict) else {}
+    secret_envs = [name for name, value in envs.items() if value == spec.SECRET_PLACEHOLDER]
+    form = ScheduleForm(request.POST or None, reprompts=reprompts, secret_envs=secret_envs,
+                        initial={"name": job.display_name[:schedules.NAME_MAX]})
+    if request.method == "POST" and form.is_valid() and form.chosen is not None:
+        for key in reprompts:
+            _PUT_SECRET[key](body, form.cleaned_data[key])
+        body[SECRET_ENVS] = {name: form.cleaned_data[SECRET_ENV_FIELD + name] for name in secret_envs}
+        schedule, errors = schedules.create(request.user, job.workspace, body, form.chosen, source_job=job)
+        if schedule is not None:
+            messages.success(request, f"Schedule {schedule.name} created: {schedules.describe(schedule.recurrence)}.")
+            return redirect("schedule_list", ws=job.workspace_id)
+        _errors_to_form(form, errors, secret_envs)
+    return render(request, "jobs/schedule_new.html", {"job": job, "form": form, "time_zone": schedules.zone().key})
+
+
+def _errors_to_form(form: ScheduleForm, errors: dict[str, list[str]], secret_envs: list[str]) -> None:
+    for key, messages_ in errors.items():
+        path = key.removeprefix(f"{schedules.JOB}.")
+        env = path.split(".", 1)[1] if path.startswith(("SecretEnvs.", "Envs.")) else None
+        if key == "name":
+            form.add_error("name", messages_)
+        elif env in secret_envs:
+            form.add_error(SECRET_ENV_FIELD + env, messages_)
+        elif path == "DisplayName":
+            form.add_error("name", messages_)
+        else:
+            # The job's own configuration (e.g. a guardrail changed since it ran): said whole, with its field.
+            form.add_error(None, [f"The job's configuration, {path}: {m}" for m in messages_])

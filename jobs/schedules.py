@@ -1,0 +1,363 @@
+"""Scheduled (recurring) jobs: recurrences and their next run, creating a schedule, and running the due ones.
+
+Plain functions, testable without a request or a worker; jobs.tasks.run_schedules (beat) calls run_due().
+
+A recurrence is every N hours (1..168, elapsed time from the schedule's anchor), daily at HH:MM or weekly on
+chosen weekdays at HH:MM, wall-clock in the console's zone (settings.TIME_ZONE). On a DST change day a time the
+clocks skip (02:30 in Berlin in spring) runs at the same offset as before the change (03:30); a time that occurs
+twice (autumn) runs once, at its first occurrence.
+
+Missed slots (the console was down) are not replayed one by one: the next beat starts one run for the earliest
+missed slot, then the schedule moves on to the next future slot.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from jobs import access, audit, secretbox, spec
+from jobs import catalog as C
+from jobs.models import AuditEvent, Job, Schedule, ScheduledRun, Workspace
+
+log = logging.getLogger(__name__)
+
+MAX_EVERY_HOURS = 168
+WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+WEEKDAY_LABELS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+NAME_MAX = 100
+_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")  # the job name's characters: the schedule name starts every job name
+_TIME_RE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
+STAMP = "-%Y%m%d-%H%M"
+RUNS_SHOWN = 5
+JOB = "job"  # the key of the CreateJob body in the API, and of its errors
+
+
+def zone() -> ZoneInfo:
+    return ZoneInfo(settings.TIME_ZONE)
+
+
+@dataclass(frozen=True)
+class Recurrence:
+    kind: str  # Schedule.HOURLY, DAILY, WEEKLY
+    every_hours: int | None = None
+    at: time | None = None
+    weekdays: tuple[int, ...] = ()  # 0 = Monday
+    anchor: datetime | None = None  # hourly: slots are anchor + k x every_hours
+
+
+def next_run(recurrence: Recurrence, after: datetime, tz: ZoneInfo | None = None) -> datetime:
+    """The first slot of the recurrence strictly after `after` (aware), as an aware UTC datetime."""
+    tz = tz or zone()
+    after = after.astimezone(ZoneInfo("UTC"))
+    if recurrence.kind == Schedule.HOURLY:
+        step = timedelta(hours=recurrence.every_hours or 1)
+        anchor = (recurrence.anchor or after).astimezone(ZoneInfo("UTC"))
+        if anchor > after:
+            return anchor
+        return anchor + step * ((after - anchor) // step + 1)
+    at = recurrence.at or time(0, 0)
+    days = set(recurrence.weekdays) if recurrence.kind == Schedule.WEEKLY else set(range(7))
+    if not days:
+        raise ValueError("a weekly recurrence needs at least one weekday")
+    start = after.astimezone(tz).date()
+    for offset in range(9):  # a week and a bit covers every weekday set, whatever `after` is
+        day = start + timedelta(days=offset)
+        if day.weekday() not in days:
+            continue
+        # fold=0: of a time that occurs twice, the first; of one the clocks skip, the pre-change offset.
+        slot = datetime.combine(day, at, tzinfo=tz).astimezone(ZoneInfo("UTC"))
+        if slot > after:
+            return slot
+    raise AssertionError("unreachable: some day of the next 9 is a chosen weekday")
+
+
+def describe(recurrence: Recurrence) -> str:
+    """The recurrence in words, e.g. "Every 6 hours", "Daily at 02:00", "Weekly on Mon, Thu at 02:00"."""
+    if recurrence.kind == Schedule.HOURLY:
+        n = recurrence.every_hours or 1
+        return "Every hour" if n == 1 else f"Every {n} hours"
+    at = (recurrence.at or time(0, 0)).strftime("%H:%M")
+    if recurrence.kind == Schedule.DAILY:
+        return f"Daily at {at}"
+    return f"Weekly on {', '.join(WEEKDAY_LABELS[d] for d in sorted(recurrence.weekdays))} at {at}"
+
+
+def parse_recurrence(kind: Any, every_hours: Any = None, at: Any = None, weekdays: Any = None,
+                     *, anchor: datetime | None = None) -> tuple[Recurrence | None, dict[str, list[str]]]:
+    """(recurrence, errors keyed kind / every_hours / at / weekdays) from a form's or the API's values."""
+    errors: dict[str, list[str]] = {}
+    kinds = [k for k, _ in Schedule.KINDS]
+    if kind not in kinds:
+        return None, {"kind": [f"Choose one of: {', '.join(kinds)}."]}
+    hours, clock, days = None, None, ()
+    if kind == Schedule.HOURLY:
+        text = str(every_hours).strip() if every_hours is not None and not isinstance(every_hours, bool) else ""
+        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_EVERY_HOURS):
+            errors["every_hours"] = [f"Enter a whole number of hours from 1 to {MAX_EVERY_HOURS}."]
+        else:
+            hours = int(text)
+    else:
+        if isinstance(at, time):
+            clock = at.replace(second=0, microsecond=0)
+        else:
+            found = _TIME_RE.fullmatch(at.strip()) if isinstance(at, str) else None
+            if not found:
+                errors["at"] = ["Enter a time as HH:MM (24-hour), e.g. 02:30."]
+            else:
+                clock = time(int(found.group(1)), int(found.group(2)))
+    if kind == Schedule.WEEKLY:
+        given = weekdays if isinstance(weekdays, list | tuple) else []
+        chosen = set()
+        for day in given:
+            value = str(day).strip().lower()[:3]
+            if value.isdigit() and int(value) < 7:
+                chosen.add(int(value))
+            elif value in WEEKDAYS:
+                chosen.add(WEEKDAYS.index(value))
+            else:
+                errors["weekdays"] = [f"Weekdays are {', '.join(WEEKDAYS)}."]
+        if not chosen and "weekdays" not in errors:
+            errors["weekdays"] = ["Choose at least one weekday."]
+        days = tuple(sorted(chosen))
+    if errors:
+        return None, errors
+    return Recurrence(kind, every_hours=hours, at=clock, weekdays=days, anchor=anchor), {}
+
+
+def name_problem(name: Any) -> str | None:
+    if not isinstance(name, str) or not name.strip():
+        return "Enter a name."
+    if len(name) > NAME_MAX:
+        return f"At most {NAME_MAX} characters."
+    if not _NAME_RE.fullmatch(name):
+        return "Only letters, digits, '_', '.' and '-': the name starts the name of every job the schedule starts."
+    return None
+
+
+def job_name(schedule_name: str, due_at: datetime) -> str:
+    """`<schedule name>-YYYYMMDD-HHMM` (the slot, in the console's zone), within the job name's length."""
+    stamp = due_at.astimezone(zone()).strftime(STAMP)
+    return schedule_name[:C.MAX_NAME_LENGTH - len(stamp)] + stamp
+
+
+# --- secrets of the stored body ---------------------------------------------------------------------------
+
+
+def body_for_check(body: dict[str, Any], secrets: dict[str, str]) -> dict[str, Any]:
+    """The stored body with its secrets back, as api_jobs.check_body takes it (secret envs in SecretEnvs)."""
+    from jobs.api_jobs import SECRET_ENVS, _put_ray_password, _put_registry_password
+
+    out = dict(body)
+    if secrets.get("registry_password"):
+        _put_registry_password(out, secrets["registry_password"])
+    if secrets.get("RayRedisPassword"):
+        _put_ray_password(out, secrets["RayRedisPassword"])
+    named = {k[len(spec.SECRET_ENV_PREFIX):]: v for k, v in secrets.items() if k.startswith(spec.SECRET_ENV_PREFIX)}
+    if named:
+        out[SECRET_ENVS] = named
+    return out
+
+
+# --- creating, changing --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    name: str
+    recurrence: Recurrence
+    skip_if_active: bool = True
+    enabled: bool = True
+
+
+def parse_settings(name: Any, kind: Any, every_hours: Any = None, at: Any = None, weekdays: Any = None,
+                   skip_if_active: Any = True, enabled: Any = True) -> tuple[Settings | None, dict[str, list[str]]]:
+    """(settings, errors keyed name / kind / every_hours / at / weekdays / skip_if_active / enabled)."""
+    errors: dict[str, list[str]] = {}
+    problem = name_problem(name)
+    if problem:
+        errors["name"] = [problem]
+    recurrence, found = parse_recurrence(kind, every_hours, at, weekdays)
+    errors.update(found)
+    for key, value in (("skip_if_active", skip_if_active), ("enabled", enabled)):
+        if not isinstance(value, bool):
+            errors[key] = ["Must be true or false."]
+    if errors or recurrence is None:
+        return None, errors
+    return Settings(name, recurrence, skip_if_active, enabled), {}
+
+
+def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_job: Job | None = None) \
+        -> tuple[Schedule | None, dict[str, list[str]]]:
+    """Validate the body as POST /api/v1/jobs does (guardrails, SecretEnvs, secrets sealed) and save a schedule.
+
+    Errors are keyed `name`, or `job.<the body's field path>` (`job` for the body as a whole). The body's
+    DisplayName is replaced by the first job's name, so its length is checked as the jobs will have it.
+    """
+    from jobs.api_jobs import check_body, take_secrets
+
+    errors: dict[str, list[str]] = {}
+    if Schedule.objects.filter(workspace=workspace, name=chosen.name).exists():
+        errors["name"] = ["A schedule of this workspace has this name already."]
+    now = timezone.now()
+    recurrence = replace(chosen.recurrence, anchor=now)  # every N hours: the first run N hours from now
+    first = next_run(recurrence, now)
+    if isinstance(body, dict):
+        body = {**body, "DisplayName": job_name(chosen.name, first)}
+    checked, problems = check_body(workspace, body)
+    errors.update({f"{JOB}.{path}" if path else JOB: messages for path, messages in problems.items()})
+    if checked is None or errors:
+        return None, errors
+    clean, secrets = take_secrets(checked.wire)
+    secrets.update(checked.secret_envs)
+    with transaction.atomic():
+        schedule = Schedule.objects.create(
+            workspace=workspace, owner=user, name=chosen.name, body=clean, hints=checked.hints,
+            sealed_secrets=secretbox.seal(secrets), kind=recurrence.kind, every_hours=recurrence.every_hours,
+            at=recurrence.at, weekdays=list(recurrence.weekdays), anchor=now, skip_if_active=chosen.skip_if_active,
+            enabled=chosen.enabled, next_run_at=first if chosen.enabled else None, source_job=source_job,
+        )
+        audit.record(user, AuditEvent.CHANGED, workspace=workspace, job=source_job, event="schedule-added",
+                     schedule=schedule.name, recurrence=describe(schedule.recurrence))
+    return schedule, {}
+
+
+def can_change(user, schedule: Schedule) -> bool:
+    """Admins of the workspace, and the owner while they may create jobs there."""
+    return access.can(user, "manage", workspace=schedule.workspace) or (
+        schedule.owner_id == user.pk and access.can(user, "create", workspace=schedule.workspace))
+
+
+def set_enabled(user, schedule: Schedule, enabled: bool) -> None:
+    """Enabling starts from the next future slot: the slots missed while disabled are not run."""
+    with transaction.atomic():
+        schedule.enabled = enabled
+        schedule.next_run_at = next_run(schedule.recurrence, timezone.now()) if enabled else None
+        schedule.save(update_fields=["enabled", "next_run_at", "updated_at"])
+        audit.record(user, AuditEvent.CHANGED, workspace=schedule.workspace,
+                     event="schedule-enabled" if enabled else "schedule-disabled", schedule=schedule.name)
+
+
+def delete(user, schedule: Schedule) -> None:
+    """The jobs it started stay; their pages no longer name it."""
+    with transaction.atomic():
+        name = schedule.name
+        schedule.delete()
+        audit.record(user, AuditEvent.CHANGED, workspace=schedule.workspace, event="schedule-deleted", schedule=name)
+
+
+# --- running ----------------------------------------------------------------------------------------------
+
+
+def due(now: datetime | None = None) -> list[int]:
+    now = now or timezone.now()
+    return list(Schedule.objects.filter(enabled=True, next_run_at__lte=now).order_by("next_run_at")
+                .values_list("pk", flat=True))
+
+
+def run_due(now: datetime | None = None) -> dict[int, str]:
+    """Run every due schedule once: {schedule id: "started" | "skipped" | "done-already"}."""
+    outcomes = {}
+    for pk in due(now):
+        try:
+            outcome = run_one(pk, now)
+        except Exception:
+            # One broken schedule must not keep the others from running; it stays due and is tried next beat.
+            log.exception("schedule %s failed to run", pk)
+            continue
+        if outcome:
+            outcomes[pk] = outcome
+    return outcomes
+
+
+def run_one(schedule_id: int, now: datetime | None = None) -> str | None:
+    """Start (or skip, with the reason) the job of the schedule's due slot, exactly once per slot, and move the
+    schedule to its next future slot. None when the schedule is not due (any more)."""
+    from jobs.views import save_and_enqueue
+
+    now = now or timezone.now()
+    with transaction.atomic():
+        # The lock makes a second beat wait, then see the slot moved on (PostgreSQL); the unique run is the
+        # guarantee. No select_related: FOR UPDATE may not lock the nullable side of the owner's outer join.
+        schedule = Schedule.objects.select_for_update().filter(pk=schedule_id, enabled=True,
+                                                               next_run_at__lte=now).first()
+        if schedule is None:
+            return None
+        due_at = schedule.next_run_at
+        try:
+            with transaction.atomic():
+                run = ScheduledRun.objects.create(schedule=schedule, due_at=due_at)
+        except IntegrityError:
+            # Another beat (or this task's earlier try) has the slot: only move on.
+            outcome = "done-already"
+        else:
+            job, reason = None, skip_reason(schedule)
+            if not reason:
+                job, reason = _start(schedule, due_at, save_and_enqueue)
+            run.job, run.skipped_reason = job, reason
+            run.save(update_fields=["job", "skipped_reason"])
+            outcome = "skipped" if reason else "started"
+        # One run for however many slots were missed, then the next future slot.
+        schedule.next_run_at = next_run(schedule.recurrence, max(now, due_at))
+        schedule.save(update_fields=["next_run_at", "updated_at"])
+    return outcome
+
+
+def skip_reason(schedule: Schedule) -> str:
+    owner = schedule.owner
+    if owner is None:
+        return "The schedule's owner no longer has an account."
+    if not owner.is_active:
+        return f"The owner, {owner.get_username()}, is deactivated."
+    if not access.can(owner, "create", workspace=schedule.workspace):
+        return f"The owner, {owner.get_username()}, may no longer create jobs in this workspace."
+    if schedule.skip_if_active:
+        last = schedule.runs.filter(job__isnull=False).select_related("job").order_by("-due_at").first()
+        if last is not None and last.job.is_active:
+            return f"The previous run, job {last.job.display_name}, was still {last.job.status_label.lower()}."
+    return ""
+
+
+def _start(schedule: Schedule, due_at: datetime, save_and_enqueue) -> tuple[Job | None, str]:
+    """(the job, "") or (None, why not): the body is checked against the workspace's guardrails of today."""
+    from jobs.api_jobs import check_body, take_secrets
+
+    secrets = secretbox.unseal(schedule.sealed_secrets)
+    body = body_for_check({**schedule.body, "DisplayName": job_name(schedule.name, due_at)}, secrets)
+    checked, errors = check_body(schedule.workspace, body)
+    if checked is None:
+        said = "; ".join(f"{path}: {' '.join(messages)}" if path else " ".join(messages)
+                         for path, messages in errors.items())
+        return None, f"The job no longer passes the workspace's rules: {said}"
+    clean, found = take_secrets(checked.wire)
+    job = save_and_enqueue(workspace=schedule.workspace, owner=schedule.owner, body=clean, hints=checked.hints,
+                           sealed_secrets=secretbox.seal({**found, **checked.secret_envs}),
+                           audit_details={"schedule": schedule.name, "due_at": due_at.isoformat()})
+    return job, ""
+
+
+# --- the page -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    schedule: Schedule
+    words: str
+    runs: list[ScheduledRun]
+    can_change: bool
+
+
+def rows(user, workspace: Workspace) -> list[Row]:
+    schedules = list(Schedule.objects.filter(workspace=workspace).select_related("owner", "source_job"))
+    recent: dict[int, list[ScheduledRun]] = {s.pk: [] for s in schedules}
+    for schedule in schedules:
+        recent[schedule.pk] = list(schedule.runs.select_related("job")[:RUNS_SHOWN])
+    return [Row(s, describe(s.recurrence), recent[s.pk], can_change(user, s)) for s in schedules]

@@ -1,0 +1,411 @@
+"""Scheduled jobs (jobs.schedules): next runs across DST and weekday sets, the run task's exactly-once slots,
+skips with their reasons, the pages, and (integration) a due schedule's job run by the real beat and worker."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from jobs import schedules
+from jobs.schedules import Recurrence, next_run
+from tests import portal_fixtures as pf
+
+BERLIN = ZoneInfo("Europe/Berlin")
+NEW_YORK = ZoneInfo("America/New_York")
+
+
+def utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)
+
+
+# --- next_run -------------------------------------------------------------------------------------------------
+
+
+def test_every_n_hours_counts_elapsed_time_from_the_anchor_across_a_dst_change():
+    every = Recurrence("hourly", every_hours=6, anchor=utc(2026, 3, 28, 22, 0))
+    assert next_run(every, utc(2026, 3, 28, 21, 0), BERLIN) == utc(2026, 3, 28, 22, 0)  # the anchor itself
+    assert next_run(every, utc(2026, 3, 28, 22, 0), BERLIN) == utc(2026, 3, 29, 4, 0)  # strictly after
+    # Berlin skips 02:00-03:00 on 29 March: six hours stay six hours (local 06:00 CEST, not 05:00).
+    assert next_run(every, utc(2026, 3, 29, 4, 0, 1), BERLIN) == utc(2026, 3, 29, 10, 0)
+    assert next_run(Recurrence("hourly", every_hours=168, anchor=utc(2026, 1, 1)), utc(2026, 1, 20), BERLIN) == \
+        utc(2026, 1, 22)
+
+
+def test_daily_keeps_the_wall_clock_time_across_spring_and_autumn_changes():
+    daily = Recurrence("daily", at=time(3, 0))
+    assert next_run(daily, utc(2026, 3, 28, 2, 0), BERLIN) == utc(2026, 3, 29, 1, 0)  # 03:00 CEST, 23 h later
+    assert next_run(daily, utc(2026, 10, 24, 1, 0), BERLIN) == utc(2026, 10, 25, 2, 0)  # 03:00 CET, 25 h later
+    assert next_run(daily, utc(2026, 3, 7, 12, 0), NEW_YORK) == utc(2026, 3, 8, 7, 0)  # 03:00 EDT
+
+
+def test_a_time_the_clocks_skip_runs_once_an_hour_later_and_a_time_that_repeats_runs_once():
+    skipped = Recurrence("daily", at=time(2, 30))
+    # 02:30 does not exist in Berlin on 29 March 2026: it runs at 03:30 CEST (01:30 UTC), and once.
+    first = next_run(skipped, utc(2026, 3, 28, 12, 0), BERLIN)
+    assert first == utc(2026, 3, 29, 1, 30)
+    assert next_run(skipped, first, BERLIN) == utc(2026, 3, 30, 0, 30)
+    # 02:30 happens twice on 25 October 2026: the first (CEST, 00:30 UTC) runs, the second does not.
+    twice = next_run(skipped, utc(2026, 10, 24, 12, 0), BERLIN)
+    assert twice == utc(2026, 10, 25, 0, 30)
+    assert next_run(skipped, twice, BERLIN) == utc(2026, 10, 26, 1, 30)
+
+
+def test_weekly_runs_on_the_chosen_weekdays_only():
+    mon_thu = Recurrence("weekly", at=time(9, 0), weekdays=(0, 3))
+    thursday_10 = datetime(2026, 12, 3, 10, 0, tzinfo=BERLIN)  # a Thursday, after 09:00
+    assert next_run(mon_thu, thursday_10, BERLIN) == datetime(2026, 12, 7, 9, 0, tzinfo=BERLIN)
+    thursday_8 = datetime(2026, 12, 3, 8, 0, tzinfo=BERLIN)
+    assert next_run(mon_thu, thursday_8, BERLIN) == datetime(2026, 12, 3, 9, 0, tzinfo=BERLIN)
+    sunday = Recurrence("weekly", at=time(23, 59), weekdays=(6,))
+    assert next_run(sunday, datetime(2026, 12, 6, 23, 59, tzinfo=BERLIN), BERLIN) == \
+        datetime(2026, 12, 13, 23, 59, tzinfo=BERLIN)
+    # Weekdays are the zone's: Monday 00:30 in Berlin is still Sunday in UTC.
+    monday = Recurrence("weekly", at=time(0, 30), weekdays=(0,))
+    assert next_run(monday, utc(2026, 12, 6, 12, 0), BERLIN) == utc(2026, 12, 6, 23, 30)
+
+
+def test_recurrences_in_words():
+    assert schedules.describe(Recurrence("hourly", every_hours=1)) == "Every hour"
+    assert schedules.describe(Recurrence("hourly", every_hours=6)) == "Every 6 hours"
+    assert schedules.describe(Recurrence("daily", at=time(2, 5))) == "Daily at 02:05"
+    assert schedules.describe(Recurrence("weekly", at=time(2, 0), weekdays=(3, 0))) == "Weekly on Mon, Thu at 02:00"
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (("yearly",), "kind"),
+    (("hourly", "0"), "every_hours"),
+    (("hourly", "169"), "every_hours"),
+    (("hourly", "6.5"), "every_hours"),
+    (("hourly", True), "every_hours"),
+    (("daily", None, "24:00"), "at"),
+    (("daily", None, "2pm"), "at"),
+    (("weekly", None, "02:00", []), "weekdays"),
+    (("weekly", None, "02:00", ["mon", "someday"]), "weekdays"),
+])
+def test_bad_recurrences_are_refused_at_their_field(args, field):
+    recurrence, errors = schedules.parse_recurrence(*args)
+    assert recurrence is None and list(errors) == [field], errors
+
+
+def test_good_recurrences_parse():
+    assert schedules.parse_recurrence("hourly", 168)[0].every_hours == 168
+    assert schedules.parse_recurrence("daily", None, "7:05")[0].at == time(7, 5)
+    assert schedules.parse_recurrence("weekly", None, "02:00", ["thu", "mon", "Mon"])[0].weekdays == (0, 3)
+
+
+def test_job_names_carry_the_slot_in_the_console_zone_and_fit_the_name_length(settings):
+    from jobs import catalog
+
+    settings.TIME_ZONE = "Europe/Berlin"
+    assert schedules.job_name("nightly", utc(2026, 7, 1, 0, 30)) == "nightly-20260701-0230"
+    long = schedules.job_name("n" * 300, utc(2026, 7, 1, 0, 30))
+    assert len(long) == catalog.MAX_NAME_LENGTH and long.endswith("-20260701-0230")
+
+
+# --- running ----------------------------------------------------------------------------------------------------
+
+
+def make_schedule(team, *, owner=None, kind="daily", due=None, body=None, **fields):
+    from jobs.models import Schedule
+
+    name = fields.pop("name", "nightly")
+    values = {"kind": kind, "at": time(2, 0), "every_hours": 6 if kind == "hourly" else None}
+    values.update(fields)
+    return Schedule.objects.create(
+        workspace=team.alpha, owner=owner or team.users["member"], name=name,
+        body=body or {**pf.BODY, "DisplayName": "nightly"},
+        next_run_at=due or (datetime.now(UTC) - timedelta(minutes=1)), **values)
+
+
+def runs_of(schedule):
+    return list(schedule.runs.order_by("due_at").values_list("job__display_name", "skipped_reason"))
+
+
+def test_a_due_slot_starts_one_job_named_after_the_slot_and_moves_to_the_next_future_slot(db, settings):
+    from jobs.models import AuditEvent, Job
+
+    settings.TIME_ZONE = "UTC"
+    team = pf.make_team()
+    due = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+    schedule = make_schedule(team, due=due)
+    now = due + timedelta(seconds=20)
+    assert schedules.run_due(now) == {schedule.pk: "started"}
+    assert schedules.run_due(now) == {}  # a second beat tick: not due any more
+    job = Job.objects.get(scheduled_run__schedule=schedule)
+    assert job.display_name == "nightly-20261201-0200" and job.owner == team.users["member"]
+    assert job.body["UserCommand"] == pf.BODY["UserCommand"]
+    schedule.refresh_from_db()
+    assert schedule.next_run_at == datetime(2026, 12, 2, 2, 0, tzinfo=UTC)
+    event = AuditEvent.objects.get(job=job)
+    assert event.action == "created" and event.actor_name == "member" and event.details["schedule"] == "nightly"
+
+
+def test_a_slot_reached_twice_starts_one_job(db):
+    """Two beats (or a retried task) that both read the schedule while it was due: the second finds the slot's
+    ScheduledRun already there and starts nothing."""
+    from jobs.models import Job
+
+    team = pf.make_team()
+    schedule = make_schedule(team)
+    due = schedule.next_run_at
+    assert schedules.run_one(schedule.pk) == "started"
+    type(schedule).objects.filter(pk=schedule.pk).update(next_run_at=due)  # what the late beat still saw
+    assert schedules.run_one(schedule.pk) == "done-already"
+    assert Job.objects.filter(scheduled_run__schedule=schedule).count() == 1
+    assert schedule.runs.count() == 1
+    schedule.refresh_from_db()
+    assert schedule.next_run_at > datetime.now(UTC)
+
+
+def test_missed_slots_are_one_run_then_the_next_future_slot(db):
+    team = pf.make_team()
+    now = datetime.now(UTC)
+    schedule = make_schedule(team, kind="hourly", every_hours=1, anchor=now - timedelta(days=3, minutes=30),
+                             due=now - timedelta(days=3) + timedelta(minutes=30))
+    assert schedules.run_due(now) == {schedule.pk: "started"}
+    assert schedule.runs.count() == 1
+    schedule.refresh_from_db()
+    assert now < schedule.next_run_at <= now + timedelta(hours=1)
+
+
+def test_a_run_is_skipped_while_the_previous_run_is_active_unless_asked_not_to(db):
+    from jobs.models import Job
+
+    team = pf.make_team()
+    schedule = make_schedule(team)
+    schedules.run_one(schedule.pk)
+    first = Job.objects.get(scheduled_run__schedule=schedule)
+    Job.objects.filter(pk=first.pk).update(status="Running")
+    type(schedule).objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_one(schedule.pk) == "skipped"
+    assert "previous run, job nightly-" in runs_of(schedule)[-1][1]
+    type(schedule).objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=2),
+                                                         skip_if_active=False)
+    assert schedules.run_one(schedule.pk) == "started"
+    Job.objects.filter(scheduled_run__schedule=schedule).update(status="Succeeded")
+    type(schedule).objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=3),
+                                                         skip_if_active=True)
+    assert schedules.run_one(schedule.pk) == "started"  # the previous run ended
+
+
+def test_an_owner_who_may_no_longer_create_is_a_skipped_run_and_the_schedule_stays(db):
+    from jobs.models import Membership
+
+    team = pf.make_team()
+    schedule = make_schedule(team)
+    Membership.objects.filter(user=team.users["member"], workspace=team.alpha).update(role=Membership.VIEWER)
+    assert schedules.run_due() == {schedule.pk: "skipped"}
+    assert runs_of(schedule) == [(None, "The owner, member, may no longer create jobs in this workspace.")]
+    schedule.refresh_from_db()
+    assert schedule.enabled and schedule.next_run_at > datetime.now(UTC)
+    team.users["member"].delete()
+    type(schedule).objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_due() == {schedule.pk: "skipped"}
+    assert runs_of(schedule)[-1] == (None, "The schedule's owner no longer has an account.")
+
+
+def test_a_body_the_workspace_guardrails_now_refuse_is_a_skipped_run_with_the_rule(db):
+    from jobs.models import WorkspacePolicy
+
+    team = pf.make_team()
+    schedule = make_schedule(team)
+    WorkspacePolicy.objects.update_or_create(workspace=team.alpha,
+                                             defaults={"allowed_image_prefixes": ["registry.internal/"]})
+    assert schedules.run_due() == {schedule.pk: "skipped"}
+    reason = runs_of(schedule)[0][1]
+    assert reason.startswith("The job no longer passes the workspace's rules: JobSpecs[0].Image") \
+        and "registry.internal/" in reason, reason
+
+
+def test_one_broken_schedule_does_not_keep_the_others_from_running(db):
+    team = pf.make_team()
+    broken = make_schedule(team, name="broken", kind="weekly", weekdays=[])  # no weekday: next_run raises
+    good = make_schedule(team, name="good")
+    assert schedules.run_due() == {good.pk: "started"}
+    assert broken.runs.count() == 0  # rolled back: tried again next beat
+
+
+# --- creating ---------------------------------------------------------------------------------------------------
+
+
+def daily(name="nightly"):
+    chosen, errors = schedules.parse_settings(name, "daily", None, "02:00")
+    assert not errors
+    return chosen
+
+
+def test_secrets_are_sealed_kept_out_of_the_body_and_given_to_each_run(db):
+    from jobs import secretbox
+    from jobs.models import Job, Schedule
+
+    team = pf.make_team()
+    body = {**pf.BODY, "Envs": {"EPOCHS": "3"}, "SecretEnvs": {"WANDB_API_KEY": "wandb-very-secret"}}
+    schedule, errors = schedules.create(team.users["member"], team.alpha, body, daily())
+    assert not errors
+    row = Schedule.objects.filter(pk=schedule.pk).values().get()
+    assert "wandb-very-secret" not in str(row)
+    assert row["body"]["Envs"] == {"EPOCHS": "3", "WANDB_API_KEY": "********"}
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_one(schedule.pk) == "started"
+    job = Job.objects.get(scheduled_run__schedule=schedule)
+    assert "wandb-very-secret" not in str(job.body)
+    assert secretbox.unseal(job.sealed_secrets) == {"env:WANDB_API_KEY": "wandb-very-secret"}
+
+
+def test_create_checks_the_body_with_the_workspace_rules_and_the_name(db):
+    team = pf.make_team()
+    bad = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "PodCount": 0}]}
+    schedule, errors = schedules.create(team.users["member"], team.alpha, bad, daily())
+    assert schedule is None and list(errors) == ["job.JobSpecs[0].PodCount"], errors
+    schedules.create(team.users["member"], team.alpha, pf.BODY, daily())
+    schedule, errors = schedules.create(team.users["admin"], team.alpha, pf.BODY, daily())
+    assert schedule is None and errors["name"] == ["A schedule of this workspace has this name already."]
+    assert schedules.parse_settings("night ly", "daily", None, "02:00")[1]["name"]
+
+
+def test_disabling_clears_the_next_run_and_enabling_skips_the_slots_missed_meanwhile(db):
+    from jobs.models import AuditEvent
+
+    team = pf.make_team()
+    schedule = make_schedule(team, due=datetime.now(UTC) - timedelta(days=2))
+    schedules.set_enabled(team.users["admin"], schedule, False)
+    assert schedules.run_due() == {} and schedule.next_run_at is None
+    schedules.set_enabled(team.users["member"], schedule, True)
+    assert schedule.next_run_at > datetime.now(UTC) and schedules.run_due() == {}
+    assert list(AuditEvent.objects.filter(workspace=team.alpha, details__schedule="nightly")
+                .values_list("details__event", flat=True).order_by("id")) == ["schedule-disabled", "schedule-enabled"]
+
+
+# --- pages ------------------------------------------------------------------------------------------------------
+
+
+def test_the_schedules_page_lists_recurrence_zone_runs_and_skips(db, settings):
+    from jobs.models import Job
+
+    settings.TIME_ZONE = "Europe/Berlin"
+    team = pf.make_team()
+    schedule = make_schedule(team, kind="weekly", weekdays=[0, 3])
+    schedules.run_one(schedule.pk)
+    job = Job.objects.get(scheduled_run__schedule=schedule)
+    other = make_schedule(team, name="evals", owner=team.users["viewer"])
+    schedules.run_one(other.pk)
+    page = pf.client_for(team.users["viewer"]).get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
+    assert "Weekly on Mon, Thu at 02:00 (Europe/Berlin)" in page
+    assert job.get_absolute_url() in page and job.display_name in page
+    assert "Skipped: The owner, viewer, may no longer create jobs in this workspace." in page
+    assert "not all made up" in page
+    assert "schedule-toggle" not in page  # a viewer may change none
+    member_page = pf.client_for(team.users["member"]).get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
+    assert member_page.count('class="schedule-toggle"') == 1  # their own, not the viewer's
+
+
+def test_a_scheduled_job_page_names_its_schedule_and_a_job_page_offers_schedule(db):
+    from jobs.models import Job
+
+    team = pf.make_team()
+    schedule = make_schedule(team)
+    schedules.run_one(schedule.pk)
+    job = Job.objects.get(scheduled_run__schedule=schedule)
+    page = pf.client_for(team.users["viewer"]).get(job.get_absolute_url()).content.decode()
+    assert "Started by schedule" in page and ">nightly</a>" in page
+    assert 'id="schedule-job"' not in page  # a viewer may not create
+    page = pf.client_for(team.users["member"]).get(team.job.get_absolute_url()).content.decode()
+    assert "Started by schedule" not in page and f"/jobs/{team.job.pk}/schedule" in page
+
+
+def test_the_schedule_form_says_each_error_at_its_field(db):
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    client = pf.client_for(team.users["member"])
+    url = f"/jobs/{team.job.pk}/schedule"
+    page = client.get(url).content.decode()
+    assert 'value="train-a"' in page and 'id="schedule-zone"' in page
+    response = client.post(url, {"name": "bad name", "kind": "weekly", "at": "25:00"})
+    assert response.status_code == 200
+    errors = {f: response.context["form"].errors.get(f) for f in ("name", "at", "weekdays")}
+    assert all(errors.values()), errors
+    response = client.post(url, {"name": "nightly", "kind": "hourly", "every_hours": "6"})
+    assert response.status_code == 302
+    schedule = Schedule.objects.get(name="nightly")
+    assert schedule.every_hours == 6 and not schedule.skip_if_active and schedule.source_job == team.job
+
+
+def test_scheduling_a_job_with_a_secret_asks_for_it_again(db):
+    from jobs import secretbox
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    source = pf.make_job(team.alpha, team.users["member"], "with-secret")
+    source.body = {**pf.BODY, "DisplayName": "with-secret", "Envs": {"HF_TOKEN": "********"}}
+    source.save(update_fields=["body"])
+    client = pf.client_for(team.users["member"])
+    url = f"/jobs/{source.pk}/schedule"
+    response = client.post(url, {"name": "nightly", "kind": "daily", "at": "02:00"})
+    assert response.status_code == 200 and response.context["form"].errors.get("secret_env__HF_TOKEN")
+    response = client.post(url, {"name": "nightly", "kind": "daily", "at": "02:00",
+                                 "secret_env__HF_TOKEN": "hf-secret"})
+    assert response.status_code == 302, response.context["form"].errors
+    schedule = Schedule.objects.get(name="nightly")
+    assert secretbox.unseal(schedule.sealed_secrets) == {"env:HF_TOKEN": "hf-secret"}
+    assert "hf-secret" not in client.get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
+
+
+# --- the beat task, for real --------------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_a_due_schedule_is_run_by_the_real_beat_and_its_job_succeeds_on_localdlc(stack, member, workspace):
+    from jobs.models import Schedule, ScheduledRun
+    from tests.support.waiting import wait_for
+    from tests.test_lifecycle import job_body
+    from tests.test_sync import status_of
+
+    schedule = Schedule.objects.create(
+        workspace=workspace, owner=member, name="beat", body=job_body("echo scheduled"), kind="hourly",
+        every_hours=1, next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    # The stack's beat looks every DLC_SCHEDULE_INTERVAL (2 s in tests/conftest.py); its worker starts the job.
+    run = wait_for(lambda: ScheduledRun.objects.filter(schedule=schedule, job__isnull=False).first(), timeout=30,
+                   what="the beat ran the schedule")
+    wait_for(lambda: status_of(run.job) == "Succeeded", timeout=60, what="the scheduled job succeeded")
+    schedule.refresh_from_db()
+    assert schedule.runs.count() == 1 and schedule.next_run_at > datetime.now(UTC)
+    assert run.job.display_name.startswith("beat-")
+
+
+@pytest.mark.integration
+def test_two_beats_at_once_start_one_job_for_the_slot(stack, member, workspace):
+    """Two run_one calls in two threads (two connections) on the same due slot, while the stack's own beat may
+    be a third: the database serializes them (row lock / SQLite's immediate transactions) and the unique
+    ScheduledRun backs that up, so the slot gets one job."""
+    import threading
+
+    from django.db import connection
+
+    from jobs.models import Job, Schedule
+    from tests.test_lifecycle import job_body, use_broker
+
+    schedule = Schedule.objects.create(
+        workspace=workspace, owner=member, name="twice", body=job_body("echo once"), kind="daily", at=time(2, 0),
+        next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    barrier = threading.Barrier(2)
+    outcomes: list[str | None] = []
+
+    def beat() -> None:
+        try:
+            barrier.wait(timeout=5)
+            outcomes.append(schedules.run_one(schedule.pk))
+        finally:
+            connection.close()
+
+    with use_broker(stack.redis_url):  # the job's submit goes to the stack's worker, not to a Redis elsewhere
+        threads = [threading.Thread(target=beat) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert len(outcomes) == 2 and outcomes.count("started") <= 1, outcomes
+    assert Job.objects.filter(scheduled_run__schedule=schedule).count() == 1
+    assert schedule.runs.count() == 1
