@@ -34,7 +34,8 @@ def schedule_json(schedule: Schedule, request: HttpRequest | None = None) -> dic
     recurrence = schedule.recurrence
     url = reverse("api_schedule", args=[schedule.pk])
     runs = []
-    for run in schedule.runs.select_related("job")[:schedules.RUNS_SHOWN]:
+    recent = getattr(schedule, "recent", None)  # prefetched by a list (schedules.recent_runs)
+    for run in recent if recent is not None else schedule.runs.select_related("job")[:schedules.RUNS_SHOWN]:
         runs.append({"due_at": _time(run.due_at), "job": run.job_id,
                      "job_status": run.job.status if run.job else None,
                      "skipped_reason": run.skipped_reason or None})
@@ -80,7 +81,8 @@ def schedule_list(request: HttpRequest) -> JsonResponse:
         workspace = _workspace(request, "view")
     except _Problem as problem:
         return _bad(problem.errors)
-    found = Schedule.objects.filter(workspace=workspace).select_related("workspace", "owner")
+    found = (Schedule.objects.filter(workspace=workspace).select_related("workspace", "owner")
+             .prefetch_related(schedules.recent_runs()))
     return JsonResponse({"schedules": [schedule_json(s, request) for s in found]})
 
 

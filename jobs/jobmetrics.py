@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.core.cache import cache
 from django.utils import timezone
 
 from jobs import dlc
@@ -61,6 +62,7 @@ DEFAULT_RANGE = "job"
 # Steps for "whole job", shortest first: the first giving at most MAX_POINTS points per pod is used.
 JOB_STEPS = ((15, "15s"), (60, "1m"), (300, "5m"), (900, "15m"), (3600, "1h"), (6 * 3600, "6h"), (86400, "1d"))
 MAX_POINTS = 240
+SHARED_SECONDS = 5  # one read of a job's charts serves every request this long (read_shared)
 
 
 class BadRange(ValueError):
@@ -213,6 +215,20 @@ def read(job: Job, win: Window) -> list[Chart]:
         return [first] + [Chart(m, error=first.error) for m in METRICS[1:]]
     with ThreadPoolExecutor(max_workers=4) as pool:
         return [first] + [c for c, _ in pool.map(one, METRICS[1:])]
+
+
+def read_shared(job: Job, chosen: Range) -> tuple[Window, list[Chart]]:
+    """window() and read() of a range, shared by every request for SHARED_SECONDS: a page refreshing while the
+    job runs costs len(METRICS) GetJobMetrics calls, and every viewer, tab (or loop) must not multiply them."""
+    # With the row's creation time: a row id alone may be reused (a test database is reset, not renumbered).
+    key = f"jobmetrics:{job.pk}:{job.dlc_job_id}:{job.created_at.timestamp()}:{chosen.key}"
+    found = cache.get(key)
+    if isinstance(found, tuple) and len(found) == 2:
+        return found
+    win = window(job, chosen)
+    result = (win, read(job, win))
+    cache.set(key, result, SHARED_SECONDS)
+    return result
 
 
 def failure(charts: list[Chart]) -> str:

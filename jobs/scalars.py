@@ -3,9 +3,11 @@
 The format: a log line whose text starts (after optional whitespace) with `METRIC ` and then either `name=value`
 pairs separated by spaces or commas (`METRIC step=100 loss=0.3142 acc=0.81`) or a JSON object
 (`METRIC {"step": 100, "loss": 0.31}`). An explicit marker, unlike Katib's bare `name=value`, so an ordinary log
-line never makes a metric. Names are `[A-Za-z_][A-Za-z0-9_./-]{0,63}`, values finite numbers. `step` (a whole
-number >= 0) is the x-axis; a line without one takes its index among the metric lines. Anything malformed (a
-bad pair, a bad value, a bad JSON object, a bad step) is left out without a word: a log is not a form.
+line never makes a metric. The text a terminal shows counts (after the last carriage return, or after a tqdm bar
+on the same line), and of torchrun's rank-prefixed lines (`[default1]:METRIC ...`) only rank 0's. Names are
+`[A-Za-z_][A-Za-z0-9_./-]{0,63}`, values finite numbers. `step` (a whole number >= 0) is the x-axis; a line without
+one takes its index among the metric lines. Anything malformed (a bad pair, a bad value, a bad JSON object, a bad
+step) is left out without a word: a log is not a form.
 
 A step printed again or going back (a restart from a checkpoint) drops the points from that step on, as
 TensorBoard purges the orphaned steps of a restarted run: the curve is the run that went on.
@@ -45,6 +47,7 @@ MAX_POINTS = 500  # points kept per metric (the chart is 600 units wide)
 MAX_NAMES = 50  # metrics kept per job: a JSON line with thousands of keys does not make thousands of rows
 LIVE_LINES = 5000  # a running job's chart is of its pod's newest lines
 LIVE_PODS = 8  # pods a running job's page looks through for metric lines, in pod order
+LIVE_CACHE_SECONDS = 5  # one DLC read of a running job's metrics serves every request this long
 # Steps beyond this are not whole numbers any more once they go through JSON (a float64).
 MAX_STEP = 2**53
 # A line longer than this is not a metric line someone printed on purpose; not worth a regex.
@@ -53,8 +56,13 @@ MAX_LINE_CHARS = 65536
 # metric lines (most jobs): the page's lazy computation is remembered this long.
 SCANNED_FOR = timedelta(days=7)
 
-# An optional RFC 3339 time stamp before the text (Kubernetes' `--timestamps` form), then the marker.
-_LINE = re.compile(r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s)?\s*METRIC\s+(.*)", re.S)
+# An optional RFC 3339 time stamp before the text (Kubernetes' `--timestamps` form), torchrun's rank prefix
+# (`[default3]:` with --tee, `[rank3]:`), a tqdm bar the line was printed after (logging to stderr while the bar
+# is drawn puts both on one line), then the marker.
+_LINE = re.compile(r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s)?\s*"
+                   r"(?:\[(?:default|rank)(\d+)\]:)?"
+                   r"(?:[^|\n]{0,200}?\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,200}\[[^\]\n]{0,400}\])?"
+                   r"\s*METRIC\s+(.*)", re.S)
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _PAIR = re.compile(rf"([A-Za-z_][A-Za-z0-9_./-]{{0,63}})=({_NUMBER})")
 _SEPARATORS = re.compile(r"[\s,]+")
@@ -85,10 +93,11 @@ def parse_line(text: str) -> tuple[int | None, dict[str, float]] | None:
     well formed (a line with a bad step is left out whole: its values would be drawn at the wrong place)."""
     if MARKER not in text or len(text) > MAX_LINE_CHARS:
         return None
-    match = _LINE.match(text)
-    if match is None:
-        return None
-    rest = match.group(1).strip()
+    # A carriage return sends the cursor back: what follows the last one is the line a terminal shows (tqdm).
+    match = _LINE.match(text.rstrip("\r").rsplit("\r", 1)[-1])
+    if match is None or match.group(1) not in (None, "0"):
+        return None  # other ranks print the same metrics: rank 0's are the curve, as the first pod's are the job's
+    rest = match.group(2).strip()
     values: dict[str, float] = {}
     if rest.startswith("{"):
         try:
@@ -350,6 +359,14 @@ def section(job: Job, prefer: str = "") -> Section:
         rows = stored(job)
         charts = [c for c in (chart_of_row(r) for r in rows) if c is not None]
         return Section(charts, rows[0].pod_id if rows else "", "archive")
+    # Each read is up to LIVE_PODS x LIVE_LINES lines from DLC: every viewer and tab of a running job (and anyone
+    # asking in a loop) shares one read per LIVE_CACHE_SECONDS, so the page cannot eat the workspace's API quota.
+    known = {p.get("PodId") for p in job.pods or [] if isinstance(p, dict)}
+    prefer = prefer if prefer in known else ""  # ?pod= is the client's: a made-up one must not make a new key
+    key = f"scalars:live:{job.pk}:{job.dlc_job_id}:{job.created_at.timestamp()}:{prefer}"
+    cached = cache.get(key)
+    if isinstance(cached, Section):
+        return cached
     result = Section(source="live", refresh=True)
     try:
         pod_id, found, cut = live(job, prefer)
@@ -358,4 +375,5 @@ def section(job: Job, prefer: str = "") -> Section:
         return result
     result.pod_id, result.cut = pod_id, cut
     result.charts = [chart(name, downsample(points), summarize(points)) for name, points in sorted(found.items())]
+    cache.set(key, result, LIVE_CACHE_SECONDS)
     return result

@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from jobs import access, audit, secretbox, spec
@@ -101,7 +102,8 @@ def parse_recurrence(kind: Any, every_hours: Any = None, at: Any = None, weekday
     hours, clock, days = None, None, ()
     if kind == Schedule.HOURLY:
         text = str(every_hours).strip() if every_hours is not None and not isinstance(every_hours, bool) else ""
-        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_EVERY_HOURS):
+        # The length first: int() of a text of more than 4,300 digits raises ValueError (a 500).
+        if not (text.isascii() and text.isdigit() and len(text) <= 4 and 1 <= int(text) <= MAX_EVERY_HOURS):
             errors["every_hours"] = [f"Enter a whole number of hours from 1 to {MAX_EVERY_HOURS}."]
         else:
             hours = int(text)
@@ -116,6 +118,9 @@ def parse_recurrence(kind: Any, every_hours: Any = None, at: Any = None, weekday
                 clock = time(int(found.group(1)), int(found.group(2)))
     if kind == Schedule.WEEKLY:
         given = weekdays if isinstance(weekdays, list | tuple) else []
+        if weekdays is not None and not isinstance(weekdays, list | tuple):
+            # "mon,thu" as one string: say the shape, not "choose at least one weekday" to someone who did.
+            errors["weekdays"] = ['Give the weekdays as a list, e.g. ["mon", "thu"].']
         chosen = set()
         for day in given:
             value = str(day).strip().lower()[:3]
@@ -355,9 +360,17 @@ class Row:
     can_change: bool
 
 
+def recent_runs() -> Prefetch:
+    """Each schedule's last RUNS_SHOWN runs, as `schedule.recent`, in one (windowed) query for all of them."""
+    return Prefetch("runs", queryset=ScheduledRun.objects.select_related("job")[:RUNS_SHOWN], to_attr="recent")
+
+
 def rows(user, workspace: Workspace) -> list[Row]:
-    schedules = list(Schedule.objects.filter(workspace=workspace).select_related("owner", "source_job"))
-    recent: dict[int, list[ScheduledRun]] = {s.pk: [] for s in schedules}
+    """The page's rows in a fixed number of queries, however many schedules."""
+    if getattr(workspace, "role_of", None) is None:
+        workspace.role_of = (user.pk, access.role_in(user, workspace))  # can_change asks it of every schedule
+    schedules = list(Schedule.objects.filter(workspace=workspace).select_related("owner", "source_job")
+                     .prefetch_related(recent_runs()))
     for schedule in schedules:
-        recent[schedule.pk] = list(schedule.runs.select_related("job")[:RUNS_SHOWN])
-    return [Row(s, describe(s.recurrence), recent[s.pk], can_change(user, s)) for s in schedules]
+        schedule.workspace = workspace
+    return [Row(s, describe(s.recurrence), s.recent, can_change(user, s)) for s in schedules]

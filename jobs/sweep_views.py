@@ -62,14 +62,14 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
                                request.GET.get("goal"))
     rows = board.rows
     context = {"sweep": sweep, "rows": rows, "board": board, "tally": sweeps.tally(rows),
-               "active": sweeps.any_active(rows)}
+               "active": sweeps.any_active(rows), "polling": sweeps.polling(rows),
+               # The first trials shown: the best ones when ranked (a partial re-ranking sends it out of band).
+               "compare_url": "/jobs/compare?" + urlencode([("ids", r.row["pk"]) for r in rows[:sweeps.COMPARE_MAX]])}
     if _partial(request):
-        return render(request, "jobs/_sweep_trials.html", context)
+        return render(request, "jobs/_sweep_trials.html", {**context, "oob": True})
     show_workspace(request, sweep.workspace)
     context.update({
         "can_stop": can_select(request, sweep.workspace),
-        # The first trials shown: the best ones when ranked.
-        "compare_url": "/jobs/compare?" + urlencode([("ids", r.row["pk"]) for r in rows[:sweeps.COMPARE_MAX]]),
         "clone_url": _clone_url(request, sweep, first),
     })
     return render(request, "jobs/sweep_detail.html", context)

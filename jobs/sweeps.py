@@ -22,6 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -45,6 +46,7 @@ RESAMPLE_TRIES = 100  # draws of a trial that repeats an earlier one before the 
 # `name(a, b)`, with no parenthesis inside: `relu(x), gelu(x)` stays a list of two values.
 _CALL_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(([^()]*)\)")
 _INT_RE = re.compile(r"[+-]?[0-9]+")
+MAX_INT_DIGITS = 18  # an int(low, high) bound: within a 64-bit integer
 ENVS_LOCK = "environment.envs"  # a template's lock of the environment variables (jobs.portal_wizard.locks)
 
 
@@ -94,9 +96,18 @@ class Grid:
                 "trials_asked": None, "seed": None}
 
 
-def fmt(x: float) -> str:
+def fmt(x: float, digits: int = 4) -> str:
     """A sampled float as the environment variable's text: 4 significant digits (0.0003162, 1.5e-05)."""
-    return f"{x:.4g}"
+    return f"{x:.{digits}g}"
+
+
+def digits_for(low: float, high: float) -> int:
+    """Significant digits that keep a range's samples apart: 4, more for a range narrow beside its values
+    (uniform(0.999, 0.9999) needs 6; at 4 every sample would be one of ten values, or a bound's neighbour)."""
+    span, size = high - low, max(abs(low), abs(high))
+    if not (span > 0 and math.isfinite(span)) or size == 0:
+        return 4
+    return min(17, max(4, math.ceil(math.log10(size / span)) + 3))
 
 
 @dataclass(frozen=True)
@@ -131,8 +142,12 @@ class Param:
             return str(rng.randint(int(self.low), int(self.high)))
         low, high = float(self.low), float(self.high)
         if self.distribution == "loguniform":
-            return fmt(math.exp(rng.uniform(math.log(low), math.log(high))))
-        return fmt(rng.uniform(low, high))
+            value = math.exp(rng.uniform(math.log(low), math.log(high)))
+        else:
+            value = rng.uniform(low, high)
+        text = fmt(value, digits_for(low, high))
+        # Rounding may step past a bound typed with more digits: the bound as typed is the nearest value inside.
+        return self.low if float(text) < low else self.high if float(text) > high else text
 
 
 @dataclass(frozen=True)
@@ -304,6 +319,9 @@ def distribution(name: str, function: str, low: str, high: str, wording: Wording
         bad = [b for b in (low, high) if not _INT_RE.fullmatch(b)]
         if bad:
             return None, f"{name} = int(...): the bounds must be whole numbers (both included), not {bad[0]!r}."
+        # int() refuses texts of more than 4,300 digits (a ValueError, so a 500): no sweep needs such a bound.
+        if any(len(b.lstrip("+-")) > MAX_INT_DIGITS for b in (low, high)):
+            return None, f"{name} = int(...): the bounds may have at most {MAX_INT_DIGITS} digits."
     else:
         bad = [b for b in (low, high) if not _is_number(b)]
         if bad:
@@ -548,6 +566,9 @@ def launch(*, workspace, owner, name: str, grid: Search, found: list[Trial], hin
 # --- the sweep page --------------------------------------------------------------------------------------
 
 COMPARE_MAX = 6  # trials the "Compare trials" link takes (the compare page's limit)
+# An ended trial's log is archived (and its metrics read) within seconds; past this the archive is left to the
+# re-enqueue sweep and the page stops waiting for it.
+ARCHIVE_WAIT = timedelta(minutes=10)
 
 
 @dataclass
@@ -560,6 +581,7 @@ class TrialRow:
     metrics: list[str] = dataclasses.field(default_factory=list)  # last values of Leaderboard.names ("" if none)
     rank: int | None = None  # 1 = best, when the trials are ranked and this one is
     best: bool = False
+    archiving: bool = False  # ended, its metrics still to come from the log archive (see `polling`)
 
 
 def trial_rows(sweep) -> list[TrialRow]:
@@ -572,11 +594,15 @@ def trial_rows(sweep) -> list[TrialRow]:
     rows = {row["pk"]: row for row in listing.rows([t.job for t in found])}
     names = sweep.names
     out = []
+    recent = timezone.now() - ARCHIVE_WAIT
     for trial in found:
-        started = timezone.localtime(trial.job.started_at) if trial.job.started_at else None
+        job = trial.job
+        started = timezone.localtime(job.started_at) if job.started_at else None
+        archiving = (job.logs_archived_at is None and not job.is_active and bool(job.dlc_job_id)
+                     and job.finished_at is not None and job.finished_at > recent)
         out.append(TrialRow(trial.number, [str((trial.values or {}).get(n, "")) for n in names], rows[trial.job_id],
                             f"{started:%Y-%m-%d %H:%M:%S}" if started else "—",
-                            started.isoformat() if started else ""))
+                            started.isoformat() if started else "", archiving=archiving))
     return out
 
 
@@ -595,6 +621,12 @@ def any_active(rows: list[TrialRow]) -> bool:
     return any(st.is_active(r.row["status"]) for r in rows)
 
 
+def polling(rows: list[TrialRow]) -> bool:
+    """Whether the trials table asks for itself again: while a trial runs, and after the last one ended until its
+    metrics are read from its archived log (a few seconds later), else the page would stop on "no metrics yet"."""
+    return any_active(rows) or any(r.archiving for r in rows)
+
+
 def stop_summary(outcomes: list) -> str:
     """jobpage.StopOutcome per trial in one line: "2 × Stop requested, 1 × Already finished"."""
     counts: dict[str, int] = {}
@@ -609,10 +641,15 @@ METRIC_COLUMNS = 4
 GOALS = ("min", "max")
 # Metrics whose lower value is the better one, by a word in their name; any other is ranked highest first.
 LOWER_IS_BETTER = ("loss", "error", "perplexity")
+# ... or by a whole word of it (`val_mse`, `eval/wer`): as parts of other words these would mislead (`power`).
+LOWER_IS_BETTER_WORDS = frozenset({"err", "mse", "rmse", "mae", "nll", "ppl", "wer", "cer", "fid", "regret"})
 
 
 def default_goal(name: str) -> str:
-    return "min" if any(word in name.lower() for word in LOWER_IS_BETTER) else "max"
+    lower = name.lower()
+    if any(word in lower for word in LOWER_IS_BETTER) or LOWER_IS_BETTER_WORDS & set(re.split(r"[^a-z0-9]+", lower)):
+        return "min"
+    return "max"
 
 
 @dataclass

@@ -218,7 +218,7 @@ def to_csv(result: Report) -> str:
         return "" if value is None else f"{value:.2f}"
 
     for job in sorted(result.jobs, key=lambda j: j.pk):
-        writer.writerow([job.pk, _cell(job.name), _cell(job.owner), job.job_type, "yes" if job.running else "no",
+        writer.writerow([job.pk, _cell(job.name), _cell(job.owner), _cell(job.job_type), "yes" if job.running else "no",
                          num(job.hours), job.size.nodes, num(job.size.cpu), num(job.size.gpu),
                          num(job.hours * job.size.nodes), num(job.cpu_hours), num(job.gpu_hours)])
     return out.getvalue()

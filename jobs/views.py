@@ -305,8 +305,7 @@ def job_metrics(request: HttpRequest, pk: int) -> HttpResponse:
     except jobmetrics.BadRange as err:
         context["error"] = str(err)
     if context["range"] is not None and job.dlc_job_id:
-        context["window"] = jobmetrics.window(job, context["range"])
-        context["charts"] = jobmetrics.read(job, context["window"])
+        context["window"], context["charts"] = jobmetrics.read_shared(job, context["range"])
         context["failure"] = jobmetrics.failure(context["charts"])
     return render(request, "jobs/_metrics.html", context)
 

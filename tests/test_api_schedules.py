@@ -108,3 +108,63 @@ def test_the_openapi_document_describes_schedules(db):
     assert {"get", "post"} <= set(doc["paths"]["/api/v1/schedules"])
     assert {"get", "patch", "delete"} <= set(doc["paths"]["/api/v1/schedules/{id}"])
     assert {"Schedule", "ScheduleCreate", "ScheduleList"} <= set(doc["components"]["schemas"])
+
+
+def test_a_registry_password_is_sealed_never_echoed_and_a_scoped_token_sees_no_other_workspace(db):
+    from jobs import secretbox
+
+    team = pf.make_team()
+    role = {**pf.BODY["JobSpecs"][0], "ImageConfig": {"Username": "bot", "Password": "registry-very-secret"}}
+    job = {**pf.BODY, "JobSpecs": [role]}
+    response = call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}",
+                    {**NIGHTLY, "job": job})
+    assert response.status_code == 201, response.content
+    row = Schedule.objects.get()
+    sealed = secretbox.unseal(row.sealed_secrets)
+    assert sealed["registry_password"] == "registry-very-secret"
+    shown = call(team.users["viewer"], "get", f"/api/v1/schedules/{row.pk}")
+    for where in (response.content.decode(), shown.content.decode(), json.dumps(row.body), row.sealed_secrets):
+        assert "registry-very-secret" not in where
+    # A token scoped to Beta: Alpha's schedule is no schedule at all, and Alpha takes no new one.
+    assert call(team.users["admin"], "get", f"/api/v1/schedules/{row.pk}", workspace=team.beta).status_code == 404
+    assert call(team.users["admin"], "delete", f"/api/v1/schedules/{row.pk}", workspace=team.beta).status_code == 404
+    assert call(team.users["admin"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}",
+                {**NIGHTLY, "name": "other"}, workspace=team.beta).status_code == 404
+
+
+def test_a_huge_number_of_hours_is_a_field_error_not_a_500(db):
+    team = pf.make_team()
+    payload = {**NIGHTLY, "recurrence": {"kind": "hourly", "every_hours": "9" * 5000}}
+    response = call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}", payload)
+    assert response.status_code == 400 and list(response.json()["errors"]) == ["recurrence.every_hours"]
+
+
+def test_listing_reads_the_runs_of_all_schedules_at_once(db):
+    from datetime import UTC, datetime, timedelta
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    team = pf.make_team()
+    _, plain = apitokens.create_token(team.users["viewer"], "t")
+    client = pf.client_for()
+    url = f"/api/v1/schedules?workspace={team.alpha.pk}"
+
+    def add_and_run(name: str) -> None:
+        created = call(team.users["member"], "post", url, {**NIGHTLY, "name": name}).json()
+        Schedule.objects.filter(pk=created["id"]).update(next_run_at=datetime.now(UTC) - timedelta(minutes=1))
+        schedules.run_due()
+
+    def queries() -> tuple[int, list]:
+        with CaptureQueriesContext(connection) as seen:
+            answer = client.get(url, HTTP_AUTHORIZATION=f"Bearer {plain}")
+        return len(seen), [len(s["runs"]) for s in answer.json()["schedules"]]
+
+    add_and_run("first")
+    queries()  # the token's first use is written down once
+    one, runs = queries()
+    assert runs == [1]
+    for n in range(3):
+        add_and_run(f"more{n}")
+    many, runs = queries()
+    assert runs == [1, 1, 1, 1] and many == one, "one query per schedule for its runs (N+1)"

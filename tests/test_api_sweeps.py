@@ -410,6 +410,8 @@ def test_a_distribution_makes_a_random_search_without_a_method_and_a_seed_is_dra
      "low must be below high"),
     ({"N": {"Distribution": "int", "Min": 2, "Max": 8.5}}, {"Trials": 5}, "Parameters.N",
      "the bounds must be whole numbers"),
+    ({"N": {"Distribution": "int", "Min": 0, "Max": "9" * 5000}}, {"Trials": 5}, "Parameters.N",
+     "at most 18 digits"),  # int() of 5,000 digits raised ValueError: a 500 before
     ({"LR": {"Distribution": "uniform", "Min": "a", "Max": 1}}, {"Trials": 5}, "Parameters.LR",
      "the bounds must be numbers, not 'a'"),
     ({"LR": {"Distribution": "uniform", "Min": True, "Max": 1}}, {"Trials": 5}, "Parameters.LR",

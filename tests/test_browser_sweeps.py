@@ -48,7 +48,8 @@ def test_fill_the_sweep_box_submit_and_watch_the_trials_on_the_sweep_page(stack,
     expect(rows.nth(2).locator("a")).to_have_text("browser-grid-03")
     # No reload: the table asks for itself every 5 s while a trial is active, and stops once all have ended.
     expect(page.locator("#sweep-tally")).to_contain_text("4 Succeeded", timeout=120_000)
-    expect(page.locator("#sweep-trials")).to_have_attribute("data-polling", "no")
+    # ... once their logs are archived too (their metrics read), a poll or two later
+    expect(page.locator("#sweep-trials")).to_have_attribute("data-polling", "no", timeout=30_000)
     page.click("#trials tbody tr:nth-child(2) a")
     expect(page.locator("#sweep-trial")).to_contain_text("Trial 2 of 4 in sweep browser-grid")
     expect(page.locator("#sweep-trial")).to_contain_text("LR=0.01, BS=64")

@@ -217,7 +217,8 @@ def _charts(html: str) -> dict[str, str]:
 
 
 @pytest.mark.integration
-def test_a_job_printing_metric_lines_is_charted_while_running_and_from_its_rows_after_archive(client, people, ws):
+def test_a_job_printing_metric_lines_is_charted_while_running_and_from_its_rows_after_archive(client, people, ws,
+                                                                                             localdlc):
     body = {"DisplayName": "metrics", "JobType": "PyTorchJob", "UserCommand": PRINTS,
             "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
     job = Job.objects.create(workspace=ws, owner=people["alice"], display_name="metrics", status="Creating",
@@ -236,6 +237,10 @@ def test_a_job_printing_metric_lines_is_charted_while_running_and_from_its_rows_
     pod_id = job.pods[0]["PodId"]
     assert 'hx-trigger="every 15s"' in html and f"?pod={pod_id}" in html and 'data-source="live"' in html
     assert "from the last 5,000 log lines" not in html
+    # Another viewer (or a loop) within LIVE_CACHE_SECONDS gets the same read: DLC is not asked again.
+    reads = localdlc.stats()["calls"].get("GetPodLogs", 0)
+    assert _charts(client.get(url, **HTMX).content.decode()) == _charts(html)
+    assert localdlc.stats()["calls"].get("GetPodLogs", 0) == reads
 
     # Ended and archived: the rows, no refresh, no DLC call.
     _wait(job, lambda item: item["Status"] == "Succeeded")
@@ -307,6 +312,9 @@ def test_the_goal_defaults_to_min_for_losses_errors_and_perplexities():
 
     assert [sweeps.default_goal(n) for n in ("val/loss", "Top1_Error", "perplexity", "acc", "bleu")] == [
         "min", "min", "min", "max", "max"]
+    # the usual short names of lower-is-better metrics, as whole words only
+    assert [sweeps.default_goal(n) for n in ("val_mse", "eval/RMSE", "mae", "test-wer", "ppl", "nll", "fid",
+                                             "power", "precision", "lr")] == ["min"] * 7 + ["max"] * 3
 
 
 def test_ended_trials_are_ranked_best_first_the_others_below_in_trial_order():
@@ -354,3 +362,20 @@ def test_a_job_waiting_to_submit_says_so_and_asks_again(client, people, ws):
     Job.objects.filter(pk=job.pk).update(status="SubmitFailed")
     html = client.get(f"/jobs/{job.pk}/scalars", **HTMX).content.decode()
     assert "Not started" in html and "hx-trigger" not in html
+
+
+def test_tqdm_bars_and_torchrun_rank_prefixes_around_metric_lines():
+    bar = " 45%|████▌     | 45/100 [00:04<00:05, 10.00it/s, loss=0.3]"
+    lines = [
+        f"Epoch 1:{bar}METRIC step=1 loss=0.5",  # logged to stderr while the bar was drawn
+        f"\r{bar}\r 46%|████▌     | 46/100 [00:04<00:05]\rMETRIC step=2 loss=0.4\r",  # what a terminal shows
+        "100%|██████████| 100/100 [00:10<00:00, 10.00it/s]",  # a bar alone is no metric
+        "[default0]:METRIC step=3 loss=0.3",
+        "[default1]:METRIC step=3 loss=0.9",  # another rank of the same run: not a restart to step 3
+        "[rank0]: METRIC step=4 loss=0.2",
+        "[rank3]: METRIC step=2 loss=0.8",
+        f"[default0]:{bar}METRIC step=5 loss=0.15",  # torchrun prefixes what the rank wrote, bar and all
+        f"[default2]:{bar}METRIC step=5 loss=0.95",
+        "INFO 45% done METRIC step=6 loss=0.1",  # still: the marker first, or after a bar
+    ]
+    assert scalars.parse(lines) == {"loss": [(1, 0.5), (2, 0.4), (3, 0.3), (4, 0.2), (5, 0.15)]}

@@ -79,6 +79,7 @@ def test_recurrences_in_words():
     (("hourly", "169"), "every_hours"),
     (("hourly", "6.5"), "every_hours"),
     (("hourly", True), "every_hours"),
+    (("hourly", "9" * 5000), "every_hours"),  # int() refuses it with ValueError: a 500 before
     (("daily", None, "24:00"), "at"),
     (("daily", None, "2pm"), "at"),
     (("weekly", None, "02:00", []), "weekdays"),
@@ -87,6 +88,11 @@ def test_recurrences_in_words():
 def test_bad_recurrences_are_refused_at_their_field(args, field):
     recurrence, errors = schedules.parse_recurrence(*args)
     assert recurrence is None and list(errors) == [field], errors
+
+
+def test_weekdays_given_as_one_string_are_told_the_shape():
+    recurrence, errors = schedules.parse_recurrence("weekly", None, "02:00", "mon,thu")
+    assert recurrence is None and errors == {"weekdays": ['Give the weekdays as a list, e.g. ["mon", "thu"].']}
 
 
 def test_good_recurrences_parse():
@@ -409,3 +415,23 @@ def test_two_beats_at_once_start_one_job_for_the_slot(stack, member, workspace):
     assert len(outcomes) == 2 and outcomes.count("started") <= 1, outcomes
     assert Job.objects.filter(scheduled_run__schedule=schedule).count() == 1
     assert schedule.runs.count() == 1
+
+
+def test_the_schedules_page_reads_the_runs_of_all_schedules_at_once(db):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    team = pf.make_team()
+    client = pf.client_for(team.users["member"])
+    url = f"/workspaces/{team.alpha.pk}/schedules"
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as seen:
+            assert client.get(url).status_code == 200
+        return len(seen)
+
+    schedules.run_one(make_schedule(team, name="first").pk)
+    one = queries()
+    for n in range(4):
+        schedules.run_one(make_schedule(team, name=f"more{n}").pk)
+    assert queries() == one, "one query per schedule for its runs (N+1)"

@@ -1069,6 +1069,8 @@ def test_strip_secrets_hides_advanced_settings_named_like_secrets():
     # the broader words the job page and the import notes masked before (one rule now)
     "DB_PASS", "MY_AUTH", "SSH_KEY", "OAUTH_CLIENT", "HFTOKEN", "DBPASSWORD", "MYAPIKEY", "ACCESSKEY_ID", "api-key",
     "Authorization", "GIT_CREDS", "key",
+    # masked by the job page's rule before masked_on_display replaced it: still masked
+    "PASSCODE", "APP_PASSCODE", "AUTHKEY", "TS_AUTHKEY",
 ])
 def test_names_masked_on_display(name):
     assert spec.masked_on_display(name)

@@ -158,6 +158,7 @@ def test_the_sweep_page_shows_its_facts_parameters_tally_and_trials_and_polls_wh
     partial = web.get(sweep.get_absolute_url(), HTTP_HX_REQUEST="true").content.decode()
     assert partial.lstrip().startswith('<div id="sweep-trials"') and "<html" not in partial
     assert 'data-polling="no"' in partial and "hx-get" not in partial and "4 Succeeded" in partial
+    assert '<span id="sweep-stop" hx-swap-oob="true"></span>' in partial, "the page's Stop button goes too"
     # Compare links the first trials; "Clone as sweep" clones trial 1 with the grid in the sweep box.
     compare = re.search(r'id="compare-trials" href="([^"]+)"', html).group(1)
     assert parse_qs(urlparse(htmllib.unescape(compare)).query)["ids"] == [str(jobs[n].pk) for n in (1, 2, 3, 4)]
@@ -267,7 +268,8 @@ def test_a_2x2_sweep_really_runs_on_localdlc_and_each_trial_sees_its_own_values(
     def finished():
         for t in trials:
             t.job.refresh_from_db()
-        return all(t.job.status in st.TERMINAL and t.job.pods for t in trials)
+        # archived too: until their metrics are read the table keeps polling (sweeps.polling)
+        return all(t.job.status in st.TERMINAL and t.job.pods and t.job.logs_archived_at for t in trials)
 
     wait_for(finished, timeout=120)
     for t in trials:
@@ -437,3 +439,57 @@ def test_clone_as_sweep_of_a_random_search_carries_trials_and_seed_and_samples_t
     second = Sweep.objects.exclude(pk=sweep.pk).get()
     assert (second.method, second.trials_asked, second.seed) == ("random", 5, 77)
     assert [t.values for t in second.trials.order_by("number")] == [t.values for t in sweep.trials.order_by("number")]
+
+
+def test_sweep_values_with_markup_are_shown_as_text_on_the_sweep_and_job_pages(web, ws):
+    # Sweep values are free text (anything but a comma or a line break) shown on several pages: escaped everywhere.
+    payload = ['<img src=x onerror="alert(1)">', "<script>alert(2)</script>"]
+    sweep = launch(web, grid=f"MODE = {', '.join(payload)}", environment__command="python train.py --mode $MODE")
+    job = sweep.trials.get(number=1).job
+    for url in (sweep.get_absolute_url(), job.get_absolute_url(), f"/jobs/compare?ids={job.pk}&ids={job.pk + 1}"):
+        page = web.get(url).content.decode()
+        assert "&lt;img src=x" in page, url  # trial 1's value, shown as text
+        assert "<img src=x" not in page and "<script>alert" not in page, url
+
+
+def test_the_table_keeps_polling_after_the_last_trial_ended_until_its_metrics_are_read(web):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    sweep = launch(web)
+    jobs = [t.job for t in sweep.trials.select_related("job")]
+    ids = [j.pk for j in jobs]
+    now = timezone.now()
+    # Ended a moment ago, the log archive (which reads the METRIC lines) not done yet: the page must ask again,
+    # else it stays on "No trial has training metrics yet" when the metrics arrive seconds later.
+    for pk in ids:
+        Job.objects.filter(pk=pk).update(status="Succeeded", dlc_job_id=f"dlc-{pk}", finished_at=now)
+
+    def partial() -> str:
+        return web.get(sweep.get_absolute_url(), HTTP_HX_REQUEST="true").content.decode()
+
+    page = partial()
+    assert 'data-polling="yes"' in page and "hx-get" in page and "4 Succeeded" in page
+    assert 'id="stop-all"' not in web.get(sweep.get_absolute_url()).content.decode(), "nothing left to stop"
+    Job.objects.filter(pk__in=ids).update(logs_archived_at=now)
+    assert 'data-polling="no"' in partial()
+    # An archive that never came is not waited for forever.
+    Job.objects.filter(pk__in=ids).update(logs_archived_at=None, finished_at=now - sweeps.ARCHIVE_WAIT - timedelta(1))
+    assert 'data-polling="no"' in partial()
+
+
+def test_re_ranking_in_place_also_updates_the_compare_link_to_the_best_trials(web):
+    from jobs.models import JobScalar
+
+    sweep = launch(web)
+    jobs = {t.number: t.job for t in sweep.trials.select_related("job")}
+    for number, last in {1: 0.5, 2: 0.2, 3: 0.1, 4: 0.3}.items():
+        JobScalar.objects.create(job=jobs[number], pod_id="p-0", name="loss", points=[[9, last]], last=last,
+                                 min=last, max=last, count=1, last_step=9)
+    Job.objects.filter(pk__in=[j.pk for j in jobs.values()]).update(status="Succeeded")
+    ranked = web.get(f"{sweep.get_absolute_url()}?rank=loss", HTTP_HX_REQUEST="true").content.decode()
+    link = re.search(r'<a class="button" id="compare-trials" href="([^"]+)" hx-swap-oob="true">', ranked)
+    assert link, "the page's Compare link, outside the swapped table, kept the trial order"
+    ids = parse_qs(urlparse(htmllib.unescape(link.group(1))).query)["ids"]
+    assert ids == [str(jobs[n].pk) for n in (3, 2, 4, 1)]

@@ -313,6 +313,8 @@ def field_error(text: str, trials="5", seed="1", field=sweeps.FIELD) -> str:
     ("N = int(2.5, 8)", "N = int(...): the bounds must be whole numbers (both included), not '2.5'"),
     ("N = int(2, 8.0)", "not '8.0'"),
     ("N = int(2, 1e3)", "not '1e3'"),
+    # More digits than int() converts (4,300) was a ValueError, so a 500: a field error instead.
+    ("N = int(0, " + "9" * 5000 + ")", "N = int(...): the bounds may have at most 18 digits."),
     ("1N = int(2, 8)", "not an environment variable name"),
     ("HF_TOKEN = uniform(0, 1)", "looks like the name of a secret"),
     ("N = int(1, 2)\nN = int(3, 4)", "N is named twice"),
@@ -383,3 +385,13 @@ def test_random_trial_bodies_carry_the_sampled_values():
     assert errors == {} and [t.body["DisplayName"] for t in all_trials] == ["rs-01", "rs-02", "rs-03"]
     assert [t.values for t in all_trials] == found.trials()
     assert all(t.body["Envs"] == t.values for t in all_trials)
+
+
+def test_a_narrow_range_gets_the_digits_to_keep_its_samples_apart_and_inside():
+    # At 4 significant digits uniform(0.999, 0.9999) has ten values and loguniform(0.00010001, 0.00010002)
+    # one, "0.0001", below its low bound.
+    ema = sample_of("uniform(0.999, 0.9999)")
+    assert all(0.999 <= float(v) <= 0.9999 for v in ema) and len(set(ema)) > 40
+    narrow = sample_of("loguniform(0.00010001, 0.00010002)")
+    assert all(0.00010001 <= float(v) <= 0.00010002 for v in narrow) and len(set(narrow)) > 40
+    assert sweeps.digits_for(1e-5, 1e-1) == 4 and sweeps.digits_for(-0.5, 0.5) == 4

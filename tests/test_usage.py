@@ -132,6 +132,14 @@ def test_the_csv_has_one_line_per_job_and_defuses_formula_names(team):
     assert line["name"] == "'=HYPERLINK(1)" and line["gpu_hours"] == "4.00" and line["cpu_core_hours"] == "16.00"
 
 
+def test_the_csv_defuses_a_formula_job_type(team):
+    # A job synced from DLC carries DLC's JobType as given: a cell like any other text.
+    Job.objects.all().delete()
+    ran(team, "typed", hours=1, job_type="@SUM(1+1)")
+    rows = list(csv.DictReader(io.StringIO(usage.to_csv(usage.report(team.alpha, 30, specs=SPECS, now=NOW)))))
+    assert rows[0]["job_type"] == "'@SUM(1+1)"
+
+
 # -- the page ------------------------------------------------------------------------------------------------
 
 

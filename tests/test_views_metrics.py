@@ -39,6 +39,17 @@ def ran(ws, people) -> Job:
     return job
 
 
+def test_every_request_within_a_few_seconds_shares_one_read(client, people, ran, localdlc):
+    client.force_login(people["vic"])
+    first = client.get(f"/jobs/{ran.pk}/metrics?range=1h", **HTMX).content.decode()
+    reads = localdlc.stats()["calls"].get("GetJobMetrics", 0)
+    client.force_login(people["alice"])  # another viewer, the same job and range
+    assert client.get(f"/jobs/{ran.pk}/metrics?range=1h", **HTMX).content.decode() == first
+    assert localdlc.stats()["calls"].get("GetJobMetrics", 0) == reads, "DLC was asked again"
+    client.get(f"/jobs/{ran.pk}/metrics?range=6h", **HTMX)  # another range is another read
+    assert localdlc.stats()["calls"].get("GetJobMetrics", 0) > reads
+
+
 def test_a_job_that_ran_gets_svg_charts_of_its_pods_and_no_refresh(client, people, ran):
     client.force_login(people["vic"])  # a viewer may look
     html = client.get(f"/jobs/{ran.pk}/metrics?range=job", **HTMX).content.decode()

@@ -69,7 +69,8 @@ def looks_like_secret(name: object) -> bool:
 # Authorization, and names run together (DBPASSWORD, MYAPIKEY). Still by segment, so KEYBOARD, MONKEY_COUNT and
 # TOKENIZERS_PARALLELISM are shown.
 _DISPLAY_SEGMENT = re.compile(r"[a-z]*(pass|tokens?|auth)|authori[sz]ation|key|creds?")
-_DISPLAY_RUN_TOGETHER = re.compile(r"passw(or)?d|secret|credential|(api|access|private)[_-]?key")
+# PASSCODE and AUTHKEY too: the job page's older rule masked them, and this one must not show what it hid.
+_DISPLAY_RUN_TOGETHER = re.compile(r"passw(or)?d|passcode|secret|credential|(api|access|private|auth)[_-]?key")
 
 
 def masked_on_display(name: object) -> bool:
