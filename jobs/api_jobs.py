@@ -72,7 +72,7 @@ def job_json(job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
     }
 
 
-def _json_body(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
+def json_body(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
     if not request.body:
         return {}, None
     try:
@@ -81,16 +81,16 @@ def _json_body(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
         return None, JsonResponse({"errors": {"": [f"The request body is not valid JSON: {exc}."]}}, status=400)
 
 
-def _id(text: str) -> int:
+def parse_id(text: str) -> int:
     # Anything but a plausible row id names no row: the lookup answers 404.
     return int(text) if text.isdigit() and len(text) <= 18 else 0
 
 
-def _bad(errors: dict[str, list[str]]) -> JsonResponse:
+def bad_request(errors: dict[str, list[str]]) -> JsonResponse:
     return JsonResponse({"errors": errors}, status=400)
 
 
-class _Problem(Exception):
+class Problem(Exception):
     """Errors keyed by field path, answered as a 400."""
 
     def __init__(self, errors: dict[str, list[str]]) -> None:
@@ -98,14 +98,14 @@ class _Problem(Exception):
         self.errors = errors
 
 
-def _workspace(request: HttpRequest, action: str) -> Workspace:
+def request_workspace(request: HttpRequest, action: str) -> Workspace:
     """The workspace named by ?workspace=<id>, or the caller's only one; 404 when not theirs."""
     chosen = request.GET.get("workspace", "")
     if chosen:
-        return access.get_workspace(request.api_user, _id(chosen), action)
+        return access.get_workspace(request.api_user, parse_id(chosen), action)
     mine = list(access.workspaces_for(request.api_user)[:2])
     if len(mine) != 1:
-        raise _Problem({"workspace": ["Name the console workspace: ?workspace=<id> (see GET /api/v1/workspaces)."]})
+        raise Problem({"workspace": ["Name the console workspace: ?workspace=<id> (see GET /api/v1/workspaces)."]})
     access.require(request.api_user, action, workspace=mine[0])
     return mine[0]
 
@@ -176,14 +176,14 @@ def _check_workspace_id(body: dict[str, Any], workspace: Workspace) -> dict[str,
     return {}
 
 
-def _template_errors(request: HttpRequest, workspace: Workspace, body: dict[str, Any]) -> dict[str, list[str]]:
+def template_errors(request: HttpRequest, workspace: Workspace, body: dict[str, Any]) -> dict[str, list[str]]:
     """Locked-field errors when the caller says the job starts from ?template=<id>[&version=<n>]."""
     from jobs import templates_lib
 
     template_id = request.GET.get("template", "")
     if not template_id:
         return {}
-    template = JobTemplate.objects.filter(pk=_id(template_id), workspace=workspace).first()
+    template = JobTemplate.objects.filter(pk=parse_id(template_id), workspace=workspace).first()
     if template is None:
         return {"template": ["No such template in this workspace."]}
     version = request.GET.get("version", "")
@@ -252,11 +252,11 @@ def jobs(request: HttpRequest) -> JsonResponse:
         return _create(request)
     filters = listing.Filters.from_query(request.GET)
     if filters.errors:
-        return _bad(filters.errors)
+        return bad_request(filters.errors)
     rows = access.jobs_for(request.api_user).select_related("workspace", "owner")
     chosen = request.GET.get("workspace", "")
     if chosen:
-        rows = rows.filter(workspace=access.get_workspace(request.api_user, _id(chosen)))
+        rows = rows.filter(workspace=access.get_workspace(request.api_user, parse_id(chosen)))
     page = listing.page(rows, filters, user=request.api_user)
     base = {**filters.query(), **({"workspace": chosen} if chosen else {})}
 
@@ -273,17 +273,17 @@ def jobs(request: HttpRequest) -> JsonResponse:
 
 
 def _create(request: HttpRequest) -> JsonResponse:
-    body, bad = _json_body(request)
+    body, bad = json_body(request)
     if bad:
         return bad
     try:
-        workspace = _workspace(request, "create")
-    except _Problem as problem:
-        return _bad(problem.errors)
-    extra = _template_errors(request, workspace, body) if isinstance(body, dict) else {}
+        workspace = request_workspace(request, "create")
+    except Problem as problem:
+        return bad_request(problem.errors)
+    extra = template_errors(request, workspace, body) if isinstance(body, dict) else {}
     job, errors = submit_body(request.api_user, workspace, body, extra_errors=extra)
     if errors:
-        return _bad(errors)
+        return bad_request(errors)
     response = JsonResponse(job_json(job, request), status=201)
     response["Location"] = request.build_absolute_uri(reverse("api_job", args=[job.pk]))
     return response
@@ -305,18 +305,18 @@ def _patch(request: HttpRequest, pk: int) -> JsonResponse:
     from jobs import priority
 
     target = access.get_job(request.api_user, pk)
-    payload, bad = _json_body(request)
+    payload, bad = json_body(request)
     if bad:
         return bad
     if not isinstance(payload, dict) or set(payload) != {"priority"}:
-        return _bad({"": ['Send {"priority": <1-9>}: priority is the one field that can be changed.']})
+        return bad_request({"": ['Send {"priority": <1-9>}: priority is the one field that can be changed.']})
     try:
         priority.change_priority(request.api_user, target, payload["priority"])
     except priority.PriorityError as err:
         if err.kind == "forbidden":
             raise PermissionDenied(err.message) from err
         if err.kind == "invalid":
-            return _bad({"priority": [err.message]})
+            return bad_request({"priority": [err.message]})
         return JsonResponse({"errors": {"priority": [err.message]}}, status=err.http_status)
     return JsonResponse(job_json(target, request))
 
@@ -343,14 +343,14 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
     each environment variable the source kept secret).
     """
     source = access.get_job(request.api_user, pk, "clone")
-    payload, bad = _json_body(request)
+    payload, bad = json_body(request)
     if bad:
         return bad
     if not isinstance(payload, dict):
-        return _bad({"": ["Send a JSON object: {\"changes\": {...}, \"registry_password\": \"...\"}."]})
+        return bad_request({"": ["Send a JSON object: {\"changes\": {...}, \"registry_password\": \"...\"}."]})
     changes = payload.get("changes") or {}
     if not isinstance(changes, dict):
-        return _bad({"changes": ["Must be an object of CreateJob fields."]})
+        return bad_request({"changes": ["Must be an object of CreateJob fields."]})
     body, reprompts = clone_body(source)
     body.update(changes)
     # A secret variable of the source is the placeholder in body: its value must come again, in secret_envs.
@@ -361,10 +361,10 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
         if not isinstance(payload.get(key), str) or not payload[key]:
             errors[key] = ["The source job used this secret; secrets are never copied, send it again."]
         else:
-            _PUT_SECRET[key](body, payload[key])
+            PUT_SECRET[key](body, payload[key])
     job, problems = submit_body(request.api_user, source.workspace, body, cloned_from=source, extra_errors=errors)
     if problems:
-        return _bad(problems)
+        return bad_request(problems)
     response = JsonResponse(job_json(job, request), status=201)
     response["Location"] = request.build_absolute_uri(reverse("api_job", args=[job.pk]))
     return response
@@ -387,17 +387,17 @@ def clone_body(source: Job) -> tuple[dict[str, Any], list[str]]:
     return body, reprompts
 
 
-def _put_registry_password(body: dict[str, Any], password: str) -> None:
+def put_registry_password(body: dict[str, Any], password: str) -> None:
     for role in body.get("JobSpecs") or []:
         if isinstance(role, dict) and isinstance(role.get("ImageConfig"), dict):
             role["ImageConfig"]["Password"] = password
 
 
-def _put_ray_password(body: dict[str, Any], password: str) -> None:
+def put_ray_password(body: dict[str, Any], password: str) -> None:
     body.setdefault("Settings", {}).setdefault("AdvancedSettings", {})["RayRedisPassword"] = password
 
 
-_PUT_SECRET = {"registry_password": _put_registry_password, "ray_redis_password": _put_ray_password}
+PUT_SECRET = {"registry_password": put_registry_password, "ray_redis_password": put_ray_password}
 
 
 @api_view

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from jobs import access, schedules
-from jobs.api_jobs import _bad, _json_body, _Problem, _workspace
+from jobs.api_jobs import Problem, bad_request, json_body, request_workspace
 from jobs.apitokens import api_view
 from jobs.models import Schedule
 
@@ -78,24 +78,24 @@ def schedule_list(request: HttpRequest) -> JsonResponse:
     if request.method == "POST":
         return _create(request)
     try:
-        workspace = _workspace(request, "view")
-    except _Problem as problem:
-        return _bad(problem.errors)
+        workspace = request_workspace(request, "view")
+    except Problem as problem:
+        return bad_request(problem.errors)
     found = (Schedule.objects.filter(workspace=workspace).select_related("workspace", "owner")
              .prefetch_related(schedules.recent_runs()))
     return JsonResponse({"schedules": [schedule_json(s, request) for s in found]})
 
 
 def _create(request: HttpRequest) -> JsonResponse:
-    payload, bad = _json_body(request)
+    payload, bad = json_body(request)
     if bad:
         return bad
     try:
-        workspace = _workspace(request, "create")
-    except _Problem as problem:
-        return _bad(problem.errors)
+        workspace = request_workspace(request, "create")
+    except Problem as problem:
+        return bad_request(problem.errors)
     if not isinstance(payload, dict):
-        return _bad({"": ['Send a JSON object: {"name": ..., "recurrence": {...}, "job": {<CreateJob body>}}.']})
+        return bad_request({"": ['Send a JSON object: {"name": ..., "recurrence": {...}, "job": {<CreateJob body>}}.']})
     errors = {key: [f"Unknown field: send {', '.join(sorted(FIELDS))}."] for key in payload if key not in FIELDS}
     recurrence = payload.get(RECURRENCE)
     if not isinstance(recurrence, dict):
@@ -111,10 +111,10 @@ def _create(request: HttpRequest) -> JsonResponse:
     if not isinstance(payload.get(schedules.JOB), dict):
         errors[schedules.JOB] = ["Must be a JSON object: the CreateJob body, as POST /api/v1/jobs takes it."]
     if errors or chosen is None:
-        return _bad(errors)
+        return bad_request(errors)
     schedule, errors = schedules.create(request.api_user, workspace, payload[schedules.JOB], chosen)
     if schedule is None:
-        return _bad(errors)
+        return bad_request(errors)
     response = JsonResponse(schedule_json(schedule, request), status=201)
     response["Location"] = request.build_absolute_uri(reverse("api_schedule", args=[schedule.pk]))
     return response
@@ -131,11 +131,12 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "DELETE":
         schedules.delete(request.api_user, schedule)
         return HttpResponse(status=204)
-    payload, bad = _json_body(request)
+    payload, bad = json_body(request)
     if bad:
         return bad
     if not isinstance(payload, dict) or set(payload) != {"enabled"} or not isinstance(payload["enabled"], bool):
-        return _bad({"": ['Send {"enabled": true} or {"enabled": false}: it is the one field that can be changed.']})
+        return bad_request(
+            {"": ['Send {"enabled": true} or {"enabled": false}: it is the one field that can be changed.']})
     if payload["enabled"] != schedule.enabled:
         schedules.set_enabled(request.api_user, schedule, payload["enabled"])
     return JsonResponse(schedule_json(schedule, request))

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from jobs import access, api_jobs, jobpage, lifecycle, sweeps, usage
 from jobs import status as st
-from jobs.api_jobs import _bad, _id, _json_body, _Problem, _workspace
+from jobs.api_jobs import Problem, bad_request, json_body, parse_id, request_workspace
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, Membership, Sweep, SweepTrial, Workspace
 
@@ -171,7 +171,7 @@ def _names(envs: Any) -> list[str]:
 def _template_locks(request: HttpRequest, workspace: Workspace) -> list[str]:
     from jobs import templates_lib
 
-    template = JobTemplate.objects.filter(pk=_id(request.GET.get("template", "")), workspace=workspace).first()
+    template = JobTemplate.objects.filter(pk=parse_id(request.GET.get("template", "")), workspace=workspace).first()
     return templates_lib.lock_paths(template) if template else []
 
 
@@ -260,9 +260,9 @@ def sweep_list(request: HttpRequest) -> JsonResponse:
     if request.method == "POST":
         return _create(request)
     try:
-        workspace = _workspace(request, "view")
-    except _Problem as problem:
-        return _bad(problem.errors)
+        workspace = request_workspace(request, "view")
+    except Problem as problem:
+        return bad_request(problem.errors)
     found = list(Sweep.objects.filter(workspace=workspace).select_related("workspace", "owner")[:LIST_SIZE])
     statuses: dict[int, list[str]] = {s.pk: [] for s in found}
     rows = SweepTrial.objects.filter(sweep__in=found).order_by("sweep", "number")
@@ -273,21 +273,22 @@ def sweep_list(request: HttpRequest) -> JsonResponse:
 
 
 def _create(request: HttpRequest) -> JsonResponse:
-    payload, bad = _json_body(request)
+    payload, bad = json_body(request)
     if bad:
         return bad
     try:
-        workspace = _workspace(request, "create")
-    except _Problem as problem:
-        return _bad(problem.errors)
+        workspace = request_workspace(request, "create")
+    except Problem as problem:
+        return bad_request(problem.errors)
     if not isinstance(payload, dict):
-        return _bad({"": ['Send a JSON object: {"Job": {<CreateJob body>}, "Parameters": {"LR": ["0.1", "0.01"]}}.']})
+        return bad_request(
+            {"": ['Send a JSON object: {"Job": {<CreateJob body>}, "Parameters": {"LR": ["0.1", "0.01"]}}.']})
     errors: dict[str, list[str]] = {key: [f"Unknown field: send {JOB}, {PARAMETERS} and (optional) {SEARCH}."]
                                     for key in payload if key not in (JOB, PARAMETERS, SEARCH)}
     body = payload.get(JOB)
     checked = None
     if isinstance(body, dict):
-        template_errors = api_jobs._template_errors(request, workspace, body)
+        template_errors = api_jobs.template_errors(request, workspace, body)
         checked, job_errors = api_jobs.check_body(workspace, body, extra_errors=template_errors)
         errors.update(_in_job(job_errors))
     else:
@@ -301,11 +302,11 @@ def _create(request: HttpRequest) -> JsonResponse:
                                         search=numbers.get(SEARCH))
     errors.update(grid_errors)
     if errors or checked is None or grid is None:
-        return _bad(errors)
+        return bad_request(errors)
     grid, found, problems = sweeps.check_trials(grid, checked.wire, context=checked.context,
                                                 hints=checked.context.hints, locked=_template_locks(request, workspace))
     if problems:
-        return _bad({PARAMETERS: problems})
+        return bad_request({PARAMETERS: problems})
     sweep = sweeps.launch(workspace=workspace, owner=request.api_user, name=checked.wire["DisplayName"], grid=grid,
                           found=found, hints=checked.hints, secrets=checked.secret_envs)
     response = JsonResponse(sweep_json(sweep, request, _trials(sweep)), status=201)
@@ -366,9 +367,9 @@ def workspace_usage(request: HttpRequest, pk: int) -> JsonResponse:
 
     workspace = access.get_workspace(request.api_user, pk)
     given = request.GET.get("days", "")
-    days = _id(given) if given else usage.DEFAULT_DAYS
+    days = parse_id(given) if given else usage.DEFAULT_DAYS
     if days not in usage.PERIODS:
-        return _bad({"days": [f"One of {', '.join(str(d) for d in usage.PERIODS)} (days)."]})
+        return bad_request({"days": [f"One of {', '.join(str(d) for d in usage.PERIODS)} (days)."]})
     catalog = instance_catalog(workspace)
     result = usage.report(workspace, days, specs=catalog.by_type())
     return JsonResponse({

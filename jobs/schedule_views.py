@@ -107,7 +107,7 @@ def schedule_delete(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
     """Schedule a job's configuration (members who may create jobs in its workspace)."""
-    from jobs.api_jobs import _PUT_SECRET, SECRET_ENVS, clone_body
+    from jobs.api_jobs import PUT_SECRET, SECRET_ENVS, clone_body
 
     job: Job = access.get_job(request.user, pk, "clone")
     body, reprompts = clone_body(job)
@@ -117,7 +117,7 @@ def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
                         initial={"name": job.display_name[:schedules.NAME_MAX]})
     if request.method == "POST" and form.is_valid() and form.chosen is not None:
         for key in reprompts:
-            _PUT_SECRET[key](body, form.cleaned_data[key])
+            PUT_SECRET[key](body, form.cleaned_data[key])
         body[SECRET_ENVS] = {name: form.cleaned_data[SECRET_ENV_FIELD + name] for name in secret_envs}
         schedule, errors = schedules.create(request.user, job.workspace, body, form.chosen, source_job=job)
         if schedule is not None:

@@ -35,7 +35,6 @@ MAX_EVERY_HOURS = 168
 WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 WEEKDAY_LABELS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 NAME_MAX = 100
-_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")  # the job name's characters: the schedule name starts every job name
 _TIME_RE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
 STAMP = "-%Y%m%d-%H%M"
 RUNS_SHOWN = 5
@@ -143,7 +142,7 @@ def name_problem(name: Any) -> str | None:
         return "Enter a name."
     if len(name) > NAME_MAX:
         return f"At most {NAME_MAX} characters."
-    if not _NAME_RE.fullmatch(name):
+    if not spec.JOB_NAME_RE.fullmatch(name):  # the schedule name starts every job name
         return "Only letters, digits, '_', '.' and '-': the name starts the name of every job the schedule starts."
     return None
 
@@ -159,13 +158,13 @@ def job_name(schedule_name: str, due_at: datetime) -> str:
 
 def body_for_check(body: dict[str, Any], secrets: dict[str, str]) -> dict[str, Any]:
     """The stored body with its secrets back, as api_jobs.check_body takes it (secret envs in SecretEnvs)."""
-    from jobs.api_jobs import SECRET_ENVS, _put_ray_password, _put_registry_password
+    from jobs.api_jobs import SECRET_ENVS, put_ray_password, put_registry_password
 
     out = dict(body)
     if secrets.get("registry_password"):
-        _put_registry_password(out, secrets["registry_password"])
+        put_registry_password(out, secrets["registry_password"])
     if secrets.get("RayRedisPassword"):
-        _put_ray_password(out, secrets["RayRedisPassword"])
+        put_ray_password(out, secrets["RayRedisPassword"])
     named = {k[len(spec.SECRET_ENV_PREFIX):]: v for k, v in secrets.items() if k.startswith(spec.SECRET_ENV_PREFIX)}
     if named:
         out[SECRET_ENVS] = named

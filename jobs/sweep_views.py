@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from jobs import access, jobpage, lifecycle, scalars, sweeps
 from jobs import status as st
 from jobs.models import Sweep
-from jobs.views import _partial, can_select, current_workspace, show_workspace
+from jobs.views import can_select, current_workspace, show_workspace, wants_partial
 
 LIST_SIZE = 50
 
@@ -65,7 +65,7 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
                "active": sweeps.any_active(rows), "polling": sweeps.polling(rows),
                # The first trials shown: the best ones when ranked (a partial re-ranking sends it out of band).
                "compare_url": "/jobs/compare?" + urlencode([("ids", r.row["pk"]) for r in rows[:sweeps.COMPARE_MAX]])}
-    if _partial(request):
+    if wants_partial(request):
         return render(request, "jobs/_sweep_trials.html", {**context, "oob": True})
     show_workspace(request, sweep.workspace)
     context.update({

@@ -30,7 +30,6 @@ from django.conf import settings
 
 from jobs import catalog as C
 from jobs import spec
-from jobs.spec.rules import _ENV_KEY_RE, _NAME_RE  # the spec's own rules: one source of truth
 
 FIELD = "sweep"
 MAX_PARAMETERS = 8
@@ -447,7 +446,7 @@ def name_problem(name: str, env_names: set[str] = frozenset(), seen: set[str] = 
     """Why a parameter name cannot be used, or None."""
     if not name:
         return "the parameter name is missing before '='."
-    if not _ENV_KEY_RE.fullmatch(name):
+    if not spec.ENV_NAME_RE.fullmatch(name):
         return (f"{name!r} is not an environment variable name: letters, digits and '_', not starting with a "
                 "digit.")
     if name in seen:
@@ -464,7 +463,7 @@ def trial_name(base: str, number: int, total: int) -> str:
     """`<base>-01`: the trial's DisplayName, the base cut so the whole stays within the spec's length."""
     width = max(2, len(str(total)))
     suffix = f"-{number:0{width}d}"
-    base = "".join(ch if _NAME_RE.fullmatch(ch) else "-" for ch in base) or "sweep"
+    base = "".join(ch if spec.JOB_NAME_RE.fullmatch(ch) else "-" for ch in base) or "sweep"
     return base[: C.MAX_NAME_LENGTH - len(suffix)] + suffix
 
 

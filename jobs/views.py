@@ -97,7 +97,7 @@ def _enqueue_submit(job_id: int) -> None:
         log.warning("could not enqueue the submission of job %s (the sweep will): %s", job_id, exc)
 
 
-def _partial(request: HttpRequest) -> bool:
+def wants_partial(request: HttpRequest) -> bool:
     """An HTMX request for a fragment (not htmx restoring a page from history, which needs it whole)."""
     return bool(request.htmx) and not request.htmx.history_restore_request
 
@@ -160,7 +160,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
     filters = listing.Filters.from_query(request.GET)
     context = _list_context(request, workspace, filters)
-    if _partial(request):
+    if wants_partial(request):
         return render(request, "jobs/_results.html", context)
     context["choices"] = listing.filter_choices(filters, listing.owner_choices(workspace, filters.owner))
     return render(request, "jobs/list.html", context)
@@ -208,7 +208,7 @@ def jobs_stop(request: HttpRequest) -> HttpResponse:
     found = {job.pk: job for job in access.jobs_for(request.user).filter(pk__in=ids).select_related("workspace")}
     outcome = lifecycle.bulk_stop(request.user, list(found.values())) if found else {}
     results = [jobpage.stop_outcome(outcome.get(pk, "not-found"), found.get(pk), pk) for pk in ids]
-    if not _partial(request):
+    if not wants_partial(request):
         for result in results:
             messages.info(request, f"{result.name}: {result.text}")
         return redirect("job_list")
@@ -238,7 +238,7 @@ def job_compare(request: HttpRequest) -> HttpResponse:
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = access.get_job(request.user, pk)
     context = jobpage.live(job, request.user)
-    if _partial(request):
+    if wants_partial(request):
         return render(request, "jobs/_detail_live.html", context)
     show_workspace(request, job.workspace)
     context["sections"] = jobpage.sections(job)
@@ -252,7 +252,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def job_stop(request: HttpRequest, pk: int) -> HttpResponse:
     job = access.get_job(request.user, pk, action="stop")
     result = jobpage.stop_outcome(lifecycle.request_stop(request.user, job), job, job.pk)
-    if not _partial(request):
+    if not wants_partial(request):
         messages.info(request, f"Stop: {result.text}")
         return redirect(job)
     job = access.get_job(request.user, pk)
@@ -272,7 +272,7 @@ def job_priority(request: HttpRequest, pk: int) -> HttpResponse:
             f"Priority is {change.new}."
     except priority.PriorityError as err:
         error = err.message
-    if not _partial(request):
+    if not wants_partial(request):
         (messages.error if error else messages.success)(request, error or notice)
         return redirect(job)
     return render(request, "jobs/_priority.html", {"priority": priority.control(request.user, job),

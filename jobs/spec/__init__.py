@@ -74,7 +74,8 @@ reports it, and prune_inapplicable() clears such fields for forms that keep hidd
 Public API: build, validate_sections, validate, notes, inverse, hints_from_sections, defaults,
 prune_inapplicable, hidden_fields, infer_hints, strip_secrets, extract_secrets, fill_secrets, wire_path,
 field_for_path, parse_advanced, format_advanced, Context, Policy, SECRET_PATHS, SECRET_PLACEHOLDER,
-WIRE_SCHEMA, APPLICABLE, SECRET_ENV_PREFIX, looks_like_secret, masked_on_display.
+WIRE_SCHEMA, APPLICABLE, SECRET_ENV_PREFIX, looks_like_secret, masked_on_display, JOB_NAME_RE (a job name's
+characters), ENV_NAME_RE (an environment variable's name).
 Error and note dicts map a path to messages; "" is the whole job. Decisions: docs/spec-notes.md.
 
 Layout: import from here (jobs.spec); the code lives in the small modules of this package.
@@ -108,11 +109,12 @@ from jobs.spec.forms import defaults, extract_secrets, fill_secrets, hidden_fiel
 from jobs.spec.from_body import hints_from_sections, inverse
 from jobs.spec.norm import format_advanced, parse_advanced
 from jobs.spec.paths import field_for_path, wire_path
-from jobs.spec.rules import RULES, validate_sections
+from jobs.spec.rules import ENV_NAME_RE, JOB_NAME_RE, RULES, validate_sections
 from jobs.spec.soft_rules import notes
 from jobs.spec.wire import WIRE_SCHEMA, build, strip_secrets
 
 __all__ = [
+    "ENV_NAME_RE", "JOB_NAME_RE",
     "APPLICABLE", "FIELDS", "ROLE_APPLICABLE", "ROW_FIELDS", "RULES", "SECRET_ENV_PREFIX", "SECRET_PATHS",
     "SECRET_PLACEHOLDER", "SECTIONS", "WIRE_SCHEMA", "Context", "Policy", "build", "defaults", "extract_secrets",
     "field_for_path", "fill_secrets", "format_advanced", "hidden_fields", "hints_from_sections", "infer_hints",

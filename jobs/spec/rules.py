@@ -19,9 +19,9 @@ from jobs.spec.wire import _build
 # Rules. Each takes the normalised view, the context and the error sink; paths are section paths.
 # ---------------------------------------------------------------------------------------------------------
 
-_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+JOB_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 _TAG_KEY_RE = re.compile(r"[A-Za-z0-9_.\-]+")
-_ENV_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ARN_RE = re.compile(r"acs:ram::\d+:role/[A-Za-z0-9.\-]{1,64}")
 _OSS_URI_RE = re.compile(r"oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](\.[A-Za-z0-9.\-]+)?(/\S*)?")
 _NAS_URI_RE = re.compile(r"nas://(?P<id>[A-Za-z0-9\-]+)\.(?P<region>[a-z0-9\-]+)(/\S*)?")
@@ -57,7 +57,7 @@ def _rule_basic(n: dict, ctx: Context, e: _Errors) -> None:
         e.add("basic.name", "Enter a job name.")
     elif len(name) > C.MAX_NAME_LENGTH:
         e.add("basic.name", f"The job name must be at most {C.MAX_NAME_LENGTH} characters.")
-    elif not _NAME_RE.fullmatch(name):
+    elif not JOB_NAME_RE.fullmatch(name):
         e.add("basic.name", "The job name may contain only letters, digits, '_', '.' and '-'.")
     tags = n["basic"]["tags"]
     limit = C.MAX_TAGS - ctx.reserved_tags
@@ -260,7 +260,7 @@ def _rule_command_envs_libs(n: dict, ctx: Context, e: _Errors) -> None:
         kp = f"environment.envs[{i}].key"
         if not key:
             e.add(kp, "Enter a variable name.")
-        elif not _ENV_KEY_RE.fullmatch(key):
+        elif not ENV_NAME_RE.fullmatch(key):
             e.add(kp, "Variable names may contain letters, digits and '_', and must not start with a digit.")
         elif key in seen:
             e.add(kp, f"The variable {key} is set twice.")
