@@ -169,6 +169,19 @@ class Stack:
                     "beat": self.start_beat, "web": self.start_web}
         starters[name]()
 
+    def restart_exited(self, names: tuple[str, ...] = ("worker", "beat")) -> list[tuple[str, int]]:
+        """Start again each of these services that exited on its own, as a process supervisor would (production's
+        docker-compose has `restart: unless-stopped`): Celery's worker exits with "Unrecoverable error" when the
+        broker connection is lost while it restores unacknowledged messages (kombu's redis transport). Returns
+        (name, exit code) of each one restarted. A service stopped with stop_service() is not restarted."""
+        restarted = []
+        for name in names:
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                self.start_service(name)
+                restarted.append((name, proc.returncode))
+        return restarted
+
     def restart_service(self, name: str, sig: int = signal.SIGTERM) -> None:
         """Stop one service (sig=SIGKILL for a crash) and start it again on the same port and data dir."""
         self.stop_service(name, sig)

@@ -96,3 +96,23 @@ def test_when_make_dies_without_passing_a_signal_on_runconsole_stops_everything(
     proc.wait(timeout=30)
     # The stack's own stop waits up to 10 s for the services before killing what is left.
     assert left_behind(tree, 30) == [], f"after {how}"
+
+
+def test_a_worker_that_dies_is_started_again_and_sigterm_still_stops_all(make_run):
+    # Celery's worker can exit on its own ("Unrecoverable error" when Redis goes away under it); make run must not
+    # lose the console's worker, nor stop everything, for that.
+    proc, tree, _ = make_run
+    worker = next(p for p in tree if alive(p) and " worker " in cmdline(p) and "celery" in cmdline(p))
+    os.kill(worker, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while True:
+        workers = [p for p in descendants(proc.pid) if " worker " in cmdline(p) and "celery" in cmdline(p)]
+        if any(p != worker for p in workers):
+            break
+        assert time.monotonic() < deadline, "no new worker"
+        assert proc.poll() is None, "make run stopped"
+        time.sleep(0.2)
+    everything = descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    assert left_behind(everything, 5) == []

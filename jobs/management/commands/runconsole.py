@@ -18,6 +18,10 @@ from django.core.management.base import BaseCommand
 from consoleapp.stack import Stack
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Celery's worker and beat are started again when they exit on their own (see Stack.restart_exited), unless
+# they do so more than MAX_RESTARTS times within RESTART_WINDOW seconds: then something is wrong for good.
+MAX_RESTARTS = 5
+RESTART_WINDOW = 60.0
 
 
 class _Stop(Exception):
@@ -75,7 +79,15 @@ class Command(BaseCommand):
                 f"Sign in as {settings.DEMO_USERNAME} / {settings.DEMO_PASSWORD}\n"
                 f"Data dir: {settings.DATA_DIR}. Press Ctrl-C to stop.\n"
             ))
+            restarts: list[float] = []
             while True:
+                for name, code in stack.restart_exited():
+                    now = time.monotonic()
+                    restarts = [t for t in restarts if now - t < RESTART_WINDOW] + [now]
+                    if len(restarts) > MAX_RESTARTS:
+                        _say(self.stderr, f"{name} exited with code {code}, too often; stopping everything.")
+                        raise _Stop()
+                    _say(self.stderr, f"{name} exited with code {code}; started it again.\n")
                 for name, proc in stack.procs.items():
                     if proc.poll() is not None:
                         _say(self.stderr, f"{name} exited with code {proc.returncode}; stopping everything.")
