@@ -272,14 +272,22 @@ def jobs(request: HttpRequest) -> JsonResponse:
     })
 
 
-def _create(request: HttpRequest) -> JsonResponse:
-    body, bad = json_body(request)
+def create_request(request: HttpRequest) -> tuple[Any, Workspace | None, JsonResponse | None]:
+    """(JSON body, workspace) of a POST that creates something in ?workspace=, or (None, None, the answer refusing
+    it): the opening every create endpoint shares (jobs, sweeps, schedules)."""
+    payload, bad = json_body(request)
     if bad:
-        return bad
+        return None, None, bad
     try:
-        workspace = request_workspace(request, "create")
+        return payload, request_workspace(request, "create"), None
     except Problem as problem:
-        return bad_request(problem.errors)
+        return None, None, bad_request(problem.errors)
+
+
+def _create(request: HttpRequest) -> JsonResponse:
+    body, workspace, refused = create_request(request)
+    if refused:
+        return refused
     extra = template_errors(request, workspace, body) if isinstance(body, dict) else {}
     job, errors = submit_body(request.api_user, workspace, body, extra_errors=extra)
     if errors:

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from jobs import access, schedules
-from jobs.api_jobs import Problem, bad_request, json_body, request_workspace
+from jobs.api_jobs import Problem, bad_request, create_request, json_body, request_workspace
 from jobs.apitokens import api_view
 from jobs.models import Schedule
 
@@ -87,13 +87,9 @@ def schedule_list(request: HttpRequest) -> JsonResponse:
 
 
 def _create(request: HttpRequest) -> JsonResponse:
-    payload, bad = json_body(request)
-    if bad:
-        return bad
-    try:
-        workspace = request_workspace(request, "create")
-    except Problem as problem:
-        return bad_request(problem.errors)
+    payload, workspace, refused = create_request(request)
+    if refused:
+        return refused
     if not isinstance(payload, dict):
         return bad_request({"": ['Send a JSON object: {"name": ..., "recurrence": {...}, "job": {<CreateJob body>}}.']})
     errors = {key: [f"Unknown field: send {', '.join(sorted(FIELDS))}."] for key in payload if key not in FIELDS}

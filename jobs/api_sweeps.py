@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from jobs import access, api_jobs, jobpage, lifecycle, sweeps, usage
 from jobs import status as st
-from jobs.api_jobs import Problem, bad_request, json_body, parse_id, request_workspace
+from jobs.api_jobs import Problem, bad_request, create_request, parse_id, request_workspace
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, Membership, Sweep, SweepTrial, Workspace
 
@@ -273,13 +273,9 @@ def sweep_list(request: HttpRequest) -> JsonResponse:
 
 
 def _create(request: HttpRequest) -> JsonResponse:
-    payload, bad = json_body(request)
-    if bad:
-        return bad
-    try:
-        workspace = request_workspace(request, "create")
-    except Problem as problem:
-        return bad_request(problem.errors)
+    payload, workspace, refused = create_request(request)
+    if refused:
+        return refused
     if not isinstance(payload, dict):
         return bad_request(
             {"": ['Send a JSON object: {"Job": {<CreateJob body>}, "Parameters": {"LR": ["0.1", "0.01"]}}.']})
