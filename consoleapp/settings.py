@@ -221,6 +221,32 @@ DLC_BASE_URL = os.environ.get("DLC_BASE_URL", "http://127.0.0.1:8000").rstrip("/
 # Webhook deliveries (jobs.notify): attempts per job end, and the first retry's wait in seconds (then x4).
 DLC_WEBHOOK_ATTEMPTS = int(os.environ.get("DLC_WEBHOOK_ATTEMPTS", "4"))
 DLC_WEBHOOK_RETRY_BASE_SECONDS = float(os.environ.get("DLC_WEBHOOK_RETRY_BASE_SECONDS", "30"))
+# Users' own email notifications (jobs.notify_email) go out by SMTP when EMAIL_HOST is set. Without it, the
+# embedded setup (`make run`, consoleapp.stack sets DLC_MAIL_DIR) writes each mail as a file there; anywhere else
+# email is off, and the settings page says so rather than dropping mails. EMAIL_HOST_PASSWORD: only from here,
+# never shown or logged (jobs.notify_email masks it in SMTP errors).
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "").strip()
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS")
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL")
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("Set EMAIL_USE_TLS (STARTTLS, usually port 587) or EMAIL_USE_SSL (port 465), not both.")
+# Seconds an SMTP exchange may take: the settings page's test mail waits for it.
+EMAIL_TIMEOUT = float(os.environ.get("EMAIL_TIMEOUT", "10"))
+DEFAULT_FROM_EMAIL = os.environ.get("DLC_EMAIL_FROM", "DLC Console <dlc-console@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+DLC_MAIL_DIR = os.environ.get("DLC_MAIL_DIR", "").strip()
+if EMAIL_HOST:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+elif DLC_MAIL_DIR:
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    EMAIL_FILE_PATH = DLC_MAIL_DIR
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.dummy.EmailBackend"  # "not configured" (jobs.notify_email)
 # Most trials one hyperparameter sweep may launch (jobs.sweeps): each is a job on DLC.
 DLC_SWEEP_MAX_TRIALS = int(os.environ.get("DLC_SWEEP_MAX_TRIALS", "50"))
 # Seconds between two looks for scheduled jobs that are due (jobs.schedules): a run starts at most this late.

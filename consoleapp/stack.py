@@ -134,6 +134,8 @@ class Stack:
         # Webhook payloads link to jobs at DLC_BASE_URL: unless the operator says where users reach the console,
         # that is this stack's own web port, not the settings' default (8000).
         env.setdefault("DLC_BASE_URL", self.url)
+        # Without an SMTP server (EMAIL_HOST), users' job mails are written as files here, for a newcomer to read.
+        env.setdefault("DLC_MAIL_DIR", str(self.data_dir / "mail"))
         env.update(self.extra_env)
         return env
 

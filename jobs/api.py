@@ -48,10 +48,13 @@ def validate_job(request: HttpRequest) -> JsonResponse:
             access.workspaces_for(request.api_user).first()
     context = policies.context_for(workspace) if workspace else spec.Context(reserved_tags=1)
     env_errors: dict[str, list[str]] = {}
-    if isinstance(body, dict):  # SecretEnvs, as POST /api/v1/jobs takes them (jobs.api_jobs)
-        from jobs.api_jobs import merge_secret_envs
+    if isinstance(body, dict):  # SecretEnvs and run_after, as POST /api/v1/jobs takes them (jobs.api_jobs)
+        from jobs.api_jobs import merge_secret_envs, take_run_after
 
         body, _secrets, env_errors = merge_secret_envs(body)
+        if workspace is not None:
+            body, after = take_run_after(request.api_user, workspace, body)
+            env_errors.update(after.errors)
     errors = {**env_errors, **spec.validate(body, context)}
     if errors:
         return JsonResponse({"errors": errors}, status=400)

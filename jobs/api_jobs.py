@@ -15,13 +15,14 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from jobs import access, listing, policies, secretbox, spec
+from jobs import access, dependencies, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, Membership, Workspace
 
-API_VERSION = "1.4.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.5.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
+# 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change) or "
@@ -56,6 +57,8 @@ def job_json(job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
         "dlc_job_id": job.dlc_job_id or None,
         "imported": job.imported,
         "cloned_from": job.cloned_from_id,
+        "run_after": job.run_after_id,
+        "run_after_when": job.run_after_when,
         "submit_error": job.submit_error or None,
         "submit_next_attempt_at": _time(job.submit_next_attempt_at),
         "created_at": _time(job.created_at),
@@ -226,10 +229,21 @@ def check_body(workspace: Workspace, body: Any, *, extra_errors: dict[str, list[
     return Checked(wire, secret_envs, hints, context), {}
 
 
+def take_run_after(user, workspace: Workspace, body: Any) -> tuple[Any, dependencies.Choice]:
+    """(the body without the console's `run_after` / `run_after_when`, their checked choice): next to the
+    CreateJob fields like SecretEnvs, they are never sent to DLC."""
+    if not isinstance(body, dict):
+        return body, dependencies.Choice()
+    rest = {k: v for k, v in body.items() if k not in (dependencies.FIELD, dependencies.WHEN_FIELD)}
+    return rest, dependencies.check(user, workspace, body.get(dependencies.FIELD), body.get(dependencies.WHEN_FIELD))
+
+
 def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | None = None,
                 extra_errors: dict[str, list[str]] | None = None) -> tuple[Job | None, dict[str, list[str]]]:
-    """Validate a CreateJob body with the workspace's guardrails and save + enqueue it. Returns (job, errors)."""
-    checked, errors = check_body(workspace, body, extra_errors=extra_errors)
+    """Validate a CreateJob body with the workspace's guardrails and save + enqueue it (or hold it, when its
+    run_after job is still active). Returns (job, errors)."""
+    body, after = take_run_after(user, workspace, body)
+    checked, errors = check_body(workspace, body, extra_errors={**(extra_errors or {}), **after.errors})
     if checked is None:
         return None, errors
     clean, secrets = take_secrets(checked.wire)
@@ -237,7 +251,8 @@ def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | Non
     from jobs.views import save_and_enqueue
 
     job = save_and_enqueue(workspace=workspace, owner=user, body=clean, hints=checked.hints,
-                           sealed_secrets=secretbox.seal(secrets), cloned_from=cloned_from)
+                           sealed_secrets=secretbox.seal(secrets), cloned_from=cloned_from,
+                           run_after=after.upstream, run_after_when=after.when)
     return job, {}
 
 
@@ -562,7 +577,22 @@ def openapi_document(server: str) -> dict[str, Any]:
                                                                "additionalProperties": {"type": "string"},
                                                                "description": "Console extension: environment "
                                                                "variables whose values are secrets (never stored "
-                                                               "or shown in plain text)."}},
+                                                               "or shown in plain text)."},
+                                                 dependencies.FIELD: {
+                                                     "type": "integer", "nullable": True,
+                                                     "description": "Console extension: the id of a job of the "
+                                                     "same workspace to run after. While it is active this job "
+                                                     "is held (status Waiting), never sent to DLC; if the "
+                                                     "condition can no longer hold it ends Stopped, reason "
+                                                     f"{dependencies.SKIPPED}, without running. An upstream that "
+                                                     "already failed, with run_after_when succeeded, is refused "
+                                                     "(400 at run_after)."},
+                                                 dependencies.WHEN_FIELD: {
+                                                     "type": "string", "enum": list(dependencies.WHEN),
+                                                     "default": dependencies.SUCCEEDED,
+                                                     "description": "Console extension: run when the run_after "
+                                                     "job succeeded (default), or when it ended whatever the "
+                                                     "outcome."}},
                                   "additionalProperties": True},
                 "ValidationErrors": {"type": "object", "properties": {"errors": {
                     "type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}}},
@@ -572,6 +602,9 @@ def openapi_document(server: str) -> dict[str, Any]:
                     "workspace": {"type": "object"}, "owner": {"type": "string", "nullable": True},
                     "dlc_job_id": {"type": "string", "nullable": True}, "job_type": {"type": "string"},
                     "cloned_from": {"type": "integer", "nullable": True}, "body": {"type": "object"},
+                    "run_after": {"type": "integer", "nullable": True,
+                                  "description": "The job this one runs after (null: none, or deleted)."},
+                    "run_after_when": {"type": "string", "enum": list(dependencies.WHEN)},
                     "pods": {"type": "array", "items": {"type": "object"}},
                     "created_at": {"type": "string", "format": "date-time"}}},
                 "WorkspaceList": {"type": "object", "properties": {"workspaces": {"type": "array", "items": {

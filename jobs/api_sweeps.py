@@ -283,9 +283,11 @@ def _create(request: HttpRequest) -> JsonResponse:
                                     for key in payload if key not in (JOB, PARAMETERS, SEARCH)}
     body = payload.get(JOB)
     checked = None
+    # Every trial runs after the same job, when the Job body names one (run_after, as POST /api/v1/jobs takes it).
+    body, after = api_jobs.take_run_after(request.api_user, workspace, body)
     if isinstance(body, dict):
         template_errors = api_jobs.template_errors(request, workspace, body)
-        checked, job_errors = api_jobs.check_body(workspace, body, extra_errors=template_errors)
+        checked, job_errors = api_jobs.check_body(workspace, body, extra_errors={**template_errors, **after.errors})
         errors.update(_in_job(job_errors))
     else:
         errors[JOB] = ["Must be a JSON object: the CreateJob body, as POST /api/v1/jobs takes it."]
@@ -304,7 +306,8 @@ def _create(request: HttpRequest) -> JsonResponse:
     if problems:
         return bad_request({PARAMETERS: problems})
     sweep = sweeps.launch(workspace=workspace, owner=request.api_user, name=checked.wire["DisplayName"], grid=grid,
-                          found=found, hints=checked.hints, secrets=checked.secret_envs)
+                          found=found, hints=checked.hints, secrets=checked.secret_envs, run_after=after.upstream,
+                          run_after_when=after.when)
     response = JsonResponse(sweep_json(sweep, request, _trials(sweep)), status=201)
     response["Location"] = _link(request, reverse("api_sweep", args=[sweep.pk]))
     return response

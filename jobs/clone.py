@@ -115,6 +115,7 @@ POLICY: dict[str, tuple[str, str]] = {
     "ram_role.role_arn": (COPY, ""),
     # The Job row itself
     "job.idempotency_tag": (RESET, "a new Job row gets a new tag"),
+    "job.run_after": (RESET, "a clone waits for no job unless Run after names one (the wizard's ?run_after=<id>)"),
 }
 
 # Reset in a clone but kept by edit and resubmit (the failed source never ran).
@@ -220,6 +221,8 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
             result.resets.append(("customPortList", str(advanced.pop("customPortList")),
                                   POLICY["resources.advanced.customPortList"][1]))
         res["advanced"] = spec.format_advanced(advanced) if advanced else ""
+    if getattr(job, "run_after_id", None):
+        result.resets.append(("Run after", f"job {job.run_after_id}", POLICY["job.run_after"][1]))
     result.not_copied = _not_copied(job, hints)
     return result
 

@@ -12,7 +12,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import access, catalog, dlc, spec
+from jobs import access, catalog, dependencies, dlc, spec
 from jobs import status as st
 from jobs.models import Job
 
@@ -262,20 +262,35 @@ def when(value: Any) -> datetime | None:
     return parsed
 
 
-def timeline(job: Job) -> list[Step]:
-    """The console's own wait before DLC knew the job, then DLC's StatusHistory."""
+def timeline(job: Job, released_at: datetime | None = None) -> list[Step]:
+    """The console's own wait before DLC knew the job, then DLC's StatusHistory. A job that ran after another
+    (jobs.dependencies) first waited for it: until `released_at`, when that upstream ended."""
+    if job.status == st.WAITING:
+        return [Step(st.WAITING, job.created_at, None)]
+    if job.reason_code == dependencies.SKIPPED:
+        return [Step(st.WAITING, job.created_at, job.finished_at),
+                Step(job.status, job.finished_at, job.finished_at, job.reason_message)]
     history = [h for h in job.status_history or [] if isinstance(h, dict) and h.get("Status")]
     first_remote = when(history[0].get("StartTime")) if history else None
     waited_until = job.submitted_at or first_remote
-    if job.status == st.SUBMIT_FAILED:
+    # Ended before DLC said anything (refused, or stopped before it was sent): the console's wait ends there.
+    never_sent = job.status == st.SUBMIT_FAILED or (
+        not history and job.submitted_at is None and st.is_terminal(job.status))
+    if never_sent:
         waited_until = job.finished_at
     steps = [Step(st.SUBMITTING, job.created_at, waited_until)]
+    if released_at and job.created_at < released_at and (waited_until is None or released_at <= waited_until):
+        steps = [Step(st.WAITING, job.created_at, released_at), Step(st.SUBMITTING, released_at, waited_until)]
+    elif never_sent and job.run_after_id and job.status == "Stopped":
+        steps = [Step(st.WAITING, job.created_at, waited_until)]  # stopped while it waited for its upstream
     for h in history:
         reason = ": ".join(x for x in (h.get("ReasonCode"), h.get("ReasonMessage")) if x)
         steps.append(Step(h["Status"], when(h.get("StartTime")), when(h.get("EndTime")), reason))
     if job.status == st.SUBMIT_FAILED:
         code = (job.submit_error or {}).get("Code", "")
         steps.append(Step(st.SUBMIT_FAILED, job.finished_at, job.finished_at, code))
+    elif never_sent:
+        steps.append(Step(job.status, job.finished_at, job.finished_at, job.reason_message))
     # Only the last step may be open; a terminal one ends when it starts.
     for prev, nxt in zip(steps, steps[1:], strict=False):
         prev.end = prev.end or nxt.start
@@ -384,7 +399,8 @@ def waiting_note(job: Job, now: datetime | None = None) -> str:
             f"Attempt {attempts} was sent to DLC {human_duration(unanswered)} ago and has no answer yet. "
             "Before sending again the console checks whether DLC created it, so it is never created twice.",
             _next_attempt(job, now), kept) if x)
-    waited = now - job.created_at
+    # A job released by its upstream (jobs.dependencies) is due from then, not from when it was created.
+    waited = now - (job.submit_next_attempt_at if attempts == 0 and job.submit_next_attempt_at else job.created_at)
     if attempts == 0 and waited < SLOW_SUBMIT:
         return "Sending to DLC…"
     if attempts == 0:
@@ -403,9 +419,13 @@ def live(job: Job, user) -> dict[str, Any]:
     """Everything the self-refreshing part of the job page shows, from the database only."""
     visible = access.jobs_for(user)
     source = visible.filter(pk=job.cloned_from_id).only("id", "display_name").first() if job.cloned_from_id else None
+    deps = dependencies.page_facts(job, user)
+    upstream = deps.upstream
+    released = upstream.finished_at if upstream is not None and not upstream.is_active else None
     return {
         "job": job,
-        "timeline": timeline(job),
+        "deps": deps,
+        "timeline": timeline(job, released),
         "pods": pods(job),
         "waiting_note": waiting_note(job),
         # A stop asked while the job waited to be submitted keeps its status until DLC has the job.

@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import access, audit, batchwrite, dlc, notify, secretbox, spec, syncstate
+from jobs import access, audit, batchwrite, dependencies, dlc, notify, notify_email, secretbox, spec, syncstate
 from jobs import status as st
 from jobs.models import Job, Workspace, WorkspaceSync
 
@@ -130,14 +130,16 @@ def submit(job_id: int) -> str:
 
 
 def _cancel_unsent(job: Job, now: datetime) -> None:
-    """A stop asked before any CreateJob was sent: the job never reaches DLC."""
+    """A stop asked before any CreateJob was sent (waiting to submit, or for its upstream): the job never reaches
+    DLC. Its own dependents can no longer run after it: they are skipped once this is committed."""
     job.status = "Stopped"
-    job.reason_code = "Console.CancelledBeforeSubmit"
+    job.reason_code = dependencies.CANCELLED
     job.reason_message = "Stopped before it was submitted to DLC."
     job.sealed_secrets = ""
     job.finished_at = now
     job.save(update_fields=["status", "reason_code", "reason_message", "sealed_secrets", "finished_at"])
     _enqueue_notify(job.workspace_id, [job.pk])
+    dependencies.cancelled(job.pk)
 
 
 def adopt(job: Job, remote_id: str) -> bool:
@@ -175,6 +177,7 @@ def _fail_submit(job_id: int, err: dlc.DLCError) -> None:
     )
     if failed:
         _enqueue_notify(Job.objects.values_list("workspace_id", flat=True).get(pk=job_id), [job_id])
+        dependencies.cancelled(job_id)
 
 
 def give_up_submit(job_id: int, err: dlc.DLCError) -> None:
@@ -321,6 +324,11 @@ def sync_workspace(workspace: Workspace) -> list[int] | None:
     for job_id in ended:
         _enqueue_archive(job_id)
     _enqueue_notify(workspace.pk, ended[:watched], found=ended[watched:])
+    # Jobs waiting for one of these (jobs.dependencies): one indexed query per cycle when any job ended.
+    try:
+        dependencies.after_ended(workspace.pk, ended)
+    except Exception:  # noqa: BLE001 - the statuses are committed; the beat sweep releases what this missed
+        log.exception("release of the dependents of workspace %s's ended jobs failed", workspace.pk)
     return ended
 
 
@@ -745,6 +753,10 @@ def _enqueue(task_name: str, job_id: int, countdown: float = 0) -> None:
         log.warning("could not enqueue %s(%s), the sweep will: %s", task_name, job_id, exc)
 
 
+def enqueue_submit(job_id: int) -> None:
+    _enqueue("submit_job", job_id)
+
+
 def _enqueue_stop(job_id: int) -> None:
     _enqueue("stop_job", job_id)
 
@@ -757,8 +769,13 @@ def _enqueue_archive(job_id: int) -> None:
 def _enqueue_notify(workspace_id: int, job_ids: list[int], found: list[int] | None = None) -> None:
     """Tell the workspace's webhooks (jobs.notify) of these jobs' ends, once the end is committed. `found`: ended
     jobs the import just found; only rows the console submitted are news there, a job imported already ended
-    ended before the console knew it. Most workspaces have no webhook: one query spares a task per ended job."""
-    if not (job_ids or found) or not notify.has_webhooks(workspace_id):
+    ended before the console knew it. Most workspaces have no webhook: one query spares a task per ended job.
+    Owners who opted in get a mail too (jobs.notify_email): one query for the whole batch finds them."""
+    if not (job_ids or found):
+        return
+    for job_id in notify_email.owed(job_ids, found):
+        transaction.on_commit(lambda job_id=job_id: _enqueue("email_job", job_id))
+    if not notify.has_webhooks(workspace_id):
         return
     if found:
         job_ids = [*job_ids, *Job.objects.filter(pk__in=found, imported=False).values_list("pk", flat=True)]
@@ -768,6 +785,9 @@ def _enqueue_notify(workspace_id: int, job_ids: list[int], found: list[int] | No
         notify.deliveries_for(job)
     for job_id in job_ids:
         transaction.on_commit(lambda job_id=job_id: _enqueue("notify_job", job_id))
+
+
+enqueue_notify = _enqueue_notify  # for jobs.dependencies, which ends jobs too (skipped ones)
 
 
 def pages(count: int) -> int:

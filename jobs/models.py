@@ -93,6 +93,15 @@ class Job(models.Model):
     cloned_from = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="clones"
     )
+    # "Run after" (jobs.dependencies): the upstream job this one waits for, held in the console with status
+    # Waiting (never sent to DLC) until the upstream ends. The FK's own index serves the dependents look-up.
+    RUN_AFTER_SUCCEEDED = "succeeded"
+    RUN_AFTER_ENDED = "ended"
+    RUN_AFTER_CHOICES = [(RUN_AFTER_SUCCEEDED, "succeeds"), (RUN_AFTER_ENDED, "ends (any outcome)")]
+    run_after = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="dependents"
+    )
+    run_after_when = models.CharField(max_length=16, choices=RUN_AFTER_CHOICES, default=RUN_AFTER_SUCCEEDED)
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     submitted_at = models.DateTimeField(null=True, blank=True)

@@ -1,10 +1,12 @@
-"""Models of job notifications: a workspace's webhooks and their deliveries (jobs.notify sends them).
+"""Models of job notifications: a workspace's webhooks and their deliveries (jobs.notify sends them), and each
+user's own email notifications and their deliveries (jobs.notify_email).
 
 Imported at the bottom of jobs/models.py so Django registers them in the `jobs` app.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -96,3 +98,45 @@ class WebhookDelivery(models.Model):
         if self.next_attempt_at:
             return "retrying" if self.attempts else "pending"
         return "failed"
+
+
+class NotificationPrefs(models.Model):
+    """Which of a user's own job ends are mailed to them (jobs.notify_email): opt-in, all off until ticked.
+
+    The address is the user's own (User.email), not kept here twice.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_prefs")
+    email_on_failure = models.BooleanField("Email me when my job fails", default=False)
+    email_on_success = models.BooleanField("Email me when my job succeeds", default=False)
+    email_on_stop = models.BooleanField("Email me when my job is stopped", default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "notification prefs"
+
+    def __str__(self) -> str:
+        return f"notification prefs of {self.user_id}"
+
+
+class EmailDelivery(models.Model):
+    """One job end mailed to its owner: made at most once per job and user (the unique key), so a task run twice
+    or retried never mails twice. `next_attempt_at` as on WebhookDelivery: when the next try is due, held a
+    little ahead by a try under way (jobs.notify_email's claim), None once sent or given up."""
+
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=32)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=300, blank=True)  # redacted; never the SMTP password
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "user"], name="one_email_per_job_and_user")]
+        # The sweep's "owed and overdue" range (sent and given-up rows hold NULL there).
+        indexes = [models.Index(fields=["next_attempt_at"], name="email_next_attempt")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.user_id}/{self.status}"

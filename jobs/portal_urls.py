@@ -3,7 +3,7 @@ and the JSON API; included from jobs/urls.py."""
 
 from django.urls import path
 
-from jobs import api_jobs, api_schedules, api_sweeps, portal, schedule_views
+from jobs import account_views, api_jobs, api_schedules, api_sweeps, portal, schedule_views
 
 urlpatterns = [
     path("workspaces", portal.workspace_list, name="workspace_list"),
@@ -26,6 +26,8 @@ urlpatterns = [
     path("jobs/<int:pk>/schedule", schedule_views.schedule_new, name="schedule_new"),
     path("account/api", portal.api_tokens, name="api_tokens"),
     path("account/api/tokens/<int:pk>/revoke", portal.api_token_revoke, name="api_token_revoke"),
+    path("account/notifications", account_views.email_notifications, name="email_notifications"),
+    path("account/notifications/test", account_views.email_test, name="email_test"),
     path("templates", portal.template_list, name="template_list"),
     path("templates/save", portal.template_save, name="template_save"),
     path("templates/from-wizard", portal.template_from_wizard, name="template_from_wizard"),

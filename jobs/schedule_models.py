@@ -62,10 +62,13 @@ class ScheduledRun(models.Model):
     """One due slot of a schedule: the job it started, or why it was skipped.
 
     Unique per (schedule, due_at): a second beat, or a retried task, that reaches the same slot fails to insert
-    it and starts nothing, so each slot starts at most one job.
+    it and starts nothing, so each slot starts at most one job. Runs are only ever created with their schedule
+    (jobs.schedules.run_one); the schedule is NULL only once it was deleted, and NULLs never collide.
     """
 
-    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="runs")
+    # SET_NULL: a deleted schedule's runs stay, so the jobs it started still say so (with schedule_name).
+    schedule = models.ForeignKey(Schedule, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
+    schedule_name = models.CharField(max_length=100, blank=True, help_text="The schedule's name when it ran.")
     due_at = models.DateTimeField()
     job = models.OneToOneField("jobs.Job", on_delete=models.SET_NULL, null=True, blank=True,
                                related_name="scheduled_run")

@@ -251,9 +251,11 @@ def set_enabled(user, schedule: Schedule, enabled: bool) -> None:
 
 
 def delete(user, schedule: Schedule) -> None:
-    """The jobs it started stay; their pages no longer name it."""
+    """The jobs it started stay, and so do their runs (the schedule set to NULL), so a job's page still says which
+    schedule started it. Skipped runs go: nothing shows a deleted schedule's history but its jobs' pages."""
     with transaction.atomic():
         name = schedule.name
+        schedule.runs.filter(job__isnull=True).delete()
         schedule.delete()
         audit.record(user, AuditEvent.CHANGED, workspace=schedule.workspace, event="schedule-deleted", schedule=name)
 
@@ -298,7 +300,7 @@ def run_one(schedule_id: int, now: datetime | None = None) -> str | None:
         due_at = schedule.next_run_at
         try:
             with transaction.atomic():
-                run = ScheduledRun.objects.create(schedule=schedule, due_at=due_at)
+                run = ScheduledRun.objects.create(schedule=schedule, schedule_name=schedule.name, due_at=due_at)
         except IntegrityError:
             # Another beat (or this task's earlier try) has the slot: only move on.
             outcome = "done-already"

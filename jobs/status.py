@@ -7,6 +7,7 @@ as GetJob/ListJobs return it.
 # Console-side states: the job is ours only.
 SUBMITTING = "Submitting"  # saved, waiting for a worker to call CreateJob
 SUBMIT_FAILED = "SubmitFailed"  # CreateJob answered with a permanent error
+WAITING = "Waiting"  # held until its upstream job ends (jobs.dependencies); never sent to DLC meanwhile
 
 # DLC job statuses (GetJob / ListJobs docstrings of the SDK).
 DLC_STATUSES = [
@@ -25,9 +26,10 @@ DLC_STATUSES = [
     "Stopped",
 ]
 TERMINAL = frozenset({"Succeeded", "Failed", "Stopped", SUBMIT_FAILED})
-ALL = [SUBMITTING, SUBMIT_FAILED, *DLC_STATUSES]
+ALL = [WAITING, SUBMITTING, SUBMIT_FAILED, *DLC_STATUSES]
 
 LABELS = {
+    WAITING: "Waiting for upstream job",
     SUBMITTING: "Waiting to submit",
     SUBMIT_FAILED: "Submit failed",
     "EnvPreparing": "Preparing environment",
@@ -38,6 +40,7 @@ LABELS = {
 
 # Colour family for the status badge.
 TONES = {
+    WAITING: "pending",
     SUBMITTING: "pending",
     "Creating": "pending",
     "Queuing": "pending",
@@ -73,6 +76,6 @@ def is_terminal(status: str) -> bool:
 
 
 def is_stoppable(status: str) -> bool:
-    # A job still waiting to be submitted can be stopped too: never sent, it is cancelled; in flight, the
-    # submit stops it as soon as DLC has given it an id (lifecycle.request_stop).
+    # A job still waiting to be submitted (or for its upstream) can be stopped too: never sent, it is cancelled; in
+    # flight, the submit stops it as soon as DLC has given it an id (lifecycle.request_stop).
     return status not in TERMINAL and status != "Stopping"

@@ -540,9 +540,10 @@ def check_trials(grid: Search, body: Mapping[str, Any], *, context: spec.Context
 
 
 def launch(*, workspace, owner, name: str, grid: Search, found: list[Trial], hints: dict, secrets: dict[str, str],
-           cloned_from=None):
+           cloned_from=None, run_after=None, run_after_when: str = "succeeded"):
     """Save the Sweep and its trial jobs in one transaction: each job through save_and_enqueue (audited, and
-    enqueued on commit), so no worker starts a trial of a sweep that is not all saved."""
+    enqueued on commit), so no worker starts a trial of a sweep that is not all saved. With `run_after` every trial
+    waits for that one upstream job (jobs.dependencies)."""
     from django.db import transaction
 
     from jobs import secretbox
@@ -556,7 +557,8 @@ def launch(*, workspace, owner, name: str, grid: Search, found: list[Trial], hin
             # A value named like a secret is sealed, as for a single job; every trial gets the same secrets.
             body, named = take_secrets(trial.body)
             job = save_and_enqueue(workspace=workspace, owner=owner, body=body, hints=hints,
-                                   sealed_secrets=secretbox.seal({**named, **secrets}), cloned_from=cloned_from)
+                                   sealed_secrets=secretbox.seal({**named, **secrets}), cloned_from=cloned_from,
+                                   run_after=run_after, run_after_when=run_after_when)
             SweepTrial.objects.create(sweep=sweep, job=job, number=trial.number, values=trial.values)
     return sweep
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from jobs import dlc, lifecycle, logarchive, notify, schedules
+from jobs import dependencies, dlc, lifecycle, logarchive, notify, notify_email, schedules
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -83,16 +83,31 @@ def notify_job(self, job_id: int) -> None:
         raise self.retry(countdown=wait)
 
 
+@shared_task(bind=True, acks_late=True, max_retries=None, ignore_result=True)
+def email_job(self, job_id: int) -> None:
+    """A job's end mailed to its owner, if they opted in; retried with backoff while the mail is owed (its attempt
+    budget, notify_email.ATTEMPTS, ends that), never sent twice (its EmailDelivery)."""
+    try:
+        wait = notify_email.deliver(job_id)
+    except Job.DoesNotExist:
+        return
+    if wait is not None:
+        raise self.retry(countdown=wait)
+
+
 @shared_task(acks_late=True, ignore_result=True)
 def sweep_stuck() -> int:
-    """Re-enqueue what is owed but whose task was lost: submissions, stops, log archives, webhook deliveries."""
+    """Re-enqueue what is owed but whose task was lost: submissions, stops, log archives, webhook deliveries, mails;
+    and release jobs still waiting for an upstream that has ended (jobs.dependencies: a missed hook)."""
     age = timedelta(seconds=settings.DLC_SWEEP_AGE)
-    owed = 0
+    released = dependencies.release_owed()
+    owed = len(released.submitted) + len(released.skipped)
     for task, job_ids in [
         (submit_job, lifecycle.stuck_jobs(age)),
         (stop_job, lifecycle.unsent_stops(age)),
         (archive_logs, lifecycle.unarchived_jobs(age)),
         (notify_job, notify.owed_jobs(age)),
+        (email_job, notify_email.owed_jobs(age)),
     ]:
         for job_id in job_ids:
             task.delay(job_id)

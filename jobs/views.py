@@ -17,6 +17,7 @@ from jobs import (
     access,
     audit,
     compare,
+    dependencies,
     dlc,
     jobmetrics,
     jobpage,
@@ -27,6 +28,7 @@ from jobs import (
     scalars,
     tasks,
 )
+from jobs import status as st
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -69,10 +71,13 @@ def can_select(request: HttpRequest, workspace: Workspace | None) -> bool:
 
 def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | None = None,
                      sealed_secrets: str = "", cloned_from: Job | None = None,
-                     audit_details: dict | None = None) -> Job:
+                     audit_details: dict | None = None, run_after: Job | None = None,
+                     run_after_when: str = Job.RUN_AFTER_SUCCEEDED) -> Job:
     """Save a job and hand it to a worker once the row is committed; the request never calls DLC.
-    `audit_details` go into the audit event (a scheduled job: which schedule)."""
+    `audit_details` go into the audit event (a scheduled job: which schedule). With `run_after` (checked by
+    jobs.dependencies.check) the job is held Waiting, not enqueued, while that upstream job is active."""
     with transaction.atomic():
+        status = dependencies.initial_status(run_after, run_after_when)
         job = Job.objects.create(
             workspace=workspace,
             owner=owner,
@@ -82,10 +87,17 @@ def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | N
             hints=hints or {},
             sealed_secrets=sealed_secrets,
             cloned_from=cloned_from,
+            status=status,
+            run_after=run_after,
+            run_after_when=run_after_when,
         )
         audit.record(owner, "cloned" if cloned_from else "created", workspace=workspace, job=job, source=cloned_from,
+                     **({"run_after": run_after.pk, "run_after_when": run_after_when} if run_after else {}),
                      **(audit_details or {}))
-        transaction.on_commit(lambda: _enqueue_submit(job.pk))
+        if status == st.SUBMITTING:
+            transaction.on_commit(lambda: _enqueue_submit(job.pk))
+        else:  # an upstream that ended badly since the form was checked skips the job now, not at the next sweep
+            dependencies.release([run_after.pk])
     return job
 
 

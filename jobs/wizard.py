@@ -20,7 +20,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from jobs import access, clone, export, portal_wizard, secretbox, spec, sweeps
+from jobs import access, clone, dependencies, export, portal_wizard, secretbox, spec, suggestions, sweeps
 from jobs import status as st
 from jobs.api_jobs import take_secrets
 from jobs.forms import environment
@@ -46,6 +46,9 @@ class Start:
     prefill: clone.Prefill | None = None
     portal: portal_wizard.PortalStart | None = None  # started from a template or an import
     hidden: dict[str, str] = field(default_factory=dict)
+    # The "Run after (optional)" box (jobs.dependencies): its text as typed, and once submitted, the checked choice.
+    after: dict[str, str] = field(default_factory=dict)
+    after_choice: dependencies.Choice | None = None
 
 
 def _pk(value: str | None) -> int | None:
@@ -179,15 +182,36 @@ def _sweep_input(params: QueryDict) -> dict[str, str]:
     return {name: str(params.get(name, "")) for name, _label in _SWEEP_FIELDS}
 
 
+# The run-after box's fields: (name, label in the error summary).
+_AFTER_FIELDS = ((dependencies.FIELD, "Run after"), (dependencies.WHEN_FIELD, "Run when it"))
+
+
+def _after_input(params: QueryDict) -> dict[str, str]:
+    """The run-after box as typed (GET: `?run_after=<id>` prefills it, e.g. from a job page's link)."""
+    return {name: str(params.get(name, ""))[:300] for name, _label in _AFTER_FIELDS}
+
+
+def _after(start: Start) -> dict:
+    errors = start.after_choice.errors if start.after_choice else {}
+    return {"value": start.after.get(dependencies.FIELD, ""),
+            "when": start.after.get(dependencies.WHEN_FIELD) or dependencies.SUCCEEDED,
+            "errors": errors.get(dependencies.FIELD, []), "when_errors": errors.get(dependencies.WHEN_FIELD, []),
+            "error_count": sum(map(len, errors.values())), "when_choices": list(dependencies.WHEN.items()),
+            "choices": dependencies.recent_choices(start.workspace)}
+
+
 def _context(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | None = None,
              sweep_errors: dict[str, list[str]] | None = None) -> dict:
     sweep_input, sweep_errors = sweep_input or {}, sweep_errors or {}
     summary = wizard.summary() if wizard.show else []
+    after_errors = start.after_choice.errors if start.after_choice else {}
     return {
         "wizard": wizard,
         "sections": wizard.views(),
         "summary": summary + [glue.Problem(f"id_{name}", label, m) for name, label in _SWEEP_FIELDS
-                              for m in sweep_errors.get(name, [])],
+                              for m in sweep_errors.get(name, [])]
+        + [glue.Problem(f"id_{name}", label, m) for name, label in _AFTER_FIELDS for m in after_errors.get(name, [])],
+        "after": _after(start),
         "sweep": {"text": sweep_input.get(sweeps.FIELD, ""), "trials": sweep_input.get(sweeps.TRIALS_FIELD, ""),
                   "seed": sweep_input.get(sweeps.SEED_FIELD, ""), "errors": sweep_errors.get(sweeps.FIELD, []),
                   "trials_errors": sweep_errors.get(sweeps.TRIALS_FIELD, []),
@@ -199,8 +223,17 @@ def _context(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | No
         "preview": _preview(wizard, start),
         "diff": _diff(wizard, start),
         "reprompts": _reprompts(wizard, start),
+        "suggest": _suggest(wizard, start),
         **portal_wizard.page_context(start.portal, start.workspace),
     }
+
+
+def _suggest(wizard: glue.Wizard, start: Start, sections: set[str] | None = None) -> dict:
+    """Datalists of the values the workspace's recent jobs used (jobs.suggestions), for the sections rendered; a
+    re-rendered section without free-text suggestions costs no query."""
+    if sections is not None and not sections & set(suggestions.SECTIONS):
+        return {}
+    return suggestions.offer(wizard, suggestions.recent_values(start.workspace))
 
 
 @login_required
@@ -213,6 +246,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
     if start.mode == "edit" and start.source.status != st.SUBMIT_FAILED:
         messages.info(request, "Only a job whose submission failed can be edited and resubmitted; this is a clone.")
         return redirect(f"{reverse('job_create')}?clone={start.source.pk}")
+    start.after = _after_input(params)
     if request.method != "POST":
         initial = start.portal.sections if start.portal and start.portal.sections else None
         sweep_input = _sweep_input(request.GET)
@@ -222,10 +256,13 @@ def job_new(request: HttpRequest) -> HttpResponse:
         data = glue.sections_to_data(sections)
         return render(request, "jobs/wizard/page.html", _context(_wizard(start, data, show=set()), start, sweep_input))
     wizard = _wizard(start, request.POST)
+    if wizard.action == "submit":  # checked with the form, so one round trip shows every problem
+        start.after_choice = dependencies.check(request.user, start.workspace, start.after[dependencies.FIELD],
+                                                start.after[dependencies.WHEN_FIELD])
     sweep_input = _sweep_input(request.POST)
     if sweep_input[sweeps.FIELD].strip():
         return _submit_sweep(request, start, wizard, sweep_input)
-    if wizard.action == "submit" and wizard.is_valid:
+    if wizard.action == "submit" and wizard.is_valid and not start.after_choice.errors:
         # As the API does (take_secrets): a variable named like a secret but not ticked Secret is sealed too, so
         # its value is not in the database in plain text (every view of the body hides it already).
         body, named = take_secrets(wizard.body(start.workspace.dlc_workspace_id))
@@ -236,6 +273,8 @@ def job_new(request: HttpRequest) -> HttpResponse:
             hints=wizard.hints(),
             sealed_secrets=secretbox.seal({**named, **wizard.secrets()}),
             cloned_from=start.source,
+            run_after=start.after_choice.upstream,
+            run_after_when=start.after_choice.when,
         )
         return redirect(job)
     return render(request, "jobs/wizard/page.html", _context(wizard, start, sweep_input))
@@ -253,10 +292,12 @@ def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given
         return render(request, "jobs/wizard/page.html", _context(wizard, start, given, errors))
     grid, found, errors = sweeps.check_form(text, body, context=wizard.context, hints=wizard.hints(),
                                             locked=wizard.locked, trials=trials, seed=seed)
-    if errors:
+    if errors or start.after_choice.errors:
         return render(request, "jobs/wizard/page.html", _context(wizard, start, given, errors))
+    # Every trial waits on the same upstream, if one was chosen.
     sweep = sweeps.launch(workspace=start.workspace, owner=request.user, name=body["DisplayName"], grid=grid,
-                          found=found, hints=wizard.hints(), secrets=wizard.secrets(), cloned_from=start.source)
+                          found=found, hints=wizard.hints(), secrets=wizard.secrets(), cloned_from=start.source,
+                          run_after=start.after_choice.upstream, run_after_when=start.after_choice.when)
     return redirect(sweep)
 
 
@@ -299,7 +340,8 @@ def wizard_section(request: HttpRequest, name: str) -> HttpResponse:
     also = [views[s] for s in ALSO_RENDER.get(trigger, ()) if s != name]
     response = render(request, "jobs/wizard/_sections_response.html",
                       {"s": views[name], "also": also, "wizard": wizard, "start": start,
-                       "reprompts": _reprompts(wizard, start)})
+                       "reprompts": _reprompts(wizard, start),
+                       "suggest": _suggest(wizard, start, {name, *(v.name for v in also)})})
     if wizard.action in ("add", "remove", "refresh"):
         response["HX-Trigger"] = "wizard-changed"
     return response

@@ -102,6 +102,14 @@ def schedule_added(team, role, response):
     assert Schedule.objects.filter(name="matrix-nightly").exists() == _changed_by(role), role
 
 
+def own_prefs(team, role, response):
+    """Saving email notifications changes the caller's own preferences, never another user's."""
+    from jobs.notify_models import NotificationPrefs
+
+    assert list(NotificationPrefs.objects.filter(email_on_failure=True).values_list("user__username", flat=True)) \
+        == ([] if role == "anon" else [role]), role
+
+
 def wizard_data(t):
     from jobs import spec
     from jobs.forms import wizard as glue
@@ -203,6 +211,11 @@ MATRIX: dict[str, list[Case]] = {
     "account/api": [Case("GET", lambda t: "/account/api", everyone(200, LOGIN))],
     "account/api/tokens/<int:pk>/revoke": [
         Case("POST", lambda t: f"/account/api/tokens/{member_token(t)}/revoke", roles(403, 302, 403, 403))],
+    "account/notifications": [
+        Case("GET", lambda t: "/account/notifications", everyone(200, LOGIN)),
+        Case("POST", lambda t: "/account/notifications", everyone(302, LOGIN),
+             data=lambda t: {"email": "me@example.com", "email_on_failure": "on"}, check=own_prefs)],
+    "account/notifications/test": [Case("POST", lambda t: "/account/notifications/test", everyone(302, LOGIN))],
     "templates": [Case("GET", lambda t: "/templates", everyone(200, LOGIN))],
     "templates/save": [Case("GET", lambda t: f"/templates/save?job={job(t)}", roles(403, 200, 200, 404))],
     "templates/from-wizard": [Case("POST", lambda t: "/templates/from-wizard", roles(403, 302, 302, 404),

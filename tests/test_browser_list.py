@@ -135,7 +135,8 @@ def test_a_viewer_is_offered_nothing_it_may_not_do_and_stop_asks_only_with_jobs_
                              job_type="PyTorchJob")
     sign_in(page, stack.url, viewer.username, PASSWORD)
     expect(rows(page)).to_have_count(1)
-    expect(page.locator("header nav a")).to_have_text(["Jobs", "Sweeps", "Templates", "Usage", "Schedules", "API"])
+    expect(page.locator("header nav a")).to_have_text(
+        ["Jobs", "Sweeps", "Templates", "Usage", "Schedules", "API", "Email"])
     expect(page.locator("main").get_by_text("Create job")).to_have_count(0)
     expect(page.locator("#stop-selected")).to_have_count(0)
     expect(page.locator("input[type=checkbox]")).to_have_count(0)
@@ -143,7 +144,7 @@ def test_a_viewer_is_offered_nothing_it_may_not_do_and_stop_asks_only_with_jobs_
     page.context.clear_cookies()
     sign_in(page, stack.url, member.username, PASSWORD)
     expect(page.locator("header nav a")).to_have_text(
-        ["Jobs", "Sweeps", "Create job", "Templates", "Usage", "Schedules", "Import", "API"])
+        ["Jobs", "Sweeps", "Create job", "Templates", "Usage", "Schedules", "Import", "API", "Email"])
     asked: list[str] = []
     page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
     page.click("#stop-selected")

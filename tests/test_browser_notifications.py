@@ -50,3 +50,29 @@ def test_add_a_webhook_and_send_a_test_in_place(stack, member, workspace, receiv
     [(headers, body)] = receiver.posts("/hook")
     assert json.loads(body)["event"] == "test"
     assert headers["X-DLC-Signature"] == "sha256=" + hmac.new(b"browser-secret", body, hashlib.sha256).hexdigest()
+
+
+def test_a_member_opts_in_to_email_and_sends_a_test_in_place(stack, member, workspace, page):
+    """From the top bar's Email link: a bad address is refused at its field, a good one saved with a box ticked,
+    and the test mail, written by the stack's file backend (no EMAIL_HOST), is answered in place."""
+    from jobs.notify_models import NotificationPrefs
+
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.click("header nav >> text=Email")
+    page.locator("#email-files", has_text=str(stack.data_dir / "mail")).wait_for()
+    expect(page.locator("#email-prefs input[type=checkbox]:checked")).to_have_count(0)  # opt-in
+    page.fill("#id_email", "alice@@example")
+    page.check("#id_email_on_failure")
+    page.click("#email-prefs button[type=submit]")
+    page.locator("#field-email .error", has_text="valid email address").wait_for()
+    page.fill("#id_email", "alice@example.com")
+    page.click("#email-prefs button[type=submit]")
+    page.locator(".messages", has_text="Email notifications saved").wait_for()
+    assert NotificationPrefs.objects.get(user=member).email_on_failure
+
+    navigations = []
+    page.on("framenavigated", lambda frame: navigations.append(frame.url))
+    page.click("#email-test button")
+    page.locator("#email-test-result [data-ok=true]", has_text="alice@example.com").wait_for()
+    assert navigations == [], "the answer must show in place, without reloading"
+    assert any("[DLC Console] Test email" in p.read_text() for p in (stack.data_dir / "mail").glob("*.log"))

@@ -3,6 +3,7 @@ skips with their reasons, the pages, and (integration) a due schedule's job run 
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
@@ -357,6 +358,87 @@ def test_scheduling_a_job_with_a_secret_asks_for_it_again(db):
     schedule = Schedule.objects.get(name="nightly")
     assert secretbox.unseal(schedule.sealed_secrets) == {"env:HF_TOKEN": "hf-secret"}
     assert "hf-secret" not in client.get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
+
+
+def test_a_deleted_schedules_jobs_still_say_which_schedule_started_them(db):
+    """The job's run stays with the schedule's name (the schedule NULL); a new schedule of the same name, its
+    page, its API and its run ignore those runs, and its own slot is still run once."""
+    from jobs.models import Job, ScheduledRun
+
+    team = pf.make_team()
+    schedule = make_schedule(team)
+    schedules.run_one(schedule.pk)
+    job = Job.objects.get(scheduled_run__schedule=schedule)
+    Job.objects.filter(pk=job.pk).update(status="Running")
+    type(schedule).objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_one(schedule.pk) == "skipped"  # the previous run is still running
+    client = pf.client_for(team.users["member"])
+    answer = client.post(f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/delete")
+    assert answer.status_code == 302 and not type(schedule).objects.filter(pk=schedule.pk).exists()
+
+    run = ScheduledRun.objects.get(job=job)
+    assert run.schedule is None and run.schedule_name == "nightly"
+    assert ScheduledRun.objects.count() == 1, "the skipped run, which nothing could show any more, went"
+    page = client.get(job.get_absolute_url()).content.decode()
+    assert re.search(r'id="scheduled-by">Started by schedule nightly <span class="muted">\(deleted\)</span>, the run '
+                     r"due <time", page), page[page.find("scheduled-by") - 200:][:600]
+    assert "/schedules#schedule-" not in page
+
+    again = make_schedule(team)  # the same name, and the deleted one's job is still running
+    assert schedules.run_one(again.pk) == "started"  # so no "previous run still running": not its run
+    assert again.runs.count() == 1 and ScheduledRun.objects.count() == 2
+    listing = client.get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
+    assert f'href="{job.get_absolute_url()}"' not in listing
+    assert f'href="{again.runs.get().job.get_absolute_url()}"' in listing
+    from tests.test_api_schedules import call
+
+    shown = call(team.users["member"], "get", f"/api/v1/schedules/{again.pk}").json()
+    assert [r["job"] for r in shown["runs"]] == [again.runs.get().job_id]
+
+
+def test_runs_of_deleted_schedules_do_not_collide_and_a_live_slot_is_still_run_once(db):
+    """(schedule, due_at) is unique; NULL schedules are distinct on SQLite and PostgreSQL alike."""
+    from jobs.models import Job, ScheduledRun
+
+    team = pf.make_team()
+    due = datetime.now(UTC) - timedelta(minutes=1)
+    for name in ("first", "second"):
+        schedule = make_schedule(team, name=name, due=due)
+        assert schedules.run_one(schedule.pk) == "started"
+        schedules.delete(team.users["member"], schedule)
+    orphans = ScheduledRun.objects.filter(schedule__isnull=True)
+    assert sorted(orphans.values_list("schedule_name", flat=True)) == ["first", "second"]
+    assert len({r.due_at for r in orphans}) == 1 and Job.objects.filter(scheduled_run__in=orphans).count() == 2
+
+    live = make_schedule(team, name="live", due=due)
+    assert schedules.run_one(live.pk) == "started"
+    type(live).objects.filter(pk=live.pk).update(next_run_at=due)  # a late beat that still saw the slot due
+    assert schedules.run_one(live.pk) == "done-already"
+    assert live.runs.count() == 1 and ScheduledRun.objects.count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_names_existing_runs_after_their_schedule():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("jobs", "0018_job_run_after")], [("jobs", "0019_schedule_runs_kept")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        old = executor.loader.project_state(before).apps
+        workspace = old.get_model("jobs", "Workspace").objects.create(name="W", backend="local")
+        schedule = old.get_model("jobs", "Schedule").objects.create(
+            workspace=workspace, name="nightly", body={}, kind="daily", at=time(2, 0))
+        old.get_model("jobs", "ScheduledRun").objects.create(schedule=schedule, due_at=datetime.now(UTC))
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        new = executor.loader.project_state(after).apps
+        assert list(new.get_model("jobs", "ScheduledRun").objects.values_list("schedule_name", flat=True)) == \
+            ["nightly"]
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 # --- the beat task, for real --------------------------------------------------------------------------------------

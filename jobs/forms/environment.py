@@ -6,10 +6,7 @@ Fields only parse types; which combinations are valid is jobs.spec's business.
 
 from __future__ import annotations
 
-import hashlib
-
 from django import forms
-from django.urls import reverse
 
 from jobs import catalog as C
 from jobs.forms.widgets import KeepingSelect, choices
@@ -143,10 +140,8 @@ class EnvForm(forms.Form):
 
     def __init__(self, *args, ui: dict | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        # Ticking Secret re-renders the section, so the value turns into a password field at once.
-        self.fields["secret"].widget.attrs.update({
-            "hx-post": reverse("wizard_section", args=[SECTION]), "hx-target": f"#sec-{SECTION}",
-            "hx-swap": "outerHTML", "hx-trigger": "change", "hx-sync": "closest section:replace"})
+        # No HTMX on the Secret tick: a re-rendered section could not hold a value typed before it (a secret is
+        # never written back), so static/js/wizard.js turns the same input into a password field instead.
         if _ticked(self.data.get(self.add_prefix("secret"))):
             # Like the registry password: never written back into a page, and HTMX swaps keep what was typed. The id
             # names the variable: rows renumber after a removal, and a typed secret must not move to another row.
@@ -157,8 +152,12 @@ class EnvForm(forms.Form):
 
 def secret_value_name(prefix: str, key: str) -> str:
     """The name the page's id of a secret variable's value field is made of ("id_" + this): row prefix + a tag
-    of the variable's name."""
-    return f"{prefix}-value-{hashlib.sha256(key.strip().encode()).hexdigest()[:8]}"
+    of the variable's name. static/js/wizard.js computes the same tag (32-bit FNV-1a of the UTF-8 name, 8 hex
+    digits) when Secret is ticked or the name edited, so the next rendering of the section keeps the typed value."""
+    tag = 0x811C9DC5
+    for byte in key.strip().encode():
+        tag = ((tag ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return f"{prefix}-value-{tag:08x}"
 
 
 ROWS = {"datasets": DatasetForm, "storages": StorageForm, "envs": EnvForm}

@@ -1,5 +1,6 @@
-// The create-job wizard's only JavaScript: copy buttons and the sticky section index highlight.
-// Everything else (dependent fields, rows, live validation, the API panel) is HTMX or plain form posts.
+// The create-job wizard's only JavaScript: copy buttons, the sticky section index highlight, and the Secret tick of
+// environment variables. Everything else (dependent fields, rows, live validation, the API panel) is HTMX or plain
+// form posts.
 (function () {
   "use strict";
 
@@ -34,6 +35,66 @@
       done();
     }
   });
+
+  // Secret variables. The server never writes a secret's value into a page, so a re-rendered section keeps a typed
+  // one only through hx-preserve, which matches the old and new input by id. The tick therefore changes the input
+  // in place (no request): password type, and the id the server gives a secret's value (secret_value_name in
+  // jobs/forms/environment.py: row prefix + FNV-1a of the variable's name), kept in step as the name is edited.
+  var ROW_FIELD = /^(environment-envs-\d+)-(key|value|secret)$/;
+
+  function nameTag(key) {
+    var bytes = new TextEncoder().encode(key.trim());
+    var tag = 0x811c9dc5;
+    for (var i = 0; i < bytes.length; i++) tag = Math.imul(tag ^ bytes[i], 0x01000193) >>> 0;
+    return ("0000000" + tag.toString(16)).slice(-8);
+  }
+
+  function rowField(form, prefix, name) {
+    return form.querySelector('[name="' + prefix + "-" + name + '"]');
+  }
+
+  function syncSecretValue(form, prefix) {
+    var value = rowField(form, prefix, "value");
+    var tick = rowField(form, prefix, "secret");
+    var key = rowField(form, prefix, "key");
+    if (!value || !tick || !key) return;
+    var secret = tick.checked;
+    var id = "id_" + prefix + "-value" + (secret ? "-" + nameTag(key.value) : "");
+    if (value.id !== id) {
+      var label = form.querySelector('label[for="' + value.id + '"]');
+      if (label) label.htmlFor = id;
+      value.id = id;
+    }
+    if (secret) {
+      value.type = "password";
+      value.setAttribute("autocomplete", "new-password");
+      value.setAttribute("hx-preserve", "true");
+    } else {
+      value.type = "text";
+      value.removeAttribute("autocomplete");
+      value.removeAttribute("hx-preserve");
+    }
+  }
+
+  function onRowField(event) {
+    var target = event.target;
+    var found = target && target.name && ROW_FIELD.exec(target.name);
+    if (!found || !target.form || found[2] === "value") return;
+    var tick = rowField(target.form, found[1], "secret");
+    if (found[2] === "key" && !(tick && tick.checked)) return;
+    syncSecretValue(target.form, found[1]);
+  }
+  document.addEventListener("change", onRowField);
+  document.addEventListener("input", onRowField);
+
+  // A "type it again" note is for a value the page lost; one the swap kept (hx-preserve) needs none.
+  function hideKeptReprompts() {
+    document.querySelectorAll('[id^="reprompt-environment-envs-"]').forEach(function (note) {
+      var input = document.getElementById("id_" + note.id.slice("reprompt-".length));
+      note.hidden = !!(input && input.value);
+    });
+  }
+  document.addEventListener("htmx:afterSettle", hideKeptReprompts);
 
   var observer = null;
   function watchSections() {

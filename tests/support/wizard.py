@@ -154,12 +154,13 @@ def page_form_data(html: str, form_id: str = "wizard-form") -> dict[str, str]:
     return _FormParser(form_id).feed(html)
 
 
-_NOT_SECTIONS = ("csrfmiddlewaretoken", "sweep", "sweep_trials", "sweep_seed")
+_NOT_SECTIONS = ("csrfmiddlewaretoken", "sweep", "sweep_trials", "sweep_seed", "run_after", "run_after_when")
 
 
 def comparable(data: dict[str, str], skip: set[str] = frozenset()) -> dict[str, str]:
-    """Form data as the forms read it: no CSRF token, wizard bookkeeping (`_...`) or sweep box (no section's), and
-    a checkbox carried in a hidden input ("True"/"False") the same as a ticked box ("on") or an absent one."""
+    """Form data as the forms read it: no CSRF token, wizard bookkeeping (`_...`), sweep or run-after box (no
+    section's), and a checkbox carried in a hidden input ("True"/"False") the same as a ticked box ("on") or an absent
+    one."""
     out = {}
     for key, value in data.items():
         if key.startswith("_") or key in _NOT_SECTIONS or key in skip or value == "False":

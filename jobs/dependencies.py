@@ -1,0 +1,296 @@
+"""Job dependencies ("Run after"): a job that names one upstream job of its workspace and a condition, held in the
+console with status Waiting (never sent to DLC) until the upstream ends.
+
+No pipeline engine: one plain function, release(), decides the Waiting dependents of jobs that just ended. It is
+called where a job's end is noticed (the sync cycle, a submit that failed for good, an unsent job cancelled) and,
+as a safety net for a hook that was missed (a worker killed between commit and release), by the beat sweep
+(release_owed). It changes a row only with a conditional UPDATE ... WHERE status = 'Waiting', so running it twice,
+or twice at once, releases each dependent once.
+
+A dependent whose condition can no longer hold is "skipped": it ends Stopped without ever being sent, with
+reason SKIPPED, and so are its own dependents, down the chain. A job that never ran (skipped, or stopped by a user
+before it was sent) has no outcome to run after: its dependents are skipped whatever their condition.
+
+Should the upstream be deleted from the console's database (run_after SET NULL), a Waiting job is skipped too: the
+console cannot know how that job ended, and a training run on top of an unknown preprocessing is the worse surprise.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from jobs import access, audit
+from jobs import status as st
+from jobs.models import Job, Workspace
+
+log = logging.getLogger(__name__)
+
+SUCCEEDED, ENDED = Job.RUN_AFTER_SUCCEEDED, Job.RUN_AFTER_ENDED
+WHEN = dict(Job.RUN_AFTER_CHOICES)
+SKIPPED = "Console.UpstreamNotSucceeded"
+CANCELLED = "Console.CancelledBeforeSubmit"  # jobs.lifecycle._cancel_unsent
+NEVER_RAN = frozenset({SKIPPED, CANCELLED})
+# The form's and the API's field names.
+FIELD, WHEN_FIELD = "run_after", "run_after_when"
+WAIT, GO, NEVER = "wait", "go", "never"
+# Upstream ids per dependents query: the IN list stays small, each query one walk of the run_after index.
+CHUNK = 100
+CHOICES_SHOWN = 50  # the wizard's datalist of recent jobs
+
+
+def decide(upstream: Job | None, when: str) -> str:
+    """WAIT while the upstream is active, GO once the condition holds, NEVER when it no longer can."""
+    if upstream is None:
+        return NEVER  # deleted from the console (SET_NULL): how it ended is unknown (see the module's doc)
+    if st.is_active(upstream.status):
+        return WAIT
+    if upstream.reason_code in NEVER_RAN and upstream.status == "Stopped":
+        return NEVER  # it never ran: the chain below it is skipped too
+    if when == ENDED or upstream.status == "Succeeded":
+        return GO
+    return NEVER
+
+
+def _words(upstream: Job) -> str:
+    """How an ended upstream ended, for messages: "failed", "was stopped", "was skipped", ..."""
+    if upstream.reason_code == SKIPPED:
+        return "was skipped (its own upstream did not succeed)"
+    if upstream.reason_code == CANCELLED:
+        return "was stopped before it was submitted"
+    return {"Failed": "failed", "Stopped": "was stopped", st.SUBMIT_FAILED: "could not be submitted"}.get(
+        upstream.status, f"ended {st.label(upstream.status)}")
+
+
+def never_message(upstream: Job | None) -> str:
+    if upstream is None:
+        return "The upstream job was deleted from the console: how it ended is unknown, so this job never ran."
+    return f"Upstream job {upstream.pk} ({upstream.display_name}) {_words(upstream)}; this job was never submitted."
+
+
+# --- the choice, in the wizard and the API -----------------------------------------------------------------
+
+_REF = re.compile(r"\s*#?(\d{1,18})(?:\s*[—–-].*)?\s*", re.S)
+
+
+@dataclass
+class Choice:
+    """A create request's "Run after": the upstream (None: none chosen), the condition, and errors by field."""
+
+    upstream: Job | None = None
+    when: str = SUCCEEDED
+    errors: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def waits(self) -> bool:
+        return self.upstream is not None and decide(self.upstream, self.when) == WAIT
+
+
+def parse_ref(value: Any) -> int | None:
+    """A job id as the API sends it (a number) or the form does ("12", "#12", or a datalist entry "12 — name")."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    match = _REF.fullmatch(value) if isinstance(value, str) else None
+    return int(match[1]) if match else None
+
+
+def check(user, workspace: Workspace, value: Any, when: Any = None) -> Choice:
+    """Validate a "Run after" choice for a new job of `workspace`. Blank value: no upstream, no error."""
+    choice = Choice()
+    when = SUCCEEDED if when in (None, "") else when
+    if not isinstance(when, str) or when not in WHEN:
+        choice.errors[WHEN_FIELD] = [f"Choose one of: {', '.join(WHEN)}."]
+    else:
+        choice.when = when
+    if value in (None, ""):
+        return choice
+    pk = parse_ref(value)
+    if pk is None:
+        choice.errors[FIELD] = ["Enter the console id of a job of this workspace (the number on its page), or "
+                                "leave it empty."]
+        return choice
+    upstream = access.jobs_for(user).filter(pk=pk).select_related("workspace").first()
+    if upstream is None:
+        choice.errors[FIELD] = [f"There is no job {pk} that you can see."]
+        return choice
+    if upstream.workspace_id != workspace.pk:
+        choice.errors[FIELD] = [f"Job {pk} is in workspace {upstream.workspace.name}: a job can only run after a "
+                                f"job of its own workspace ({workspace.name})."]
+        return choice
+    choice.upstream = upstream
+    if WHEN_FIELD not in choice.errors and decide(upstream, choice.when) == NEVER:
+        choice.errors[FIELD] = [f"Job {pk} ({upstream.display_name}) {_words(upstream)}; it will never succeed. "
+                                "Choose another job, or run after it ends whatever the outcome."
+                                if upstream.reason_code not in NEVER_RAN else
+                                f"Job {pk} ({upstream.display_name}) {_words(upstream)}; it will never run."]
+    return choice
+
+
+def recent_choices(workspace: Workspace) -> list[tuple[int, str]]:
+    """(id, "id — name (status)") of the workspace's newest jobs worth waiting for: active or succeeded. For a page
+    whose viewer may create jobs in the workspace, so may see all of them."""
+    rows = (Job.objects.filter(workspace=workspace).exclude(status__in=st.TERMINAL - {"Succeeded"})
+            .order_by("-created_at", "-id").values_list("pk", "display_name", "status")[:CHOICES_SHOWN])
+    return [(pk, f"{pk} — {name} ({st.label(status)})") for pk, name, status in rows]
+
+
+# --- creation ---------------------------------------------------------------------------------------------
+
+
+def initial_status(upstream: Job | None, when: str) -> str:
+    """The status a new job starts with, read under a lock on the upstream row (in the caller's transaction): a
+    sync that ends the upstream meanwhile either committed before (we see its end) or waits for us (its release
+    then sees our Waiting row). NEVER (the upstream ended badly since the form was checked) starts Waiting too,
+    and the caller releases it at once (skipped)."""
+    if upstream is None:
+        return st.SUBMITTING
+    locked = Job.objects.select_for_update().filter(pk=upstream.pk).only("id", "status", "reason_code").first()
+    return st.SUBMITTING if decide(locked, when) == GO else st.WAITING
+
+
+# --- release ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Released:
+    submitted: list[int] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.submitted or self.skipped)
+
+
+_UPSTREAM_FIELDS = ("run_after__id", "run_after__status", "run_after__reason_code", "run_after__display_name")
+_FIELDS = ("id", "workspace_id", "display_name", "status", "run_after_id", "run_after_when")
+
+
+def release(upstream_ids: Iterable[int]) -> Released:
+    """Decide the Waiting dependents of these jobs (those of them that ended): submit, skip (and on down the chain),
+    or leave waiting. Idempotent, and safe concurrently: a row changes only while it is still Waiting."""
+    done = Released()
+    pending = list(dict.fromkeys(upstream_ids))
+    while pending:
+        chunk, pending = pending[:CHUNK], pending[CHUNK:]
+        # Read whole before any row is written (no cursor left open across the writes). No cycles to guard
+        # against: an upstream exists before its dependent, so each chain ends.
+        waiting = list(Job.objects.filter(run_after_id__in=chunk, status=st.WAITING).select_related("run_after")
+                       .only(*_FIELDS, *_UPSTREAM_FIELDS).order_by("pk"))
+        for job in waiting:
+            skipped = _settle(job, job.run_after, done)
+            if skipped:
+                pending.append(job.pk)
+    return done
+
+
+def _settle(job: Job, upstream: Job | None, done: Released) -> bool:
+    """Release one Waiting job by its upstream's state; True when it was skipped (its dependents are next)."""
+    verdict = decide(upstream, job.run_after_when)
+    if verdict == GO and _start(job):
+        done.submitted.append(job.pk)
+    elif verdict == NEVER and _skip(job, upstream):
+        done.skipped.append(job.pk)
+        return True
+    return False
+
+
+def _start(job: Job) -> bool:
+    from jobs import lifecycle
+
+    now = timezone.now()
+    with transaction.atomic():
+        # submit_next_attempt_at: its first attempt is due now (the job page says so, not "waiting since created").
+        if not Job.objects.filter(pk=job.pk, status=st.WAITING).update(status=st.SUBMITTING,
+                                                                       submit_next_attempt_at=now):
+            return False  # released (or stopped) by someone else meanwhile
+        transaction.on_commit(lambda: lifecycle.enqueue_submit(job.pk))
+    return True
+
+
+def _skip(job: Job, upstream: Job | None) -> bool:
+    from jobs import lifecycle
+
+    message = never_message(upstream)
+    with transaction.atomic():
+        if not Job.objects.filter(pk=job.pk, status=st.WAITING).update(
+                status="Stopped", reason_code=SKIPPED, reason_message=message, sealed_secrets="",
+                finished_at=timezone.now()):
+            return False
+        workspace = Workspace.objects.get(pk=job.workspace_id)
+        audit.record(None, "stopped", workspace=workspace, job=job, result="skipped, never submitted",
+                     upstream=upstream.pk if upstream else None,
+                     upstream_status=upstream.status if upstream else "deleted")
+        lifecycle.enqueue_notify(job.workspace_id, [job.pk])
+    return True
+
+
+def after_ended(workspace_id: int, ended: list[int]) -> Released:
+    """The sync's hook, for the ids of the workspace's jobs that just ended. One query on the (workspace, status)
+    index whatever the number of ends: Waiting jobs are few, and most cycles find none at all."""
+    if not ended:
+        return Released()
+    waiting_on = set(Job.objects.filter(workspace_id=workspace_id, status=st.WAITING).order_by()
+                     .values_list("run_after_id", flat=True))
+    upstream = [pk for pk in ended if pk in waiting_on]
+    return release(upstream) if upstream else Released()
+
+
+def release_owed() -> Released:
+    """The beat sweep's safety net: Waiting jobs whose upstream has ended (a hook was missed) or was deleted."""
+    done = Released()
+    owed = list(Job.objects.filter(status=st.WAITING)
+                .filter(Q(run_after__isnull=True) | Q(run_after__status__in=st.TERMINAL))
+                .select_related("run_after").only(*_FIELDS, *_UPSTREAM_FIELDS).order_by("pk")[:500])
+    skipped = [job.pk for job in owed if _settle(job, job.run_after, done)]
+    if skipped:
+        more = release(skipped)
+        done.submitted += more.submitted
+        done.skipped += more.skipped
+    return done
+
+
+def cancelled(job_id: int) -> None:
+    """A job ended without DLC (submit failed for good, or stopped before it was sent): its dependents next, once
+    that end is committed. A dependent created meanwhile locked this row first (initial_status), so it is either
+    seen here or sees the end itself."""
+    if Job.objects.filter(run_after_id=job_id, status=st.WAITING).exists():
+        transaction.on_commit(lambda: _release_quietly([job_id]))
+
+
+def _release_quietly(job_ids: list[int]) -> None:
+    # After the end is committed, so the release reads it; a failure here is left to the sweep's safety net.
+    try:
+        release(job_ids)
+    except Exception:  # noqa: BLE001
+        log.exception("release of the dependents of %s failed; the sweep will", job_ids)
+
+
+# --- the job page ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PageFacts:
+    upstream: Job | None  # visible to the viewer; None when none, deleted, or out of sight
+    waiting_text: str  # "to succeed" / "to end", for a Waiting job
+    dependents: list[Job]
+
+
+def page_facts(job: Job, user) -> PageFacts:
+    """What the job page says about the job's dependencies: two small queries, only when it has any."""
+    visible = access.jobs_for(user)
+    upstream = None
+    if job.run_after_id:
+        upstream = (visible.filter(pk=job.run_after_id)
+                    .only("id", "display_name", "status", "reason_code", "finished_at").first())
+    dependents = list(visible.filter(run_after=job).only("id", "display_name", "status", "run_after_when")
+                      .order_by("pk")[:50])
+    text = "to succeed" if job.run_after_when == SUCCEEDED else "to end"
+    return PageFacts(upstream, text, dependents)

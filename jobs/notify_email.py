@@ -1,0 +1,338 @@
+"""Per-user email notifications: a mail to a job's owner when their job ends, for the outcomes they opted in to.
+
+Plain functions; jobs.tasks.email_job is the thin Celery task over deliver(). A job's end makes at most one
+EmailDelivery per owner (its unique key), made with the end itself (lifecycle._enqueue_notify calls owed()) so a
+task lost with the broker is swept like a webhook's; it is tried until sent or out of attempts, never twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.db import transaction
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs import access, audit, dlc, logarchive
+from jobs import status as st
+from jobs.models import AuditEvent, Job, PodLog
+from jobs.notify import Answer, job_url
+from jobs.notify_models import EmailDelivery, NotificationPrefs
+
+log = logging.getLogger(__name__)
+
+# Which opt-in covers which end. A job DLC refused (SubmitFailed) failed as far as its owner is concerned.
+PREF_OF_STATUS = {
+    "Failed": "email_on_failure",
+    st.SUBMIT_FAILED: "email_on_failure",
+    "Succeeded": "email_on_success",
+    "Stopped": "email_on_stop",
+}
+PREF_FIELDS = ("email_on_failure", "email_on_success", "email_on_stop")
+SUBJECT_VERBS = {
+    "Failed": "failed",
+    st.SUBMIT_FAILED: "failed: DLC refused it",
+    "Succeeded": "succeeded",
+    "Stopped": "was stopped",
+}
+ATTEMPTS = 5
+RETRY_BASE_SECONDS = 30.0  # then 2 min, 8 min, 32 min: an SMTP server down for a while still gets the mail
+# A try holds its delivery this long ahead (the claim): longer than an SMTP exchange can take.
+CLAIM = timedelta(seconds=60)
+EARLY = timedelta(milliseconds=200)  # Celery's countdown may fire a hair before the time on the row
+SWEEP_WINDOW = timedelta(days=1)
+LOG_LINES = 20
+LOG_LINE_CHARS = 500
+# A failed job's pod logs are archived DLC_ARCHIVE_DELAY after its end: its mail waits for them, polling, up to
+# this long past the end (then goes without the log's tail).
+LOG_POLL_SECONDS = 2.0
+LOG_WAIT_EXTRA = timedelta(seconds=60)
+
+
+# -- configuration ---------------------------------------------------------------------------------------
+
+
+def mode() -> str:
+    """"smtp", "files" (the embedded setup's mail directory) or "off" (no EMAIL_HOST in production)."""
+    backend = settings.EMAIL_BACKEND
+    if backend.endswith("dummy.EmailBackend"):
+        return "off"
+    if backend.endswith("filebased.EmailBackend"):
+        return "files"
+    return "smtp"
+
+
+def configured() -> bool:
+    return mode() != "off"
+
+
+def error_text(err: BaseException) -> str:
+    """An SMTP failure as shown on the page and kept on the delivery: one line, the password masked."""
+    text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    password = settings.EMAIL_HOST_PASSWORD
+    if password:
+        text = text.replace(password, "***")
+    return dlc.redact(" ".join(text.split()))[:300]
+
+
+# -- preferences -----------------------------------------------------------------------------------------
+
+
+def prefs_for(user) -> NotificationPrefs:
+    """The user's preferences; unsaved, all off, for a user who never saved any."""
+    return NotificationPrefs.objects.filter(user=user).first() or NotificationPrefs(user=user)
+
+
+def _summary(user, prefs: NotificationPrefs) -> dict[str, Any]:
+    return {"email": user.email, **{name: getattr(prefs, name) for name in PREF_FIELDS}}
+
+
+def save_prefs(user, email: str, choices: dict[str, bool]) -> dict[str, dict[str, Any]]:
+    """Store the user's address and opt-ins; the changes, audited (like API token events) in each of the user's
+    workspaces, the audit log being per workspace."""
+    prefs = prefs_for(user)
+    before = _summary(user, prefs)
+    with transaction.atomic():
+        if user.email != email:
+            user.email = email
+            user.save(update_fields=["email"])
+        for name in PREF_FIELDS:
+            setattr(prefs, name, bool(choices.get(name)))
+        prefs.save()
+        changed = audit.changes(before, _summary(user, prefs))
+        if changed:
+            for workspace in access.workspaces_for(user):
+                audit.record(user, AuditEvent.CHANGED, workspace=workspace, event="email-notifications-changed",
+                             changes=changed)
+    return changed
+
+
+# -- what is sent ----------------------------------------------------------------------------------------
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def subject(job: Job, status: str) -> str:
+    # One line whatever the name holds: a header with a line break is refused (BadHeaderError).
+    return f"[DLC Console] {_one_line(job.display_name)[:200]} {SUBJECT_VERBS.get(status, status.lower())}"
+
+
+def _when(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    return f"{timezone.localtime(value):%Y-%m-%d %H:%M:%S} ({settings.TIME_ZONE})"
+
+
+def _duration(job: Job) -> str:
+    if not (job.started_at and job.finished_at):
+        return "did not run"
+    seconds = max(0, int((job.finished_at - job.started_at).total_seconds()))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h {rest // 60:02d}m {rest % 60:02d}s" if hours else f"{rest // 60}m {rest % 60:02d}s"
+
+
+def _reason(job: Job, status: str) -> str:
+    if status == st.SUBMIT_FAILED:
+        error = job.submit_error if isinstance(job.submit_error, dict) else {}
+        code, message = error.get("Code") or "", error.get("Message") or ""
+    else:
+        code, message = job.reason_code, job.reason_message
+    text = ": ".join(part for part in (str(code), dlc.redact(_one_line(message))[:1000]) if part)
+    return text or "-"
+
+
+def log_tail(job: Job, count: int = LOG_LINES) -> tuple[str, list[str]] | None:
+    """(pod id, its last `count` lines) of the job's first failed pod whose log the console archived; else of its
+    first archived pod; None when none is archived."""
+    archived = set(PodLog.objects.filter(job=job).values_list("pod_id", flat=True))
+    if not archived:
+        return None
+    pods = [p for p in (job.pods or []) if isinstance(p, dict) and p.get("PodId") in archived]
+    failed = [p for p in pods if p.get("Status") == "Failed"]
+    pod_id = (failed or pods or [{"PodId": sorted(archived)[0]}])[0]["PodId"]
+    lines = logarchive.read(job, pod_id) or []
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return pod_id, [dlc.redact(line)[:LOG_LINE_CHARS] for line in lines[-count:]]
+
+
+def body(job: Job, status: str) -> str:
+    """The mail's plain text. Only what the job page shows of the job's end: never its spec, environment
+    variables (secret or not) or anything sealed."""
+    lines = [
+        f"Your job {_one_line(job.display_name)} {SUBJECT_VERBS.get(status, status.lower())}.",
+        "",
+        f"Job:        {_one_line(job.display_name)} (#{job.pk}{', DLC ' + job.dlc_job_id if job.dlc_job_id else ''})",
+        f"Workspace:  {job.workspace.name}",
+        f"Status:     {st.label(status)}",
+        f"Reason:     {_reason(job, status)}",
+        f"Created:    {_when(job.created_at)}",
+        f"Started:    {_when(job.started_at)}",
+        f"Finished:   {_when(job.finished_at)}",
+        f"Duration:   {_duration(job)}",
+        f"Job page:   {job_url(job)}",
+    ]
+    tail = log_tail(job) if status == "Failed" else None
+    if tail:
+        pod_id, pod_lines = tail
+        lines += ["", f"Last {len(pod_lines)} lines of the log of pod {pod_id}:", "", *[f"  {x}" for x in pod_lines]]
+    lines += ["", "--", "You get this mail because you asked for it. Change what you get at",
+              settings.DLC_BASE_URL + reverse("email_notifications")]
+    return "\n".join(lines) + "\n"
+
+
+def message(job: Job, status: str, to: str) -> EmailMessage:
+    return EmailMessage(subject=subject(job, status), body=body(job, status), to=[to])
+
+
+def send_test(user) -> Answer:
+    """The settings page's "Send a test email": sent now, to the user's saved address; never raises."""
+    if not configured():
+        return Answer(False, None, "Email is not configured on this console.")
+    if not user.email:
+        return Answer(False, None, "Save your email address first.")
+    mail = EmailMessage(
+        subject="[DLC Console] Test email",
+        body=f"This is a test from the DLC Console at {settings.DLC_BASE_URL}: email notifications reach you.\n",
+        to=[user.email],
+    )
+    try:
+        mail.send(fail_silently=False)
+    except Exception as err:  # noqa: BLE001 - whatever the mail server (or smtplib) raises is shown, never a 500
+        return Answer(False, None, error_text(err))
+    return Answer(True, None, "")
+
+
+# -- deliveries ------------------------------------------------------------------------------------------
+
+
+def owed(job_ids: list[int], found: list[int] | None = None) -> list[int]:
+    """The jobs among these ends whose owner opted in for that end and has an address: their deliveries are made
+    now, with the end. `found`: ends the import found, news only for rows the console submitted.
+
+    One query (primary key, then the owner's row and their preferences' unique user key) for a whole sync
+    batch, and a write only when someone opted in.
+    """
+    if not (job_ids or found) or not configured():
+        return []
+    wanted = Q()
+    for status, pref in PREF_OF_STATUS.items():
+        wanted |= Q(status=status, **{f"owner__notification_prefs__{pref}": True})
+    ended = Q(pk__in=job_ids)
+    if found:
+        ended |= Q(pk__in=found, imported=False)
+    found_jobs = Job.objects.filter(ended, wanted, owner__email__gt="").order_by()
+    rows = list(found_jobs.values_list("pk", "owner_id", "status"))
+    if not rows:
+        return []
+    now = timezone.now()
+    EmailDelivery.objects.bulk_create(
+        [EmailDelivery(job_id=pk, user_id=owner, status=status, next_attempt_at=now) for pk, owner, status in rows],
+        ignore_conflicts=True,  # this end (or an earlier one of the job) was mailed already: never twice
+    )
+    return [pk for pk, _, _ in rows]
+
+
+def stopped_by_owner(job: Job, user_id: int) -> bool:
+    """Whether the job's stop was the owner's own (the audit log's latest stop of it), which needs no mail."""
+    if not job.stop_requested_at:
+        return False  # DLC (or someone outside the console) stopped it
+    actor = (AuditEvent.objects.filter(job=job, action=AuditEvent.STOPPED).order_by("-created_at", "-id")
+             .values_list("actor_id", flat=True).first())
+    return actor == user_id
+
+
+def _logs_pending(job: Job, now: datetime) -> bool:
+    if job.logs_archived_at or not job.dlc_job_id or not job.pods or not job.finished_at:
+        return False
+    return now - job.finished_at < timedelta(seconds=settings.DLC_ARCHIVE_DELAY) + LOG_WAIT_EXTRA
+
+
+def _why_not(delivery: EmailDelivery, job: Job) -> str:
+    """Why an owed mail is not to be sent after all (checked when sending: the user may have changed their mind
+    since the end), or ""."""
+    user = delivery.user
+    prefs = NotificationPrefs.objects.filter(user=user).first()
+    if not configured():
+        return "email is not configured"
+    if not user.is_active:
+        return "the user is inactive"
+    if not user.email:
+        return "no address"
+    if prefs is None or not getattr(prefs, PREF_OF_STATUS.get(delivery.status, ""), False):
+        return "opted out"
+    if delivery.status == "Stopped" and stopped_by_owner(job, user.pk):
+        return "stopped by its owner"
+    return ""
+
+
+def retry_wait(attempts: int) -> float:
+    return RETRY_BASE_SECONDS * 4 ** max(0, attempts - 1)
+
+
+def attempt(delivery: EmailDelivery, job: Job) -> str:
+    """One try of a delivery that is due: "sent", "retry", "failed" (out of attempts), "closed" (not to be sent
+    after all), "waiting" (for the failed job's log archive) or "skipped" (not due, done, or under way elsewhere)."""
+    now = timezone.now()
+    claimed = EmailDelivery.objects.filter(
+        pk=delivery.pk, sent_at__isnull=True, next_attempt_at__lte=now + EARLY
+    ).update(next_attempt_at=now + CLAIM)
+    if not claimed:
+        return "skipped"
+    rows = EmailDelivery.objects.filter(pk=delivery.pk)
+    if job.is_active or (delivery.status == st.SUBMIT_FAILED and job.dlc_job_id):
+        # The end was undone (a SubmitFailed job whose CreateJob had landed after all was adopted): no mail now;
+        # its real end makes a delivery anew (the unique key is free again).
+        rows.filter(sent_at__isnull=True).delete()
+        return "skipped"
+    delivery.refresh_from_db(fields=["attempts"])  # another worker may have tried since it was read
+    reason = _why_not(delivery, job)
+    if reason:
+        rows.update(next_attempt_at=None, last_error=reason)
+        return "closed"
+    if delivery.status == "Failed" and _logs_pending(job, now):
+        rows.update(next_attempt_at=now + timedelta(seconds=LOG_POLL_SECONDS))
+        return "waiting"
+    attempts = delivery.attempts + 1
+    try:
+        message(job, delivery.status, delivery.user.email).send(fail_silently=False)
+    except Exception as err:  # noqa: BLE001 - any failure to send is an attempt used, retried or given up
+        error = error_text(err)
+        log.warning("email of job %s to user %s failed (attempt %s): %s", job.pk, delivery.user_id, attempts, error)
+        done = timezone.now()
+        last = attempts >= ATTEMPTS
+        rows.update(attempts=attempts, last_error=error,
+                    next_attempt_at=None if last else done + timedelta(seconds=retry_wait(attempts)))
+        return "failed" if last else "retry"
+    rows.update(attempts=attempts, last_error="", sent_at=timezone.now(), next_attempt_at=None)
+    return "sent"
+
+
+def deliver(job_id: int) -> float | None:
+    """Try the job's owed mail if due. Seconds until its next try, or None once nothing is owed. Idempotent: a
+    sent (or given-up) delivery is never tried again, and a try under way elsewhere is left alone."""
+    job = Job.objects.select_related("workspace").get(pk=job_id)
+    owed_rows = EmailDelivery.objects.filter(job_id=job_id, sent_at__isnull=True, next_attempt_at__isnull=False)
+    for delivery in owed_rows.select_related("user").order_by("pk"):
+        attempt(delivery, job)
+    due = owed_rows.order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first()
+    if due is None:
+        return None
+    return max(0.05, (due - timezone.now()).total_seconds() + 0.05)
+
+
+def owed_jobs(older_than: timedelta) -> list[int]:
+    """Jobs with a mail overdue by `older_than` (its task was lost), made in the last day: for the sweep."""
+    now = timezone.now()
+    return list(
+        EmailDelivery.objects.filter(
+            next_attempt_at__lt=now - older_than, sent_at__isnull=True, created_at__gt=now - SWEEP_WINDOW
+        ).order_by().values_list("job_id", flat=True).distinct()[:100]
+    )
