@@ -63,6 +63,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Under /api/: a 404 or 405 in the API's JSON error format, not an HTML page or an empty body.
+    "jobs.api.JsonErrorsMiddleware",
 ]
 
 ROOT_URLCONF = "consoleapp.urls"
@@ -221,6 +223,13 @@ DLC_BASE_URL = os.environ.get("DLC_BASE_URL", "http://127.0.0.1:8000").rstrip("/
 # Webhook deliveries (jobs.notify): attempts per job end, and the first retry's wait in seconds (then x4).
 DLC_WEBHOOK_ATTEMPTS = int(os.environ.get("DLC_WEBHOOK_ATTEMPTS", "4"))
 DLC_WEBHOOK_RETRY_BASE_SECONDS = float(os.environ.get("DLC_WEBHOOK_RETRY_BASE_SECONDS", "30"))
+# Where webhooks may POST (jobs.notify): never the server itself, link-local or cloud metadata addresses; private
+# ranges (10/8, 172.16/12, 192.168/16, fc00::/7) only while DLC_WEBHOOK_ALLOW_PRIVATE is on (offline networks'
+# chat relays are private). DLC_WEBHOOK_ALLOWED_HOSTS: comma list of host names, IPs or CIDRs allowed all the same.
+DLC_WEBHOOK_ALLOW_PRIVATE = env_bool("DLC_WEBHOOK_ALLOW_PRIVATE", True)
+DLC_WEBHOOK_ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DLC_WEBHOOK_ALLOWED_HOSTS", "").split(",") if h.strip()]
+# A webhook whose deliveries failed this many times in a row is paused (disabled, with the reason) until re-enabled.
+DLC_WEBHOOK_PAUSE_AFTER = int(os.environ.get("DLC_WEBHOOK_PAUSE_AFTER", "20"))
 # Users' own email notifications (jobs.notify_email) go out by SMTP when EMAIL_HOST is set. Without it, the
 # embedded setup (`make run`, consoleapp.stack sets DLC_MAIL_DIR) writes each mail as a file there; anywhere else
 # email is off, and the settings page says so rather than dropping mails. EMAIL_HOST_PASSWORD: only from here,
@@ -237,7 +246,7 @@ if EMAIL_USE_TLS and EMAIL_USE_SSL:
     raise ImproperlyConfigured("Set EMAIL_USE_TLS (STARTTLS, usually port 587) or EMAIL_USE_SSL (port 465), not both.")
 # Seconds an SMTP exchange may take: the settings page's test mail waits for it.
 EMAIL_TIMEOUT = float(os.environ.get("EMAIL_TIMEOUT", "10"))
-DEFAULT_FROM_EMAIL = os.environ.get("DLC_EMAIL_FROM", "DLC Console <dlc-console@localhost>")
+DEFAULT_FROM_EMAIL = os.environ.get("DLC_EMAIL_FROM") or "DLC Console <dlc-console@localhost>"
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 DLC_MAIL_DIR = os.environ.get("DLC_MAIL_DIR", "").strip()
 if EMAIL_HOST:
@@ -282,9 +291,12 @@ DEMO_PASSWORD = os.environ.get("DLC_DEMO_PASSWORD", "demo")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"one_line_403": {"()": "consoleapp.logfilters.OneLineForbidden"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"},
+                # A 403 is one warning line (method, path, user), not a traceback per refused request.
+                "django.request": {"filters": ["one_line_403"]}},
 }
 
 if PRODUCTION:

@@ -1,4 +1,4 @@
-"""The wizard's JSON endpoint: the dry run, POST /api/v1/jobs/validate.
+"""The wizard's JSON endpoint: the dry run, POST /api/v1/jobs/validate; and the API's JSON 404 and 405.
 
 Authentication and CSRF come from the API's one helper, jobs.apitokens.api_view: a signed-in session
 (CSRF-checked like a form post, so our JavaScript sends X-CSRFToken) or an API token (`Authorization:
@@ -8,13 +8,14 @@ Bearer ...`, CSRF-exempt: no cookie is involved, so a forged page has nothing to
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
 from jobs import access, policies, spec
-from jobs.apitokens import api_view
+from jobs.apitokens import api_view, error
 from jobs.views import current_workspace
 
 
@@ -59,3 +60,24 @@ def validate_job(request: HttpRequest) -> JsonResponse:
     if errors:
         return JsonResponse({"errors": errors}, status=400)
     return JsonResponse({"valid": True, "notes": spec.notes(spec.inverse(body), context)})
+
+
+class JsonErrorsMiddleware:
+    """Under /api/, the 404 of a path no endpoint has and the 405 of a method an endpoint does not take are
+    answered in the API's error format ({"error": ...}), not as Django's HTML page or an empty body: a client
+    parsing JSON would otherwise fail on the answer that tells it what is wrong."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not request.path.startswith("/api/") or response.status_code not in (404, 405) \
+                or response.get("Content-Type", "").startswith("application/json"):
+            return response
+        if response.status_code == 404:
+            return error(404, "Not found: no API endpoint at this path (see /api/v1/openapi.json).")
+        allowed = response.get("Allow", "")
+        answer = error(405, f"Method {request.method} is not allowed here; allowed: {allowed or 'none'}.")
+        answer["Allow"] = allowed
+        return answer

@@ -7,7 +7,9 @@ exactly as the wizard does. Secrets sent in a body are sealed for the worker and
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,23 +96,54 @@ def bad_request(errors: dict[str, list[str]]) -> JsonResponse:
 
 
 class Problem(Exception):
-    """Errors keyed by field path, answered as a 400."""
+    """Errors keyed by field path, answered as a 400 (with `extra` top-level keys, e.g. candidates)."""
 
-    def __init__(self, errors: dict[str, list[str]]) -> None:
+    def __init__(self, errors: dict[str, list[str]], **extra: Any) -> None:
         super().__init__(errors)
         self.errors = errors
+        self.extra = extra
+
+    def response(self) -> JsonResponse:
+        return JsonResponse({"errors": self.errors, **self.extra}, status=400)
 
 
-def request_workspace(request: HttpRequest, action: str) -> Workspace:
-    """The workspace named by ?workspace=<id>, or the caller's only one; 404 when not theirs."""
+# How many of the caller's workspaces a "name the workspace" answer lists.
+CANDIDATES_SHOWN = 20
+
+
+def request_workspace(request: HttpRequest, action: str, *, dlc_workspace_id: Any = None) -> Workspace:
+    """The console workspace a call is about: ?workspace=<id>; else the caller's only one; else the one (of the
+    caller's) whose DLC workspace is the body's WorkspaceId (`dlc_workspace_id`). 404 when ?workspace= is not
+    theirs; a Problem listing the candidates when none of these names exactly one."""
     chosen = request.GET.get("workspace", "")
     if chosen:
         return access.get_workspace(request.api_user, parse_id(chosen), action)
-    mine = list(access.workspaces_for(request.api_user)[:2])
-    if len(mine) != 1:
-        raise Problem({"workspace": ["Name the console workspace: ?workspace=<id> (see GET /api/v1/workspaces)."]})
-    access.require(request.api_user, action, workspace=mine[0])
-    return mine[0]
+    mine = access.workspaces_for(request.api_user).order_by("pk")
+    found = list(mine[:2])
+    given = dlc_workspace_id if isinstance(dlc_workspace_id, str) and dlc_workspace_id else ""
+    if len(found) > 1 and given:
+        found = list(mine.filter(dlc_workspace_id=given)[:2])
+        if not found:  # none of the caller's workspaces: list them all, as when the body names none
+            given = ""
+    if len(found) == 1:
+        access.require(request.api_user, action, workspace=found[0])
+        return found[0]
+    candidates = mine.filter(dlc_workspace_id=given) if given else mine
+    shown = [{"id": ws.pk, "name": ws.name, "dlc_workspace_id": ws.dlc_workspace_id}
+             for ws in candidates[:CANDIDATES_SHOWN + 1]]
+    listed = ", ".join(f"{ws['id']} ({ws['name']})" for ws in shown[:CANDIDATES_SHOWN])
+    more = ", ..." if len(shown) > CANDIDATES_SHOWN else ""
+    why = (f"{len(shown)}{'+' if more else ''} of your workspaces have DLC workspace '{given}'" if given else
+           "you have several workspaces")
+    raise Problem({"workspace": [f"Name the console workspace with ?workspace=<id>: {why}: {listed}{more}. "
+                                 "(Without it, the body's WorkspaceId picks the one workspace of yours with that "
+                                 "DLC workspace ID.)"]},
+                  candidates=shown[:CANDIDATES_SHOWN])
+
+
+def body_workspace_id(body: Any) -> Any:
+    """The WorkspaceId a CreateJob body names, if it is an object: request_workspace's hint."""
+    return body.get("WorkspaceId") if isinstance(body, dict) else None
 
 
 # --- secrets ---------------------------------------------------------------------------------------------
@@ -138,9 +171,11 @@ def take_secrets(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
 SECRET_ENVS = "SecretEnvs"
 
 
-def merge_secret_envs(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], dict[str, list[str]]]:
+def merge_secret_envs(body: dict[str, Any], *, field: str = SECRET_ENVS) \
+        -> tuple[dict[str, Any], dict[str, str], dict[str, list[str]]]:
     """(the body with each `SecretEnvs` name in Envs as the placeholder, their values as sealed-secret names,
-    errors). `SecretEnvs` is the API's Secret tick box: {"WANDB_API_KEY": "..."} next to the CreateJob fields."""
+    errors). `SecretEnvs` is the API's Secret tick box: {"WANDB_API_KEY": "..."} next to the CreateJob fields.
+    `field`: what the caller calls it, for the error of a secret with no value (the clone endpoint: secret_envs)."""
     given = body.get(SECRET_ENVS)
     out = {k: v for k, v in body.items() if k != SECRET_ENVS}
     if given is None:
@@ -163,7 +198,7 @@ def merge_secret_envs(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, s
             if value == spec.SECRET_PLACEHOLDER and spec.SECRET_ENV_PREFIX + key not in secrets \
                     and f"{SECRET_ENVS}.{key}" not in errors:
                 errors[f"Envs.{key}"] = [f"{spec.SECRET_PLACEHOLDER} stands for a secret value that is never "
-                                         f"copied: send the value in {SECRET_ENVS}."]
+                                         f"copied: send the value in {field}."]
         out["Envs"] = envs
     elif given and envs is None:  # any other Envs is refused by spec.validate, not replaced
         out["Envs"] = {key: spec.SECRET_PLACEHOLDER for key in given}
@@ -209,23 +244,30 @@ class Checked:
     context: spec.Context
 
 
-def check_body(workspace: Workspace, body: Any, *, extra_errors: dict[str, list[str]] | None = None) \
+def check_body(workspace: Workspace, body: Any, *, extra_errors: dict[str, list[str]] | None = None,
+               hints: Mapping[str, Any] | None = None, secret_envs_field: str = SECRET_ENVS) \
         -> tuple[Checked | None, dict[str, list[str]]]:
-    """Validate a CreateJob body with the workspace's guardrails, as submit_body does (a sweep's job too)."""
+    """Validate a CreateJob body with the workspace's guardrails, as submit_body does (a sweep's job too).
+    `hints`: the console-only choices the body cannot carry, when known (a clone's, from its source); else what
+    the body, quotas and instance types tell. `secret_envs_field`: the caller's name for SecretEnvs, for errors."""
     if not isinstance(body, dict):
         return None, {"": ["The request body must be a JSON object (a CreateJob body)."]}
     errors = dict(extra_errors or {})
     errors.update(_check_workspace_id(body, workspace))
-    body, secret_envs, env_errors = merge_secret_envs(body)
+    body, secret_envs, env_errors = merge_secret_envs(body, field=secret_envs_field)
     errors.update(env_errors)
     wire = {k: v for k, v in body.items() if k != "WorkspaceId"}
     context = policies.context_for(workspace)
+    if hints:
+        context = dataclasses.replace(context, hints=dict(hints))
     for path, messages in spec.validate(wire, context).items():
         errors.setdefault(path, []).extend(messages)
     if errors:
         return None, errors
     # The body alone cannot say Lingjun vs general computing: the workspace's quotas and instance types can.
-    hints = spec.hints_from_sections(spec.inverse(wire, spec.infer_hints(wire, context)))
+    hints = spec.hints_from_sections(spec.inverse(wire, spec.infer_hints(wire, context, context.hints)))
+    if body.get("WorkspaceId"):  # kept as given (it is this workspace's, checked above), as the wizard's body has it
+        wire = {**wire, "WorkspaceId": body["WorkspaceId"]}
     return Checked(wire, secret_envs, hints, context), {}
 
 
@@ -239,11 +281,13 @@ def take_run_after(user, workspace: Workspace, body: Any) -> tuple[Any, dependen
 
 
 def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | None = None,
-                extra_errors: dict[str, list[str]] | None = None) -> tuple[Job | None, dict[str, list[str]]]:
+                extra_errors: dict[str, list[str]] | None = None, hints: Mapping[str, Any] | None = None,
+                secret_envs_field: str = SECRET_ENVS) -> tuple[Job | None, dict[str, list[str]]]:
     """Validate a CreateJob body with the workspace's guardrails and save + enqueue it (or hold it, when its
-    run_after job is still active). Returns (job, errors)."""
+    run_after job is still active). Returns (job, errors). `hints`, `secret_envs_field`: as check_body's."""
     body, after = take_run_after(user, workspace, body)
-    checked, errors = check_body(workspace, body, extra_errors={**(extra_errors or {}), **after.errors})
+    checked, errors = check_body(workspace, body, extra_errors={**(extra_errors or {}), **after.errors},
+                                 hints=hints, secret_envs_field=secret_envs_field)
     if checked is None:
         return None, errors
     clean, secrets = take_secrets(checked.wire)
@@ -287,16 +331,19 @@ def jobs(request: HttpRequest) -> JsonResponse:
     })
 
 
-def create_request(request: HttpRequest) -> tuple[Any, Workspace | None, JsonResponse | None]:
-    """(JSON body, workspace) of a POST that creates something in ?workspace=, or (None, None, the answer refusing
-    it): the opening every create endpoint shares (jobs, sweeps, schedules)."""
+def create_request(request: HttpRequest, job_key: str | None = None) \
+        -> tuple[Any, Workspace | None, JsonResponse | None]:
+    """(JSON body, workspace) of a POST that creates something, or (None, None, the answer refusing it): the
+    opening every create endpoint shares (jobs, sweeps, schedules). The workspace is request_workspace's, the
+    CreateJob body (the payload, or its `job_key` member) giving the WorkspaceId hint."""
     payload, bad = json_body(request)
     if bad:
         return None, None, bad
+    job_body = payload.get(job_key) if job_key and isinstance(payload, dict) else payload
     try:
-        return payload, request_workspace(request, "create"), None
+        return payload, request_workspace(request, "create", dlc_workspace_id=body_workspace_id(job_body)), None
     except Problem as problem:
-        return None, None, bad_request(problem.errors)
+        return None, None, problem.response()
 
 
 def _create(request: HttpRequest) -> JsonResponse:
@@ -374,7 +421,7 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
     changes = payload.get("changes") or {}
     if not isinstance(changes, dict):
         return bad_request({"changes": ["Must be an object of CreateJob fields."]})
-    body, reprompts = clone_body(source)
+    body, reprompts, hints = clone_start(source)
     body.update(changes)
     # A secret variable of the source is the placeholder in body: its value must come again, in secret_envs.
     secret_envs = payload.get("secret_envs")
@@ -385,7 +432,8 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
             errors[key] = ["The source job used this secret; secrets are never copied, send it again."]
         else:
             PUT_SECRET[key](body, payload[key])
-    job, problems = submit_body(request.api_user, source.workspace, body, cloned_from=source, extra_errors=errors)
+    job, problems = submit_body(request.api_user, source.workspace, body, cloned_from=source, extra_errors=errors,
+                                hints=hints, secret_envs_field="secret_envs")
     if problems:
         return bad_request(problems)
     response = JsonResponse(job_json(job, request), status=201)
@@ -395,11 +443,20 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
 
 def clone_body(source: Job) -> tuple[dict[str, Any], list[str]]:
     """(the clone's CreateJob body, the secrets to ask for again): jobs.clone's policy applied to source."""
+    body, reprompts, _hints = clone_start(source)
+    return body, reprompts
+
+
+def clone_start(source: Job) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    """clone_body's, and the clone's hints: the console-only choices (image type, resource type...) the body cannot
+    carry, copied by the policy as the wizard's clone copies them (else they would be guessed from the body)."""
     from jobs import clone as policy
     from jobs.forms.wizard import PASSWORD
 
-    taken = Job.objects.filter(workspace=source.workspace).values_list("display_name", flat=True)
-    prefill = policy.prefill(source, taken_names=taken)
+    workspace = source.workspace
+    taken = Job.objects.filter(workspace=workspace).values_list("display_name", flat=True)
+    prefill = policy.prefill(source, taken_names=taken, workspace_id=workspace.dlc_workspace_id,
+                             context=policies.context_for(workspace))
     body = spec.build(prefill.sections)
     # By the secret, not the field alone: a dropped WandbApiKey is re-prompted at the same field as RayRedisPassword.
     asked = set(prefill.reprompts)
@@ -407,7 +464,7 @@ def clone_body(source: Job) -> tuple[dict[str, Any], list[str]]:
         ("registry_password", (PASSWORD, policy.POLICY["environment.registry_password"][1])),
         ("ray_redis_password", ("resources-advanced", policy.POLICY["resources.advanced.RayRedisPassword"][1])),
     ) if entry in asked]
-    return body, reprompts
+    return body, reprompts, spec.hints_from_sections(prefill.sections)
 
 
 def put_registry_password(body: dict[str, Any], password: str) -> None:
@@ -461,7 +518,10 @@ def openapi_document(server: str) -> dict[str, Any]:
     job_ok = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}}
     job_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
     ws_param = {"name": "workspace", "in": "query", "schema": {"type": "integer"},
-                "description": "Console workspace id (GET /api/v1/workspaces); optional if you have only one."}
+                "description": "Console workspace id (GET /api/v1/workspaces); optional if you have only one. "
+                               "Without it, a create call (job, sweep, schedule) uses the one workspace of yours "
+                               "whose dlc_workspace_id is the CreateJob body's WorkspaceId; else 400 with "
+                               "`candidates` [{id, name, dlc_workspace_id}]."}
     list_params = [ws_param] + [
         {"name": n, "in": "query", "schema": {"type": "string"}, "description": d} for n, d in (
             ("q", "Name contains."), ("status", "A status, or 'active' / 'finished'."),

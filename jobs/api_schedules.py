@@ -80,14 +80,14 @@ def schedule_list(request: HttpRequest) -> JsonResponse:
     try:
         workspace = request_workspace(request, "view")
     except Problem as problem:
-        return bad_request(problem.errors)
+        return problem.response()
     found = (Schedule.objects.filter(workspace=workspace).select_related("workspace", "owner")
              .prefetch_related(schedules.recent_runs()))
     return JsonResponse({"schedules": [schedule_json(s, request) for s in found]})
 
 
 def _create(request: HttpRequest) -> JsonResponse:
-    payload, workspace, refused = create_request(request)
+    payload, workspace, refused = create_request(request, schedules.JOB)
     if refused:
         return refused
     if not isinstance(payload, dict):

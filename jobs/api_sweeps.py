@@ -262,7 +262,7 @@ def sweep_list(request: HttpRequest) -> JsonResponse:
     try:
         workspace = request_workspace(request, "view")
     except Problem as problem:
-        return bad_request(problem.errors)
+        return problem.response()
     found = list(Sweep.objects.filter(workspace=workspace).select_related("workspace", "owner")[:LIST_SIZE])
     statuses: dict[int, list[str]] = {s.pk: [] for s in found}
     rows = SweepTrial.objects.filter(sweep__in=found).order_by("sweep", "number")
@@ -273,7 +273,7 @@ def sweep_list(request: HttpRequest) -> JsonResponse:
 
 
 def _create(request: HttpRequest) -> JsonResponse:
-    payload, workspace, refused = create_request(request)
+    payload, workspace, refused = create_request(request, JOB)
     if refused:
         return refused
     if not isinstance(payload, dict):

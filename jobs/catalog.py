@@ -180,10 +180,7 @@ MAX_BODY_BYTES = 65536  # CreateJob parameters in total (API reference page, not
 AIMASTER_QUOTA_USAGE = "1 CPU core and 1 GiB of memory"
 AIMASTER_PUBLIC_INSTANCE = "ecs.c6.large"
 
-# Variables DLC injects itself [000][004] + design.md (JOB_NAME, TF_CONFIG, CUSTOM_PORTS).
-DLC_INJECTED_ENVS = frozenset(
-    {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "JOB_NAME", "TF_CONFIG", "CUSTOM_PORTS"}
-)
+# The variables DLC injects itself: jobs.spec.RESERVED_ENVS (one list with the names the pod's processes need).
 
 # --- Statuses [SDK] ----------------------------------------------------------------------------------------
 

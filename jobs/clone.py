@@ -24,6 +24,7 @@ from jobs.forms import environment
 from jobs.forms import wizard as glue
 
 COPY, RESET, REPROMPT = "copy", "reset", "re-prompt"
+NAME_RESET = "Job name"  # the note of Prefill.resets about the name
 
 POLICY: dict[str, tuple[str, str]] = {
     # Basic information
@@ -158,6 +159,13 @@ class Prefill:
     # Edit and resubmit: secret variables whose sealed value the failed job still holds (kept unless retyped).
     kept_secrets: list[tuple[str, str]] = field(default_factory=list)  # (field name, variable)
 
+    def rename(self, name: str) -> None:
+        """Give the clone another name (the sweep's copy name, the name the page started with): the name field
+        and the policy's note about it must say the same."""
+        self.sections["basic"]["name"] = name
+        self.resets = [(what, before, name if what == NAME_RESET else after)
+                       for what, before, after in self.resets]
+
 
 def source_hints(body: Mapping, hints: Mapping | None, context: spec.Context | None = None) -> dict:
     """A job's console-only choices. A job created elsewhere (imported: no hints) gets what spec infers from the
@@ -182,7 +190,7 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
 
     if not edit:
         basic["name"] = copy_name(source["basic"]["name"], taken_names)
-        result.resets.append(("Job name", source["basic"]["name"], basic["name"]))
+        result.resets.append((NAME_RESET, source["basic"]["name"], basic["name"]))
     basic["workspace_id"] = workspace_id
     kept = [t for t in basic["tags"] if t.get("key") != dlc.IDEMPOTENCY_TAG_KEY]
     if len(kept) != len(basic["tags"]):

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from alibabacloud_credentials.client import Client as CredentialClient
+from alibabacloud_credentials.exceptions import CredentialException
 from alibabacloud_credentials.provider import (
     DefaultCredentialsProvider,
     ProfileCredentialsProvider,
@@ -46,6 +47,9 @@ UNREACHABLE_ERRORS = frozenset({"ConnectionRefusedError", "NameResolutionError",
 # Codes (and code prefixes) of a refused signature or unknown AccessKey: the credentials, not the request.
 CREDENTIAL_CODES = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "IncompleteSignature", "InvalidSecurityToken",
                     "MissingSecurityToken", "InvalidAuthorization", "Console.Credential")
+# Our code for a failure to get credentials at all (no profile, no file, no metadata service): raised by the
+# credentials library before anything was sent.
+CREDENTIALS_CODE = "Console.Credentials"
 PERMISSION_CODES = ("Forbidden", "NoPermission", "NotAuthorized", "Unauthorized", "AccessDenied")
 # How many unverifiable candidates a tag look-up confirms with GetJob before giving up on them.
 TAG_CONFIRM_LIMIT = 5
@@ -128,6 +132,16 @@ def redact(text: str) -> str:
     return _SECRET_VALUE.sub(lambda m: f"{m['name']}***", text)
 
 
+# An absolute file path (or ~/...) standing on its own: the credentials library names the files it looked in.
+_SERVER_PATH = re.compile(r"(?<![\w.:/~])~?/(?:[\w.@+-]+/)*[\w.@+-]+")
+
+
+def strip_paths(text: str) -> str:
+    """Text of an error raised on the server before anything was sent, without the server's file paths (its home
+    directory, where its credentials files are or are not): they are nobody's business but the operator's."""
+    return _SERVER_PATH.sub("<server file>", text)
+
+
 class _OneLineCredentialsLog(logging.Filter):
     """The credentials library logs each failed credentials refresh twice, the second time with a full
     traceback (and through a handler of its own as well as ours): every call of a workspace without working
@@ -167,10 +181,14 @@ def classify(exc: Exception) -> DLCError:
     causes = _causes(exc)
     inner = getattr(exc, "inner_exception", None)
     detail = redact(str(inner if inner is not None else exc))[:500]
+    if any(isinstance(e, CredentialException) for e in causes):
+        # No credentials to sign with (whatever the chain met on the way, an ECS metadata service that did not
+        # answer included): nothing was sent, and only an admin can fix it.
+        return DLCError(CREDENTIALS_CODE, strip_paths(detail))
     if not any(isinstance(e, OSError) for e in causes):
         # Failed on our side before any network I/O (credentials, a bad endpoint, a bad request object):
         # nothing was sent, and trying again will not help.
-        return DLCError(f"Console.{type(causes[-1]).__name__}", detail)
+        return DLCError(f"Console.{type(causes[-1]).__name__}", strip_paths(detail))
     # No answer: refused before sending is harmless; a reset or timeout after sending may have taken effect.
     return DLCError(f"Connection.{type(exc).__name__}", detail, transient=True, ambiguous=not _never_sent(exc),
                     unreachable=any(type(e).__name__ in UNREACHABLE_ERRORS for e in causes))
@@ -191,6 +209,30 @@ def reason(err: DLCError, *, code: bool = True) -> str:
     """A short account of a failure that is safe to show anyone in the workspace: no local file paths, no
     credential chain, no message text (the full, redacted text is for logs and the admins' settings page)."""
     return f"{_REASONS[err.kind]} ({err.code})" if code else _REASONS[err.kind]
+
+
+def credentials_message(workspace) -> str:
+    """The plain account of a failure to get credentials: safe for everyone who sees a job of the workspace."""
+    if workspace.is_local:
+        source = "its profile localdlc"
+    elif workspace.credential_profile:
+        source = f"its profile {workspace.credential_profile}"
+    else:
+        source = "the default credentials chain"
+    if workspace.role_arn:
+        source += f", then its RAM role {workspace.role_arn}"
+    return (f"The console could not get Alibaba Cloud credentials for workspace {workspace.name} ({source}). "
+            "An admin can test them under Settings → Test connection.")
+
+
+def job_error(err: DLCError, workspace) -> dict[str, Any]:
+    """What a job keeps of a failure (submit_error, stop_error): the job page and the API show it to everyone who
+    sees the job. DLC's answer as it came; a failure to get credentials as the plain message: its detail (the
+    credential chain, the ECS metadata answer) is for the server log (the caller's) and the admins' Test
+    connection."""
+    if err.code == CREDENTIALS_CODE:
+        return {**err.as_dict(), "Message": credentials_message(workspace)}
+    return err.as_dict()
 
 
 def needs_admin(err: DLCError) -> bool:

@@ -315,11 +315,21 @@ class ImportedText:
     notes: list[ImportNote]
 
 
+def looks_like_json(text: str) -> bool:
+    """Detect's test: JSON starts with an object or a list (a params file's first line is a comment or key=value;
+    a Markdown code fence around the JSON counts as JSON, so its error is JSON's)."""
+    start = text.lstrip().removeprefix("\ufeff").lstrip()
+    return start.startswith(("{", "[", "```json", "```\n{"))
+
+
 def read_import(text: str, fmt: str = "auto", job_type: str = "", filename: str = "") -> ImportedText:
     """Parse pasted or uploaded text as a CreateJob/GetJob JSON or a params file. A params file gets the job
     type given (job_type), else the one params_job_type() finds, and a note says which and why."""
+    # A byte-order mark (a file saved by Notepad or PowerShell, or pasted from one) is not text: without this, Detect
+    # took such JSON for a params file ("line 1: Expected key=value.") and json.loads refuses it.
+    text = text.removeprefix("\ufeff")
     if fmt == "auto":
-        fmt = "json" if text.lstrip().startswith(("{", "[")) else "params"
+        fmt = "json" if looks_like_json(text) else "params"
     if fmt == "json":
         body, errors = from_json(text)
         return ImportedText(body, errors, fmt, [])

@@ -7,9 +7,10 @@ Plain functions of the answers (no request, no DLC call), but `read`, which asks
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.core.cache import cache
@@ -19,6 +20,10 @@ from jobs import dlc
 from jobs.models import Job
 
 WIDTH, HEIGHT = 600, 140  # the SVG viewBox every chart is scaled to
+# Hover areas across a chart, each with its values in an SVG <title>: a few, not one per point, so that a chart of
+# hundreds of points (a section refreshed every 10 s) stays small.
+HOVER_BANDS = 20
+HOVER_PODS = 6  # pods named in a hover title; more are counted
 # Polyline colours (CSS classes series-0..5), cycled when a job has more pods.
 PALETTE = 6
 
@@ -136,11 +141,24 @@ class Series:
     colour: int
 
 
+@dataclass(frozen=True)
+class Band:
+    """A vertical strip of a chart that shows, when hovered, the values of its points (the SVG <title>)."""
+
+    x: float
+    width: float
+    text: str
+    start: datetime | None = None  # a monitoring chart's: the times of the strip's first and last points
+    end: datetime | None = None
+
+
 @dataclass
 class Chart:
     metric: Metric
     series: list[Series] = field(default_factory=list)
-    top: str = ""  # the value at the top of the box
+    top: str = ""  # the values at the top and the bottom of the box
+    bottom: str = ""
+    bands: list[Band] = field(default_factory=list)
     error: str = ""
 
     @property
@@ -174,7 +192,7 @@ def chart(metric: Metric, pods: list[dict[str, Any]], start: datetime, end: date
     if not series_points:
         return Chart(metric)
     top = _top(max(v for _, points in series_points for _, v in points), metric.unit)
-    result = Chart(metric, top=fmt(top, metric.unit))
+    result = Chart(metric, top=fmt(top, metric.unit), bottom=fmt(0.0, metric.unit))
     for n, (pod_id, points) in enumerate(series_points):
         line, last_x, last_y = polyline(points, t0, t0 + span, 0.0, top)
         values = [v for _, v in points]
@@ -182,7 +200,43 @@ def chart(metric: Metric, pods: list[dict[str, Any]], start: datetime, end: date
             pod_id=pod_id, points=line, last_x=last_x, last_y=last_y,
             low=fmt(min(values), metric.unit), high=fmt(max(values), metric.unit),
             last=fmt(values[-1], metric.unit), colour=n % PALETTE))
+
+    def values_between(first: float, last: float) -> str:
+        found = [f"{pod_id} {fmt(inside[-1], metric.unit)}" for pod_id, points in series_points
+                 if (inside := [v for t, v in points if first <= t <= last])]
+        more = len(found) - HOVER_PODS
+        return " · ".join(found[:HOVER_PODS]) + (f" · {more} more pods" if more > 0 else "")
+
+    def at(ms: float) -> datetime:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+    times = [t for _, points in series_points for t, _ in points]
+    result.bands = [Band(x, width, values_between(first, last), at(first), at(last))
+                    for x, width, first, last in strips(times, t0, t0 + span)]
     return result
+
+
+def strips(xs: Sequence[float], x0: float, x1: float, count: int = HOVER_BANDS) \
+        -> list[tuple[float, float, float, float]]:
+    """The chart cut across into at most `count` strips holding the points' distinct x values in equal shares:
+    (left, width) in the box and the first and last x in the strip. Each strip reaches halfway to its neighbours'
+    points, so together they cover the box without a gap and a hover anywhere names the nearest points."""
+    distinct = sorted(set(xs))
+    if not distinct:
+        return []
+    n = min(count, len(distinct))
+    groups = [distinct[i * len(distinct) // n:(i + 1) * len(distinct) // n] for i in range(n)]
+    xspan = (x1 - x0) or 1.0
+
+    def box(x: float) -> float:
+        return min(max((x - x0) / xspan, 0.0), 1.0) * WIDTH
+
+    out = []
+    for i, group in enumerate(groups):
+        left = 0.0 if i == 0 else (box(groups[i - 1][-1]) + box(group[0])) / 2
+        right = float(WIDTH) if i == n - 1 else (box(group[-1]) + box(groups[i + 1][0])) / 2
+        out.append((round(left, 1), round(right - left, 1), group[0], group[-1]))
+    return out
 
 
 def polyline(points: list[tuple[float, float]], x0: float, x1: float, y0: float, y1: float) \

@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import access, audit, batchwrite, dependencies, dlc, notify, notify_email, secretbox, spec, syncstate
+from jobs import access, audit, batchwrite, dependencies, dlc, logmask, notify, notify_email, secretbox, spec, syncstate
 from jobs import status as st
 from jobs.models import Job, Workspace, WorkspaceSync
 
@@ -97,8 +97,11 @@ def submit(job_id: int) -> str:
         job.submit_last_attempt_at = now
         job.submit_unanswered_since = now  # the claim: concurrent attempts back off until it settles
         job.submit_next_attempt_at = None  # this is that attempt
+        # The secrets' fingerprints, while the values can still be read: the job's logs are masked with them
+        # (jobs.logmask) long after the values are erased.
+        job.secret_marks = logmask.marks_for(secretbox.unseal(job.sealed_secrets).values())
         job.save(update_fields=["submit_attempts", "submit_last_attempt_at", "submit_unanswered_since",
-                                "submit_next_attempt_at"])
+                                "submit_next_attempt_at", "secret_marks"])
     claim = now
 
     sent = False
@@ -119,11 +122,11 @@ def submit(job_id: int) -> str:
             # An answer came back (or nothing was sent): no attempt of ours is in flight any more. Its error is kept
             # so the job page can say why the job still waits (adopt() clears it once DLC has the job).
             Job.objects.filter(pk=job.pk, dlc_job_id="", submit_unanswered_since=claim).update(
-                submit_unanswered_since=None, submit_error=err.as_dict()
+                submit_unanswered_since=None, submit_error=dlc.job_error(err, job.workspace)
             )
         if err.transient:
             raise
-        _fail_submit(job.pk, err)
+        _fail_submit(job.pk, err, job.workspace)
         return "failed"
     adopt(job, remote_id)
     return "created"
@@ -170,13 +173,15 @@ def adopt(job: Job, remote_id: str) -> bool:
     return bool(bound)
 
 
-def _fail_submit(job_id: int, err: dlc.DLCError) -> None:
+def _fail_submit(job_id: int, err: dlc.DLCError, workspace: Workspace) -> None:
     failed = Job.objects.filter(pk=job_id, dlc_job_id="", status=st.SUBMITTING).update(
-        status=st.SUBMIT_FAILED, submit_error=err.as_dict(), sealed_secrets="", finished_at=timezone.now(),
-        submit_unanswered_since=None, submit_next_attempt_at=None,
+        status=st.SUBMIT_FAILED, submit_error=dlc.job_error(err, workspace), sealed_secrets="",
+        finished_at=timezone.now(), submit_unanswered_since=None, submit_next_attempt_at=None,
     )
     if failed:
-        _enqueue_notify(Job.objects.values_list("workspace_id", flat=True).get(pk=job_id), [job_id])
+        if err.code == dlc.CREDENTIALS_CODE:  # the job keeps a plain message; the detail is for the operator
+            log.warning("job %s not sent, no credentials for workspace %s: %s", job_id, workspace.pk, err)
+        _enqueue_notify(workspace.pk, [job_id])
         dependencies.cancelled(job_id)
 
 
@@ -185,7 +190,9 @@ def give_up_submit(job_id: int, err: dlc.DLCError) -> None:
 
     Should the last, unanswered attempt have landed after all, the import adopts that job into this row.
     """
-    _fail_submit(job_id, err)
+    workspace = Workspace.objects.filter(jobs__pk=job_id).first()
+    if workspace is not None:  # else the job was deleted meanwhile
+        _fail_submit(job_id, err, workspace)
 
 
 def schedule_retry(job_id: int, err: dlc.DLCError, retries: int) -> float:
@@ -690,7 +697,11 @@ def stop(job_id: int) -> str:
 
 def stop_failed(job_id: int, err: dlc.DLCError) -> None:
     """DLC refused the stop (or retries ran out): record why; the next sync shows the job's true state."""
-    Job.objects.filter(pk=job_id).update(stop_error=err.as_dict(), stop_sent_at=None)
+    workspace = Workspace.objects.filter(jobs__pk=job_id).first()
+    error = dlc.job_error(err, workspace) if workspace is not None else err.as_dict()
+    if err.code == dlc.CREDENTIALS_CODE:
+        log.warning("stop of job %s not sent, no credentials: %s", job_id, err)
+    Job.objects.filter(pk=job_id).update(stop_error=error, stop_sent_at=None)
 
 
 # -- sweeps ----------------------------------------------------------------------------------------------

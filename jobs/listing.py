@@ -166,9 +166,12 @@ class ListFilters(forms.Form):
                                    error_messages={"invalid": "Enter a date as YYYY-MM-DD."})
     created_to = forms.DateField(required=False, label="Created to",
                                  error_messages={"invalid": "Enter a date as YYYY-MM-DD."})
-    sort = forms.ChoiceField(required=False, choices=list(SORT_LABELS.items()))
+    # The list API answers these errors too: they name the allowed values, as the page's menus show them.
+    sort = forms.ChoiceField(required=False, choices=list(SORT_LABELS.items()), error_messages={
+        "invalid_choice": f"Choose one of: {', '.join(SORT_LABELS)}."})
     size = forms.TypedChoiceField(required=False, coerce=int, choices=[(n, n) for n in PAGE_SIZES],
-                                  empty_value=DEFAULT_PAGE_SIZE, label="Per page")
+                                  empty_value=DEFAULT_PAGE_SIZE, label="Per page", error_messages={
+                                      "invalid_choice": f"Choose one of: {', '.join(map(str, PAGE_SIZES))}."})
     after = forms.CharField(required=False, max_length=2000)
     before = forms.CharField(required=False, max_length=2000)
 
@@ -195,7 +198,9 @@ class ListFilters(forms.Form):
                 try:
                     data[f"{name}_values"] = decode_cursor(data[name], sort)
                 except CursorError:
-                    self.add_error(name, "This page link is out of date; showing the first page.")
+                    # Not "showing the first page": the API refuses it (400); the page says that itself.
+                    self.add_error(name, "Invalid page cursor: this page link is out of date or was not made by "
+                                   "this list.")
         return data
 
 

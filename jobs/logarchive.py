@@ -3,6 +3,8 @@ PodLog, and read back from there once DLC no longer has it.
 
 GetPodLogs answers at most MaxLines lines of a time range (the last ones). A range that comes back full may
 have been cut, so it is split in two and each half asked for again, until every range comes back short.
+
+The archive holds the log masked (jobs.logmask: the job's secret values as ********), as every reader gets it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import dlc
+from jobs import dlc, logmask
 from jobs import status as st
 from jobs.models import Job, PodLog
 
@@ -115,6 +117,37 @@ def fetch_newest(workspace, job_id: str, pod_id: str, start: datetime, end: date
     return earlier + later, cut
 
 
+def fetch_before(workspace, job_id: str, pod_id: str, start: datetime, end: datetime, *, limit: int,
+                 page_lines: int = PAGE_LINES) -> tuple[list[str], list[tuple[datetime, int]]]:
+    """At least the last `limit` log lines of a pod between start and end (all of them if fewer), in order, and
+    the ranges read whole: (from, count) in time order, each range running to the next one's start (the last to
+    `end`), and holding the last lines read, `count` lines each; lines before the first range were read cut.
+
+    GetPodLogs has no offset, so a page further back is read from the end of its range: a range's start is where
+    the next page can end (from - 1us) without reading again what this one read. Paged like fetch_newest: an
+    earlier half is asked for only while the later one holds fewer than `limit` lines. The lines are always a
+    suffix of the range's: a later half that is cut returns alone, one read whole gets the suffix of its earlier
+    half before it.
+    """
+    lines = dlc.get_pod_logs(
+        workspace, job_id, pod_id, max_lines=page_lines, read_timeout_ms=30000,
+        start_time=dlc.api_time(start), end_time=dlc.api_time(end),
+    )
+    if len(lines) < page_lines:
+        return lines, [(start, len(lines))]
+    if end - start <= SHORTEST_RANGE:
+        lines = fetch_lines(workspace, job_id, pod_id, start, end, page_lines=page_lines)
+        return lines, [(start, len(lines))]
+    middle = start + (end - start) / 2
+    later_start = middle + timedelta(microseconds=1)
+    later, whole = fetch_before(workspace, job_id, pod_id, later_start, end, limit=limit, page_lines=page_lines)
+    if not whole or whole[0][0] > later_start or len(later) >= limit:
+        return later, whole
+    earlier, before = fetch_before(workspace, job_id, pod_id, start, middle, limit=limit - len(later),
+                                   page_lines=page_lines)
+    return earlier + later, before + whole
+
+
 def _gone(err: dlc.DLCError) -> bool:
     """DLC answered that the job or pod does not exist (any more): its log will not come back."""
     return err.status == 404 or "NotFound" in err.code
@@ -151,7 +184,7 @@ def archive(job_id: int, *, page_lines: int = PAGE_LINES) -> int:
                 raise
             log.warning("log of pod %s of job %s is gone: %s", pod_id, job.pk, err)
             continue
-        text = "\n".join(lines).encode("utf-8")
+        text = "\n".join(logmask.mask(lines, job.secret_marks)).encode("utf-8")
         PodLog.objects.update_or_create(
             job=job, pod_id=pod_id,
             defaults={"role": str(pod.get("Type") or "")[:64], "content": zlib.compress(text, 6),

@@ -76,6 +76,8 @@ class Job(models.Model):
     # Registry password and other secrets on their way to the worker, encrypted with a key from settings;
     # erased once CreateJob has been answered.
     sealed_secrets = models.TextField(blank=True)
+    # Keyed fingerprints and lengths of those secrets' values (jobs.logmask), kept to mask them in the job's logs.
+    secret_marks = models.JSONField(default=dict, blank=True)
     idempotency_tag = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
 
     # No db_index: on PostgreSQL it also builds a varchar_pattern_ops "_like" index for LIKE 'prefix%', which

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import http.client
 import io
+import ipaddress
 import json
 import socket
 import time
@@ -21,12 +22,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from jobs import dlc
+from jobs import audit, dlc
 from jobs import status as st
-from jobs.models import Job, Webhook, WebhookDelivery
+from jobs.models import AuditEvent, Job, Webhook, WebhookDelivery
 from jobs.notify_models import EVENTS
 
 EVENT_STATUSES = frozenset(value for value, _ in EVENTS)
@@ -99,7 +101,8 @@ def notifies(webhook: Webhook, status: str) -> bool:
 
 
 def url_problem(url: str) -> str | None:
-    """Why a webhook URL is refused, or None. Checked at save time; the POST never goes elsewhere."""
+    """Why a webhook URL is refused, or None. Checked at save time; the POST checks its destination again (after
+    DNS, as it connects) and never follows a redirect elsewhere."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a port that is no number
@@ -116,7 +119,117 @@ def url_problem(url: str) -> str | None:
     if not f"{parts.path}{parts.query}{parts.fragment}".isascii():
         # http.client cannot send it: every POST would fail. (A non-ASCII host is fine: it goes out as IDNA.)
         return "Percent-encode non-ASCII characters in the URL's path and query."
+    return host_problem(parts.hostname)
+
+
+# -- where a POST may go ----------------------------------------------------------------------------------
+# The POST leaves from the server, inside its network: a URL naming the server itself, a cloud metadata service
+# or a link-local address would let a workspace admin reach what only the server can (and read its status code).
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+# Alibaba Cloud's ECS metadata service (credentials!) is not link-local: it lives in the shared 100.64/10 range.
+METADATA_ADDRESSES = frozenset({ipaddress.ip_address("100.100.100.200")})
+PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                           "fc00::/7"))
+# "This network": Linux connects 0.0.0.0 to the host itself.
+THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")
+ALLOW_HINT = "a server admin can allow it with DLC_WEBHOOK_ALLOWED_HOSTS"
+
+
+class RefusedDestination(OSError):
+    """The URL's host is (or resolves to) an address webhooks may not reach. An OSError, so that urllib hands it
+    back as a failed connection."""
+
+
+def _allowed_entries() -> tuple[frozenset[str], tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]]:
+    names, networks = set(), []
+    for entry in settings.DLC_WEBHOOK_ALLOWED_HOSTS:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            names.add(entry.lower().rstrip("."))
+    return frozenset(names), tuple(networks)
+
+
+def address_problem(address: Address) -> str | None:
+    """Why webhooks may not go to `address` (not counting the allowed exceptions), or None."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
+    if address.is_loopback or address.is_unspecified or address in THIS_NETWORK:
+        return "the server itself (a loopback address)"
+    if address.is_link_local or address in METADATA_ADDRESSES:
+        return "a link-local or cloud metadata address"
+    if address.is_multicast or address == ipaddress.IPv4Address("255.255.255.255"):
+        return "a multicast or broadcast address"
+    if not settings.DLC_WEBHOOK_ALLOW_PRIVATE and any(address in net for net in PRIVATE_NETWORKS):
+        return "a private network address (DLC_WEBHOOK_ALLOW_PRIVATE is off)"
     return None
+
+
+def destination_problem(host: str, addresses: list[Address]) -> str | None:
+    """Why a POST to `host`, which resolved to `addresses`, is refused, or None. One refused address refuses the
+    host: a name that resolves to a public and a loopback address must not be a coin toss."""
+    names, networks = _allowed_entries()
+    if host.lower().rstrip(".") in names:
+        return None
+    for address in addresses:
+        if any(address in net for net in networks):
+            continue
+        problem = address_problem(address)
+        if problem:
+            return f"Webhooks may not go to {problem}; {ALLOW_HINT}."
+    return None
+
+
+def _literal(host: str) -> Address | None:
+    try:
+        return ipaddress.ip_address(host.partition("%")[0])  # an IPv6 zone (fe80::1%eth0) is no part of it
+    except ValueError:
+        return None
+
+
+def _resolve(host: str, port: int | None) -> list[tuple[Any, ...]]:
+    return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
+
+def host_problem(host: str) -> str | None:
+    """The save-time check of a URL's host: a literal address as it is, a name as it resolves now. A name that
+    does not resolve now is not refused (an offline relay may come later); the send-time check still holds."""
+    literal = _literal(host)
+    if literal is not None:
+        return destination_problem(host, [literal])
+    try:
+        found = _resolve(host, None)
+    except (OSError, UnicodeError):
+        return None
+    return destination_problem(host, [_literal(info[4][0]) for info in found])
+
+
+def _guarded_create_connection(address: tuple[str, int], timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,
+                               source_address: Any = None, **_: Any) -> socket.socket:
+    """socket.create_connection, but checking every address the host resolves to before connecting to any, and
+    then connecting to those very addresses: no second lookup a DNS-rebinding name could answer differently, and
+    no connection attempt (whose refusal or success would tell open ports apart) to a refused address. The Host
+    header and TLS name stay the URL's host: http.client takes them from the URL, not from this socket."""
+    host, port = address
+    found = _resolve(host, port)
+    problem = destination_problem(host, [_literal(info[4][0]) for info in found])
+    if problem:
+        raise RefusedDestination(problem)
+    error: OSError | None = None
+    for family, kind, proto, _name, sockaddr in found:
+        sock = socket.socket(family, kind, proto)
+        try:
+            if timeout is not socket._GLOBAL_DEFAULT_TIMEOUT:
+                sock.settimeout(timeout)
+            if source_address:
+                sock.bind(source_address)
+            sock.connect(sockaddr)
+            return sock
+        except OSError as err:
+            error = err
+            sock.close()
+    raise error or OSError("the host resolved to no address")
 
 
 def host_of(url: str) -> str:
@@ -187,6 +300,10 @@ def _deadline(timeout: Any) -> float:
 
 
 class _DeadlineHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _guarded_create_connection
+
     def connect(self) -> None:
         deadline = _deadline(self.timeout)
         super().connect()
@@ -194,6 +311,10 @@ class _DeadlineHTTPConnection(http.client.HTTPConnection):
 
 
 class _DeadlineHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _guarded_create_connection  # checked before the TLS handshake
+
     def connect(self) -> None:
         deadline = _deadline(self.timeout)
         super().connect()  # the TLS handshake: bounded per read only
@@ -233,6 +354,8 @@ def post(url: str, body: bytes, secret: str = "", *, timeout: float = TIMEOUT) -
         return Answer(False, err.code, _short(note or "error"))
     except urllib.error.URLError as err:
         reason = err.reason
+        if isinstance(reason, RefusedDestination):
+            return Answer(False, None, f"refused: {reason}")
         text = "timed out" if isinstance(reason, TimeoutError) else reason
         return Answer(False, None, _short(f"{type(reason).__name__}: {text}" if isinstance(reason, OSError) else text))
     except http.client.InvalidURL:
@@ -328,7 +451,31 @@ def attempt(delivery: WebhookDelivery, job: Job) -> str:
         fields.update(next_attempt_at=done + timedelta(seconds=retry_wait(attempts)))
         outcome = "retry"
     WebhookDelivery.objects.filter(pk=delivery.pk).update(**fields)
+    note_outcome(webhook, outcome)
     return outcome
+
+
+def note_outcome(webhook: Webhook, outcome: str) -> bool:
+    """Count a delivery's end against its webhook; True if that paused the webhook. A receiver gone for good
+    would otherwise be POSTed every job end, attempts and all, for ever: after DLC_WEBHOOK_PAUSE_AFTER given-up
+    deliveries in a row it is disabled, with the reason on the Notifications page and in the audit log."""
+    rows = Webhook.objects.filter(pk=webhook.pk)
+    if outcome == "delivered":
+        rows.exclude(failures_in_a_row=0).update(failures_in_a_row=0)
+        return False
+    if outcome != "failed":
+        return False
+    rows.update(failures_in_a_row=F("failures_in_a_row") + 1)  # atomic: workers end deliveries concurrently
+    limit = settings.DLC_WEBHOOK_PAUSE_AFTER
+    reason = f"Paused after {limit} deliveries in a row failed; enable it again once the receiver is fixed."
+    with transaction.atomic():
+        # Only the worker whose update flips `enabled` records the pause.
+        paused = rows.filter(enabled=True, failures_in_a_row__gte=limit).update(
+            enabled=False, paused_at=timezone.now(), paused_reason=reason)
+        if paused:
+            audit.record(None, AuditEvent.CHANGED, workspace=webhook.workspace, event="webhook-paused",
+                         webhook=webhook.name, reason=reason)
+    return bool(paused)
 
 
 def notify_job(job_id: int) -> float | None:

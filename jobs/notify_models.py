@@ -36,6 +36,11 @@ class Webhook(models.Model):
     sealed_secret = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+    # Deliveries given up in a row (a delivered one starts it over). At DLC_WEBHOOK_PAUSE_AFTER the webhook is
+    # paused: disabled with `paused_reason`, until an admin enables it again (jobs.notify.note_outcome).
+    failures_in_a_row = models.PositiveIntegerField(default=0)
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_reason = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["name", "id"]
@@ -57,6 +62,13 @@ class Webhook(models.Model):
 
     def set_secret(self, value: str) -> None:
         self.sealed_secret = secretbox.seal({"secret": value}) if value else ""
+
+    def resume(self) -> None:
+        """Enabled again by an admin: the failures that paused it are forgiven (the caller saves)."""
+        self.enabled = True
+        self.failures_in_a_row = 0
+        self.paused_at = None
+        self.paused_reason = ""
 
 
 class WebhookDelivery(models.Model):

@@ -6,6 +6,16 @@ that DLC still holds is never read whole for the page: the first view is the las
 to a time cursor, and each tail request asks DLC for the lines stamped after the cursor it carries, up to a
 new one. Those lines have no number (DLC's answer does not say where in the log they are). An ended job whose
 log is not archived yet gets the same window, up to now, and no tail.
+
+Earlier lines are one click away ("Load older lines", `older`): the archive's by line number; DLC's by the
+window's end and how many of its last lines are shown already. GetPodLogs has no offset, only a time range and
+MaxLines (its last lines), so a page before those is read from the end of the range, split by time
+(logarchive.fetch_before); the next page goes on from where the range was read whole, so each page costs
+about the same few calls however far back it is.
+
+Every line leaving here is masked (jobs.logmask: the job's secret values as ********; the archive is masked when
+written), and a shown or searched line is what a terminal shows (no ANSI codes, the text after a `\r`). The
+download keeps the codes and `\r`s (a terminal shows them right), masked too.
 """
 
 from __future__ import annotations
@@ -14,17 +24,22 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
 
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from jobs import dlc, logarchive
+from jobs import dlc, logarchive, logmask
 from jobs.jobpage import PodRow
 from jobs.models import Job
 
-# The first view of a long log shows its end; the rest is one click away in the download.
+# The first view of a long log shows its end; earlier lines are a click away ("Load older lines"), or downloaded.
 FIRST_VIEW_LINES = 1000
+# Lines read (and, with a search, searched) per "Load older lines".
+OLDER_PAGE = 5000
+# How many of a window's last lines an older page may say are shown: more is a forged URL.
+OLDER_SKIP_MAX = 10_000_000
 # A tail request asks for this many lines at once (GetPodLogs' default); a fuller range is paged.
 TAIL_PAGE_LINES = logarchive.PAGE_LINES
 # A tail that fell far behind (a tab asleep for an hour) sends the newest lines, not a million.
@@ -53,6 +68,10 @@ class BadCursor(ValueError):
     """A tail request's `since` is not a cursor this console could have sent."""
 
 
+class BadOlder(ValueError):
+    """An older-lines request's `until`/`skip`/`upto` is not what this console could have sent."""
+
+
 class BadQuery(ValueError):
     """A log search term the page cannot search for."""
 
@@ -66,6 +85,7 @@ class Chunk:
     cursor: int | None = None  # live: the instant (epoch µs) read up to, the next tail request's `since`
     read: int = 0  # first view from DLC: lines read (the window a search covered)
     full: bool = False  # first view from DLC: the window came back full, so the log has earlier lines
+    older: str = ""  # the query string of the request for the page before these lines; "" at the log's start
 
     @property
     def live(self) -> bool:
@@ -115,22 +135,31 @@ def parse_cursor(raw: str, job: Job, pod_id: str, now: datetime | None = None) -
     return instant
 
 
-def read(job: Job, pod_id: str) -> list[str]:
-    """The pod's whole log so far, for the download: the console's archive once the job has ended, else DLC.
-
-    Raises dlc.DLCError when DLC cannot be read. DLC answers only the last MaxLines lines of a time range,
-    so the read goes through logarchive's paging, which splits the pod's time range until nothing is cut.
-    """
+def _read(job: Job, pod_id: str) -> tuple[list[str] | None, list[str]]:
+    """The pod's whole log so far: (the console's archive, masked when written, once the job has ended; or None
+    and DLC's lines, not masked yet). Raises dlc.DLCError when DLC cannot be read. DLC answers only the last
+    MaxLines lines of a time range, so the read goes through logarchive's paging, which splits the pod's time
+    range until nothing is cut."""
     if not job.is_active:
         archived = logarchive.read(job, pod_id)
         if archived is not None:
-            return archived
+            return archived, []
     pod = _pod(job, pod_id)
     if not job.dlc_job_id or pod is None:
-        return []
+        return None, []
     # Up to this instant: pod_range's end is made for archiving an ended pod (its end plus a margin).
     start, _ = logarchive.pod_range(job, pod)
-    return logarchive.fetch_lines(job.workspace, job.dlc_job_id, pod_id, start, timezone.now())
+    return None, logarchive.fetch_lines(job.workspace, job.dlc_job_id, pod_id, start, timezone.now())
+
+
+def download(job: Job, pod_id: str, batch: int = 1000) -> Iterator[str]:
+    """The whole log as text in batches, for a streamed download: masked batch by batch as it is sent (the
+    archive was masked when written). ANSI codes and carriage returns are kept: a terminal shows them right.
+    Raises dlc.DLCError before anything is sent, so the view can answer an error instead."""
+    archived, lines = _read(job, pod_id)
+    if archived is not None:
+        return stream(archived, batch)
+    return stream(lines, batch, logmask.masker(job.secret_marks))
 
 
 def first_view(job: Job, pod_id: str, query: str = "", now: datetime | None = None) -> Chunk:
@@ -151,13 +180,21 @@ def first_view(job: Job, pod_id: str, query: str = "", now: datetime | None = No
         lines = dlc.get_pod_logs(
             job.workspace, job.dlc_job_id, pod_id, max_lines=FIRST_VIEW_LINES, read_timeout_ms=10000,
             start_time=dlc.api_time(logarchive.pod_range(job, pod)[0]), end_time=dlc.api_time(until))
-    return window(lines, None if ended else until, query)
+    chunk = window(logmask.mask(lines, job.secret_marks), None if ended else until, query)
+    if chunk.full:
+        chunk.older = urlencode({"until": encode_cursor(until), "skip": len(lines)})
+    return chunk
+
+
+def _shown(lines: list[str], query: str) -> list[tuple[int, str]]:
+    """(index, the line as shown) of the lines that match the query as shown (jobs.logmask.shown)."""
+    return [(i, text) for i, text in enumerate(map(logmask.shown, lines)) if matches(text, query)]
 
 
 def window(lines: list[str], cursor: datetime | None, query: str = "", *, size: int = FIRST_VIEW_LINES) -> Chunk:
     """A first view from DLC: the lines it answered (its last `size` up to the cursor), those matching the query.
     Without a cursor (an ended job), there is no tail."""
-    shown = [(None, highlight(text, query)) for text in lines if matches(text, query)]
+    shown = [(None, highlight(text, query)) for _, text in _shown(lines, query)]
     return Chunk(shown, cursor=None if cursor is None else encode_cursor(cursor), read=len(lines),
                  full=len(lines) >= size)
 
@@ -173,7 +210,7 @@ def tail(job: Job, pod_id: str, since: datetime, query: str = "", now: datetime 
         return Chunk([], cursor=encode_cursor(since))
     lines, cut = logarchive.fetch_newest(job.workspace, job.dlc_job_id, pod_id, since + timedelta(microseconds=1),
                                          until, limit=TAIL_MAX_LINES, page_lines=TAIL_PAGE_LINES)
-    return burst(lines, until, query, limit=TAIL_MAX_LINES, cut=cut)
+    return burst(logmask.mask(lines, job.secret_marks), until, query, limit=TAIL_MAX_LINES, cut=cut)
 
 
 def burst(lines: list[str], cursor: datetime, query: str = "", *, limit: int = TAIL_MAX_LINES,
@@ -181,9 +218,71 @@ def burst(lines: list[str], cursor: datetime, query: str = "", *, limit: int = T
     """New lines for the tail: those matching the query among the newest `limit` lines read; the matching ones
     read before those are counted as skipped. `cut`: lines before all those read were not read at all."""
     newest = max(0, len(lines) - limit)
-    skipped = sum(1 for text in lines[:newest] if matches(text, query))
-    return Chunk([(None, highlight(text, query)) for text in lines[newest:] if matches(text, query)],
-                 skipped=skipped, cut=cut, cursor=encode_cursor(cursor))
+    found = _shown(lines, query)
+    return Chunk([(None, highlight(text, query)) for i, text in found if i >= newest],
+                 skipped=sum(1 for i, _ in found if i < newest), cut=cut, cursor=encode_cursor(cursor))
+
+
+# --- older lines -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Older:
+    """Where the lines before those shown end: an archived line number (`upto`, excluded), or DLC's range up to
+    `until` of which the last `skip` lines are shown already."""
+    upto: int | None = None
+    until: datetime | None = None
+    skip: int = 0
+
+
+_NUMBER = re.compile(r"[0-9]{1,9}")
+
+
+def parse_older(params, job: Job, pod_id: str, now: datetime | None = None) -> Older:
+    """An older-lines request's parameters (`upto`, or `until` and `skip`), checked like a tail's cursor."""
+    if "upto" in params:
+        if not _NUMBER.fullmatch(params["upto"]) or int(params["upto"]) < 1:
+            raise BadOlder("`upto` must be the line number the page sends; reload the page.")
+        return Older(upto=int(params["upto"]))
+    skip = params.get("skip", "")
+    if not _NUMBER.fullmatch(skip) or int(skip) > OLDER_SKIP_MAX:
+        raise BadOlder("`skip` must be the count of lines the page sends; reload the page.")
+    try:
+        until = parse_cursor(params.get("until", ""), job, pod_id, now)
+    except BadCursor as err:
+        raise BadOlder(str(err).replace("`since`", "`until`")) from None
+    return Older(until=until, skip=int(skip))
+
+
+def older(job: Job, pod_id: str, at: Older, query: str = "") -> Chunk:
+    """The lines before those shown (their `older` link), those matching the query: up to OLDER_PAGE lines, and
+    the link to the page before them ("" at the log's start). Raises dlc.DLCError."""
+    if at.upto is not None:
+        archived = logarchive.read(job, pod_id) or []
+        chunk = cut(archived[:at.upto - 1], query, first_view=OLDER_PAGE)
+        return Chunk(chunk.lines, total=len(archived), older=chunk.older, read=at.upto - 1)
+    if at.until is None or not job.dlc_job_id or _pod(job, pod_id) is None:
+        return Chunk([])
+    # A search reads further per click than a plain view shows, but shows no more than OLDER_PAGE matches.
+    size = OLDER_PAGE if not query else OLDER_PAGE * 10
+    start, want = _floor(job, pod_id), at.skip + size
+    lines, whole = logarchive.fetch_before(job.workspace, job.dlc_job_id, pod_id, start, at.until, limit=want)
+    page = logmask.mask(lines[max(0, len(lines) - want):max(0, len(lines) - at.skip)], job.secret_marks)
+    found = _shown(page, query)
+    # More matches than shown: the next page ends right before the first one shown, so none is lost.
+    used = len(page) - found[-OLDER_PAGE][0] if len(found) > OLDER_PAGE else len(page)
+    done = at.skip + used
+    chunk = Chunk([(None, highlight(text, query)) for _, text in found[-OLDER_PAGE:]], read=used)
+    if done < len(lines) or not whole or whole[0][0] > start:
+        # The next page ends before the earliest range read whole whose lines are all shown by now, and skips
+        # those shown before it: it skips less than a page and a range, however far back it is.
+        until, skip = at.until, done
+        for since, count in reversed(whole):
+            if count > skip or since <= start:
+                break
+            until, skip = since - timedelta(microseconds=1), skip - count
+        chunk.older = urlencode({"until": encode_cursor(until), "skip": skip})
+    return chunk
 
 
 def following(job: Job, pod: PodRow, cursor: int | None) -> bool:
@@ -198,10 +297,18 @@ def following(job: Job, pod: PodRow, cursor: int | None) -> bool:
 
 
 def cut(lines: list[str], query: str = "", *, first_view: int = FIRST_VIEW_LINES) -> Chunk:
-    """An archived log's first view: the lines that match `query`, numbered, the last `first_view` of them."""
-    fresh = [(n, text) for n, text in enumerate(lines, start=1) if matches(text, query)]
-    skipped = max(0, len(fresh) - first_view)
-    return Chunk([(n, highlight(text, query)) for n, text in fresh[skipped:]], total=len(lines), skipped=skipped)
+    """An archived log's first view: the lines that match `query`, numbered, the last `first_view` of them; the
+    link to the earlier ones, if any."""
+    if query:
+        fresh = [(i + 1, text) for i, text in _shown(lines, query)]
+        skipped = max(0, len(fresh) - first_view)
+        fresh = fresh[skipped:]
+    else:  # every line matches: only those shown are made to look as in a terminal (a 100k-line archive)
+        skipped = max(0, len(lines) - first_view)
+        fresh = [(n, logmask.shown(text)) for n, text in enumerate(lines[skipped:], skipped + 1)]
+    shown = [(n, highlight(text, query)) for n, text in fresh]
+    return Chunk(shown, total=len(lines), skipped=skipped,
+                 older=urlencode({"upto": shown[0][0]}) if skipped and shown else "")
 
 
 def parse_query(raw: str) -> str:
@@ -232,10 +339,11 @@ def highlight(text: str, query: str) -> SafeString:
     return mark_safe("".join(out))  # noqa: S308 - every piece is escaped above
 
 
-def stream(lines: list[str], batch: int = 1000) -> Iterator[str]:
-    """The log as text, in batches, for a streamed download."""
+def stream(lines: list[str], batch: int = 1000, masker: logmask.Masker | None = None) -> Iterator[str]:
+    """The log as text, in batches, for a streamed download; each batch masked as it goes when a masker is given."""
     for start in range(0, len(lines), batch):
-        yield "".join(f"{line}\n" for line in lines[start:start + batch])
+        part = lines[start:start + batch]
+        yield "".join(f"{line}\n" for line in (masker.lines(part) if masker else part))
 
 
 def filename(job: Job, pod_id: str) -> str:

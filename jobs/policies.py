@@ -53,8 +53,10 @@ def context_for(workspace: Workspace, *, with_specs: bool = True, hints: dict | 
                 specs: dict[str, dict[str, Any]] | None = None) -> spec.Context:
     """The validation context of a workspace: its region, its guardrails and (when reachable) instance types.
 
-    Instance types matter only to the GPU cap and the public-resource limits; callers that cannot afford a
-    backend call (a page render) pass with_specs=False.
+    Instance types matter to the GPU cap and the public-resource limits, so every path that validates a job (the
+    wizard, the API, import, clone) gets them from the one cached catalog (instance_specs); `specs` is for a caller
+    that already holds it (the wizard). with_specs=False is only for a caller that reads the policy alone: without
+    the instance types a GPU cap cannot be checked.
     """
     return spec.Context(
         region=workspace.region,

@@ -7,6 +7,7 @@ import hashlib
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -139,6 +140,22 @@ class RateLimitedLoginView(auth_views.LoginView):
 
 
 login = RateLimitedLoginView.as_view()
+
+
+class SignOutView(auth_views.LogoutView):
+    """Django's LogoutView, whose empty 405 to a GET left a typed or bookmarked /accounts/logout/ a blank error
+    page. A GET shows the Sign out button instead (signing out stays a POST, so no link or image can do it); one
+    who is signed out already goes to the sign-in page."""
+
+    http_method_names = ["get", "post", "options"]
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect("login")
+        return render(request, "registration/logout.html")
+
+
+logout = SignOutView.as_view()
 
 
 # --- workspaces -------------------------------------------------------------------------------------------
@@ -359,7 +376,7 @@ def _notifications_page(request: HttpRequest, workspace: Workspace, form: Webhoo
     latest = notify.latest_deliveries(webhooks)
     return render(request, "portal/notifications.html", {
         "workspace": workspace, "form": form, "editing": editing, "tab": "notifications",
-        "rows": [(w, latest[w.pk]) for w in webhooks],
+        "rows": [(w, latest[w.pk]) for w in webhooks], "pause_after": settings.DLC_WEBHOOK_PAUSE_AFTER,
     })
 
 
@@ -409,8 +426,11 @@ def webhook_edit(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
 def webhook_toggle(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
     workspace, webhook = _webhook(request, ws, pk)
     with transaction.atomic():
-        webhook.enabled = not webhook.enabled
-        webhook.save(update_fields=["enabled", "updated_at"])
+        if webhook.enabled:
+            webhook.enabled = False
+        else:
+            webhook.resume()  # also from a pause: the admin says the receiver is fixed
+        webhook.save(update_fields=["enabled", "failures_in_a_row", "paused_at", "paused_reason", "updated_at"])
         audit.record(request.user, AuditEvent.CHANGED, workspace=workspace,
                      event="webhook-enabled" if webhook.enabled else "webhook-disabled", webhook=webhook.name)
     messages.success(request, f"Webhook {webhook.name} {'enabled' if webhook.enabled else 'disabled'}.")
@@ -643,7 +663,9 @@ def import_prefill(body: dict, workspace: Workspace, notes: list[export.ImportNo
     # The password cannot travel through the session or the page; the wizard asks for it again.
     clean = spec.strip_secrets(body)
     hints = export.import_hints(clean, official_image_addresses(workspace.region))
-    problems = spec.validate(clean, policies.context_for(workspace, with_specs=False, hints=hints))
+    # The wizard's context (with its cached instance catalog): without the instance types, a GPU cap reads as
+    # "GPU count unknown" for a body the wizard and the API accept.
+    problems = spec.validate(clean, policies.context_for(workspace, hints=hints))
     sections, found = export.to_wizard(clean, problems, hints)
     return {"workspace": workspace.pk, "sections": sections, "notes": import_note_rows(notes + found, sections)}
 
@@ -666,9 +688,9 @@ def job_import(request: HttpRequest) -> HttpResponse:
                 form.add_error("file" if upload else "text", f"{where}: {problem}" if where else problem)
         if not read.errors:
             prefill = import_prefill(read.body, workspace, read.notes)
-            request.session[PREFILL_SESSION_KEY] = {**prefill, "origin": f"import ({read.fmt})"}
-            audit.record(request.user, AuditEvent.IMPORTED, workspace=workspace, format=read.fmt,
-                         name=str(read.body.get("DisplayName", ""))[:256])
+            # Not audited here: reading a body into the wizard changes nothing; the job it may become is audited
+            # when it is created (its "created" event says imported_from, jobs.wizard.import_details).
+            request.session[PREFILL_SESSION_KEY] = {**prefill, "origin": f"import ({read.fmt})", "format": read.fmt}
             return redirect(reverse("job_create") + "?prefill=import")
     return render(request, "portal/import.html", {"form": form, "workspace": workspace})
 

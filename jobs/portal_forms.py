@@ -308,7 +308,8 @@ class WebhookForm(forms.ModelForm):
         model = Webhook
         fields = ["name", "url", "events", "enabled"]
         widgets = {"url": forms.TextInput(attrs={"placeholder": "https://hooks.example.com/dlc"})}
-        help_texts = {"url": "http:// or https://; redirects are not followed."}
+        help_texts = {"url": "http:// or https://; redirects are not followed. Not to this server itself, "
+                             "link-local or cloud metadata addresses."}
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -347,6 +348,8 @@ class WebhookForm(forms.ModelForm):
     def save(self, commit: bool = True) -> Webhook:
         webhook = super().save(commit=False)
         webhook.workspace = self.workspace
+        if webhook.enabled and webhook.paused_at:
+            webhook.resume()  # ticked "enabled" again on a paused webhook
         if self.cleaned_data.get("clear_secret"):
             webhook.set_secret("")
         elif self.cleaned_data.get("secret"):

@@ -19,6 +19,16 @@ from django.http import Http404, HttpRequest
 from jobs import access, policies, templates_lib
 from jobs.models import JobTemplate, JobTemplateVersion, Workspace
 
+# The hidden field that carries an import's format through the wizard's posts, and its values.
+IMPORT_FIELD = "_import"
+IMPORT_FORMATS = ("json", "params")
+
+
+def import_details(params) -> dict[str, str]:
+    """The audit details of a job created from an imported body (the browser's claim: it only labels the event)."""
+    fmt = params.get(IMPORT_FIELD)
+    return {"imported_from": fmt} if fmt in IMPORT_FORMATS else {}
+
 
 @dataclass
 class PortalStart:
@@ -74,8 +84,11 @@ def wizard_start(request: HttpRequest, params) -> PortalStart | None:
             return None
         access.require(request.user, "create", workspace=workspace)
         request.session.pop(PREFILL_SESSION_KEY, None)
-        return PortalStart(workspace, sections=data.get("sections") or None,
-                           hidden={"_workspace": str(workspace.pk)}, origin=str(data.get("origin", "import")),
+        hidden = {"_workspace": str(workspace.pk)}
+        if data.get("format") in IMPORT_FORMATS:  # so the job's "created" audit event says it was imported
+            hidden[IMPORT_FIELD] = data["format"]
+        return PortalStart(workspace, sections=data.get("sections") or None, hidden=hidden,
+                           origin=str(data.get("origin", "import")),
                            notes=data["notes"] if isinstance(data.get("notes"), list) else [])
     return None
 

@@ -35,7 +35,7 @@ from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from jobs import dlc, jobmetrics, jobpage, logarchive
+from jobs import dlc, jobmetrics, jobpage, logarchive, logmask
 from jobs.models import Job, JobScalar, PodLog
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def parse_line(text: str) -> tuple[int | None, dict[str, float]] | None:
     if MARKER not in text or len(text) > MAX_LINE_CHARS:
         return None
     # A carriage return sends the cursor back: what follows the last one is the line a terminal shows (tqdm).
-    match = _LINE.match(text.rstrip("\r").rsplit("\r", 1)[-1])
+    match = _LINE.match(logmask.after_carriage_return(text))
     if match is None or match.group(1) not in (None, "0"):
         return None  # other ranks print the same metrics: rank 0's are the curve, as the first pod's are the job's
     rest = match.group(2).strip()
@@ -298,6 +298,7 @@ class Chart:
     last_step: int
     top: str  # the values at the box's top and bottom
     bottom: str
+    bands: list[jobmetrics.Band] = field(default_factory=list)  # hover strips, each with its steps' values
 
 
 def chart(name: str, points: Points, summary: Summary) -> Chart:
@@ -307,8 +308,19 @@ def chart(name: str, points: Points, summary: Summary) -> Chart:
     first_step = points[0][0]
     line, last_x, last_y = jobmetrics.polyline([(float(s), v) for s, v in points], first_step,
                                                max(points[-1][0], first_step + 1), low, high)
+    bands = [jobmetrics.Band(x, width, _hover_text(points, int(first), int(last)))
+             for x, width, first, last in jobmetrics.strips([float(s) for s, _ in points], first_step,
+                                                            max(points[-1][0], first_step + 1))]
     return Chart(name, line, last_x, last_y, fmt(summary.last), fmt(summary.min), fmt(summary.max), summary.count,
-                 first_step, summary.last_step, fmt(high), fmt(low))
+                 first_step, summary.last_step, fmt(high), fmt(low), bands)
+
+
+def _hover_text(points: Points, first: int, last: int) -> str:
+    """What hovering the steps first..last of a chart says: the value at a step, or the last, min and max of a few."""
+    values = [v for s, v in points if first <= s <= last]
+    if first == last:
+        return f"step {first}: {fmt(values[-1])}"
+    return f"steps {first}–{last}: last {fmt(values[-1])}, min {fmt(min(values))}, max {fmt(max(values))}"
 
 
 def chart_of_row(row: JobScalar) -> Chart | None:

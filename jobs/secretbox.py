@@ -6,6 +6,7 @@ never from the database, so a database dump alone does not reveal a sealed secre
 
 import base64
 import hashlib
+import hmac
 import json
 from typing import Any
 
@@ -17,6 +18,13 @@ def _fernet() -> Fernet:
     raw = settings.DLC_SECRET_BOX_KEY or _file_key()
     # Any string works as a key: it is stretched to Fernet's 32 bytes.
     return Fernet(base64.urlsafe_b64encode(hashlib.sha256(raw.encode()).digest()))
+
+
+def derived_key(purpose: str) -> bytes:
+    """A key for another use (jobs.logmask's fingerprints), from the box key but not it: what leaks of one use
+    (a fingerprint) says nothing about the other's key."""
+    raw = settings.DLC_SECRET_BOX_KEY or _file_key()
+    return hmac.new(raw.encode(), purpose.encode(), hashlib.sha256).digest()
 
 
 def _file_key() -> str:

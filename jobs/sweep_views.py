@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from jobs import access, jobpage, lifecycle, scalars, sweeps
 from jobs import status as st
-from jobs.models import Sweep
+from jobs.models import Sweep, SweepTrial
 from jobs.views import can_select, current_workspace, show_workspace, wants_partial
 
 LIST_SIZE = 50
@@ -40,14 +40,36 @@ def _clone_url(request: HttpRequest, sweep: Sweep, first_job: int | None) -> str
     return f"{reverse('job_create')}?{urlencode(query)}"
 
 
+def status_summaries(sweep_ids: list[int]) -> dict[int, list[tuple[str, str, int]]]:
+    """{sweep id: [(label, tone, count)]} of the sweeps' trials by job status, in one grouped query for them all
+    (not one per sweep); the active statuses first, each group in lifecycle order (jobs.status.ALL)."""
+    order = {status: n for n, status in enumerate(st.ALL)}
+    rows = (SweepTrial.objects.filter(sweep_id__in=sweep_ids).values_list("sweep_id", "job__status")
+            .annotate(n=Count("id")).order_by())
+    found: dict[int, list[tuple[str, int]]] = {}
+    for sweep_id, status, n in rows:
+        found.setdefault(sweep_id, []).append((status, n))
+
+    def place(count: tuple[str, int]) -> tuple[bool, int, str]:
+        return st.is_terminal(count[0]), order.get(count[0], len(order)), count[0]
+
+    return {sweep_id: [(st.label(status), st.tone(status), n) for status, n in sorted(counts, key=place)]
+            for sweep_id, counts in found.items()}
+
+
 @login_required
 @require_GET
 def sweep_list(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
     found = []
     if workspace is not None and access.can(request.user, "view", workspace=workspace):
+        # The order is explicit: Django leaves Meta.ordering out of a query with an aggregate (GROUP BY), which
+        # would list the oldest first and never reach the newest past LIST_SIZE.
         found = list(Sweep.objects.filter(workspace=workspace).select_related("owner")
-                     .annotate(trial_count=Count("trials"))[:LIST_SIZE])
+                     .annotate(trial_count=Count("trials")).order_by("-created_at", "-id")[:LIST_SIZE])
+        summaries = status_summaries([s.pk for s in found])
+        for s in found:
+            s.statuses = summaries.get(s.pk, [])
     return render(request, "jobs/sweep_list.html", {"workspace": workspace, "sweeps": found, "limit": LIST_SIZE})
 
 

@@ -19,6 +19,7 @@ import itertools
 import math
 import random
 import re
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -453,6 +454,9 @@ def name_problem(name: str, env_names: set[str] = frozenset(), seen: set[str] = 
         return f"{name} is named twice; put all its values on one line."
     if name in env_names:
         return f"{name} is already one of the job's environment variables; remove it there or rename the parameter."
+    if name in spec.RESERVED_ENVS:
+        return (f"{name} is a reserved variable ({spec.RESERVED_ENVS[name]}): every trial would override it; "
+                "name the parameter otherwise.")
     if spec.looks_like_secret(name):
         return (f"{name} looks like the name of a secret; sweep values are stored and shown in plain text, "
                 "so use a secret environment variable for it instead.")
@@ -539,11 +543,18 @@ def check_trials(grid: Search, body: Mapping[str, Any], *, context: spec.Context
     return (None, [], [problem]) if problem else (grid, found, [])
 
 
+def trial_tag(token: uuid.UUID, number: int) -> uuid.UUID:
+    """The idempotency tag of a sweep's trial `number` made from the wizard's submission token: derived, so a
+    second post of the form finds the sweep (trial 1) and no trial can take another trial's tag."""
+    return uuid.uuid5(token, f"trial-{number}")
+
+
 def launch(*, workspace, owner, name: str, grid: Search, found: list[Trial], hints: dict, secrets: dict[str, str],
-           cloned_from=None, run_after=None, run_after_when: str = "succeeded"):
+           cloned_from=None, run_after=None, run_after_when: str = "succeeded", token: uuid.UUID | None = None):
     """Save the Sweep and its trial jobs in one transaction: each job through save_and_enqueue (audited, and
     enqueued on commit), so no worker starts a trial of a sweep that is not all saved. With `run_after` every trial
-    waits for that one upstream job (jobs.dependencies)."""
+    waits for that one upstream job (jobs.dependencies). With the wizard's submission `token`, each trial's tag is
+    trial_tag(token, number), so the same form posted again collides (IntegrityError) instead of a second sweep."""
     from django.db import transaction
 
     from jobs import secretbox
@@ -558,7 +569,8 @@ def launch(*, workspace, owner, name: str, grid: Search, found: list[Trial], hin
             body, named = take_secrets(trial.body)
             job = save_and_enqueue(workspace=workspace, owner=owner, body=body, hints=hints,
                                    sealed_secrets=secretbox.seal({**named, **secrets}), cloned_from=cloned_from,
-                                   run_after=run_after, run_after_when=run_after_when)
+                                   run_after=run_after, run_after_when=run_after_when,
+                                   idempotency_tag=trial_tag(token, trial.number) if token else None)
             SweepTrial.objects.create(sweep=sweep, job=job, number=trial.number, values=trial.values)
     return sweep
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 
 from jobs import access, audit, catalog, spec
 from jobs.models import AuditEvent, Job, JobTemplate, JobTemplateVersion, Workspace
@@ -131,8 +131,11 @@ def lock_paths(template: JobTemplate) -> list[str]:
     return [p for lock in template.locked if lock in LOCKABLE for p in LOCKABLE[lock][1]]
 
 
-def templates_in(workspace: Workspace):
-    return JobTemplate.objects.filter(workspace=workspace).annotate(latest=Max("versions__number"))
+def templates_in(workspace: Workspace) -> QuerySet[JobTemplate]:
+    """The workspace's templates by name, each with its latest version number. The order is explicit: Django
+    leaves Meta.ordering out of a query with an aggregate (GROUP BY), which would list them in insertion order."""
+    return (JobTemplate.objects.filter(workspace=workspace).annotate(latest=Max("versions__number"))
+            .order_by("name", "id"))
 
 
 def version_of(template: JobTemplate, number: int | None = None) -> JobTemplateVersion:

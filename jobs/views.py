@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -29,7 +31,7 @@ from jobs import (
     tasks,
 )
 from jobs import status as st
-from jobs.models import Job, Workspace
+from jobs.models import AuditEvent, Job, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,39 @@ def user_workspaces(request: HttpRequest) -> list[Workspace]:
     if not hasattr(request, "_user_workspaces"):
         request._user_workspaces = access.workspaces_with_roles(request.user)
     return request._user_workspaces
+
+
+# The switcher's choice outlives the session (signing out ends it) in a signed cookie "user id:workspace id".
+WORKSPACE_COOKIE = "dlc-console-workspace"
+WORKSPACE_COOKIE_SALT = "jobs.views.workspace"
+WORKSPACE_COOKIE_AGE = 365 * 24 * 3600
+
+
+def last_used_workspace(user, workspace_ids: set[int], remembered: str = "") -> int | None:
+    """The workspace, among the user's, to start a new session in: the one this browser last switched to for this
+    user (`remembered`, the cookie's value), else that of their latest audited action (a job created, stopped,
+    a template saved...), else None (the first by name). Never one they are no longer a member of."""
+    user_id, _, chosen = remembered.partition(":")
+    if user_id == str(user.pk) and chosen.isdigit() and int(chosen) in workspace_ids:
+        return int(chosen)
+    latest = (AuditEvent.objects.filter(actor=user, workspace_id__in=workspace_ids)
+              .values_list("workspace_id", flat=True).first())
+    return latest if latest in workspace_ids else None
+
+
+def land_in_last_used_workspace(request: HttpRequest | None, user) -> None:
+    """On signing in (jobs.apps connects it to user_logged_in): choose the last used workspace for the new session,
+    so that a workspace added since, first by name, does not take over."""
+    if request is None or not hasattr(request, "session"):
+        return
+    ids = set(access.workspaces_for(user).values_list("pk", flat=True))
+    if len(ids) < 2:
+        return  # nothing to choose
+    remembered = request.get_signed_cookie(WORKSPACE_COOKIE, default="", salt=WORKSPACE_COOKIE_SALT,
+                                           max_age=WORKSPACE_COOKIE_AGE)
+    chosen = last_used_workspace(user, ids, remembered)
+    if chosen is not None:
+        request.session["workspace_id"] = chosen
 
 
 def current_workspace(request: HttpRequest) -> Workspace | None:
@@ -72,10 +107,12 @@ def can_select(request: HttpRequest, workspace: Workspace | None) -> bool:
 def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | None = None,
                      sealed_secrets: str = "", cloned_from: Job | None = None,
                      audit_details: dict | None = None, run_after: Job | None = None,
-                     run_after_when: str = Job.RUN_AFTER_SUCCEEDED) -> Job:
+                     run_after_when: str = Job.RUN_AFTER_SUCCEEDED, idempotency_tag: uuid.UUID | None = None) -> Job:
     """Save a job and hand it to a worker once the row is committed; the request never calls DLC.
     `audit_details` go into the audit event (a scheduled job: which schedule). With `run_after` (checked by
-    jobs.dependencies.check) the job is held Waiting, not enqueued, while that upstream job is active."""
+    jobs.dependencies.check) the job is held Waiting, not enqueued, while that upstream job is active.
+    `idempotency_tag`: the wizard's one-time submission token (jobs.wizard.claim_token); a second save with the
+    same tag raises IntegrityError (the column is unique), so a form posted twice makes one job."""
     with transaction.atomic():
         status = dependencies.initial_status(run_after, run_after_when)
         job = Job.objects.create(
@@ -90,6 +127,7 @@ def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | N
             status=status,
             run_after=run_after,
             run_after_when=run_after_when,
+            **({"idempotency_tag": idempotency_tag} if idempotency_tag else {}),
         )
         audit.record(owner, "cloned" if cloned_from else "created", workspace=workspace, job=job, source=cloned_from,
                      **({"run_after": run_after.pk, "run_after_when": run_after_when} if run_after else {}),
@@ -385,7 +423,8 @@ def job_logs(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
-    """Without `since`: the whole panel. With `since=<cursor>`: the lines logged after it (the live tail)."""
+    """Without `since`: the whole panel. With `since=<cursor>`: the lines logged after it (the live tail). With
+    `upto` or `until`: the lines before those shown ("Load older lines")."""
     job = access.get_job(request.user, pk)
     pod = jobpage.find_pod(job, pod_id)
     if pod is None and "since" in request.GET:
@@ -396,6 +435,8 @@ def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
             "error": "this pod is no longer part of the job; reload the page to see its pods"})
     if pod is None:
         raise Http404("Unknown pod.")
+    if "upto" in request.GET or "until" in request.GET:
+        return _older_lines(request, job, pod)
     if "since" not in request.GET:
         if "after" in request.GET:  # a tail from a page served before cursors: it would nest a panel
             return HttpResponse("This page is out of date; reload it.", status=400, content_type="text/plain")
@@ -418,6 +459,25 @@ def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
                   {"job": job, "pod": pod, "q": query, "chunk": chunk, "error": error, "following": following})
 
 
+def _older_lines(request: HttpRequest, job: Job, pod: jobpage.PodRow) -> HttpResponse:
+    query, query_error = _log_query(request)
+    try:
+        at = podlogs.parse_older(request.GET, job, pod.pod_id)
+    except podlogs.BadOlder as err:
+        query_error = query_error or str(err)
+    if query_error:  # the page never sends one: a hand-made or outdated URL
+        return HttpResponse(query_error, status=400, content_type="text/plain; charset=utf-8")
+    try:
+        chunk, error = podlogs.older(job, pod.pod_id, at, query), None
+    except dlc.DLCError as err:
+        # The same button again: the same request, once DLC answers.
+        again = request.GET.copy()
+        again.pop("q", None)  # the button adds it
+        chunk, error = podlogs.Chunk([], older=again.urlencode()), err
+    return render(request, "jobs/_log_older.html",
+                  {"job": job, "pod": pod, "q": query, "chunk": chunk, "error": error, "answer": True})
+
+
 @login_required
 @require_GET
 def pod_log_download(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
@@ -426,10 +486,10 @@ def pod_log_download(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse
     if jobpage.find_pod(job, pod_id) is None:
         raise Http404("Unknown pod.")
     try:
-        lines = podlogs.read(job, pod_id)
+        text = podlogs.download(job, pod_id)
     except dlc.DLCError as err:
         return HttpResponse(f"Could not read the log: {err}\n", status=502, content_type="text/plain; charset=utf-8")
-    response = StreamingHttpResponse(podlogs.stream(lines), content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(text, content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{podlogs.filename(job, pod_id)}"'
     return response
 
@@ -440,4 +500,8 @@ def switch_workspace(request: HttpRequest) -> HttpResponse:
     chosen = _ids([request.POST.get("workspace", "")])  # garbage is "no such workspace", not a crash
     workspace = get_object_or_404(access.workspaces_for(request.user), pk=chosen[0] if chosen else 0)
     request.session["workspace_id"] = workspace.pk
-    return redirect("job_list")
+    response = redirect("job_list")
+    response.set_signed_cookie(WORKSPACE_COOKIE, f"{request.user.pk}:{workspace.pk}", salt=WORKSPACE_COOKIE_SALT,
+                               max_age=WORKSPACE_COOKIE_AGE, httponly=True, samesite="Lax",
+                               secure=settings.SESSION_COOKIE_SECURE)
+    return response

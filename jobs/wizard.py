@@ -11,13 +11,16 @@ from __future__ import annotations
 import copy
 import json
 import re
+import uuid
 from dataclasses import dataclass, field
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_POST
 
 from jobs import access, clone, dependencies, export, portal_wizard, secretbox, spec, suggestions, sweeps
@@ -25,7 +28,7 @@ from jobs import status as st
 from jobs.api_jobs import take_secrets
 from jobs.forms import environment
 from jobs.forms import wizard as glue
-from jobs.models import Job, Workspace
+from jobs.models import Job, Sweep, Workspace
 from jobs.views import current_workspace, save_and_enqueue, show_workspace
 
 # A change of one of these choices re-renders other sections too (their fields or notes depend on it).
@@ -78,7 +81,7 @@ def _start(request: HttpRequest, params) -> Start | None:
         prefill = clone.prefill(source, taken_names=taken, workspace_id=workspace.dlc_workspace_id,
                                 edit=mode == "edit", context=glue.context_for(workspace), keep_sealed=keep)
         if params.get("_baseline_name"):
-            prefill.sections["basic"]["name"] = params["_baseline_name"]
+            prefill.rename(params["_baseline_name"])
         hidden["_baseline_name"] = prefill.sections["basic"]["name"]
         return Start(workspace, source=source, mode=mode, prefill=prefill, hidden=hidden)
     begun = portal_wizard.wizard_start(request, params)
@@ -91,6 +94,44 @@ def _start(request: HttpRequest, params) -> Start | None:
         return None
     access.require(user, "create", workspace=workspace)
     return Start(workspace, hidden={"_workspace": str(workspace.pk)})
+
+
+# The wizard's one-time submission token: a uuid4 made when the page is rendered, carried in a hidden input and
+# used as the job's idempotency tag (a sweep's trials derive theirs from it), so a form posted again, after Back
+# or a lost response, finds what it made instead of making a duplicate.
+TOKEN_FIELD = "_submission"
+ALREADY_SUBMITTED = "This form was already submitted: here is its {what}."
+
+
+def submission_token(value: object) -> uuid.UUID | None:
+    """The posted token if it is a uuid4 (RFC 4122), else None."""
+    try:
+        token = uuid.UUID(str(value or ""))
+    except ValueError:
+        return None
+    return token if token.variant == uuid.RFC_4122 and token.version == 4 else None
+
+
+def claim_token(value: object, *, owner, workspace: Workspace) -> tuple[uuid.UUID, Job | Sweep | None]:
+    """(the tag to create with, the job or sweep this form already made, if any). The token is the browser's, so
+    it is trusted only to find the same user's own submission in the same workspace: one that is malformed or that
+    a job of another user or workspace holds is replaced by a fresh uuid4 (the post then makes a new job)."""
+    token = submission_token(value)
+    if token is None:
+        return uuid.uuid4(), None
+    found = (Job.objects.filter(idempotency_tag__in=[token, sweeps.trial_tag(token, 1)])
+             .select_related("sweep_trial__sweep").first())
+    if found is None:
+        return token, None
+    if found.owner_id != owner.pk or found.workspace_id != workspace.pk:
+        return uuid.uuid4(), None
+    trial = getattr(found, "sweep_trial", None) if found.idempotency_tag != token else None
+    return token, trial.sweep if trial is not None else found
+
+
+def _already_submitted(request: HttpRequest, made: Job | Sweep) -> HttpResponse:
+    messages.info(request, ALREADY_SUBMITTED.format(what="sweep" if isinstance(made, Sweep) else "job"))
+    return redirect(made)
 
 
 def _keep_sealed_envs(start: Start, data):
@@ -110,12 +151,12 @@ def _keep_sealed_envs(start: Start, data):
     return out
 
 
-def _wizard(start: Start, data, show=None) -> glue.Wizard:
+def _wizard(start: Start, data, show=None, only=None) -> glue.Wizard:
     data = _keep_sealed_envs(start, data)
     catalog = glue.instance_catalog(start.workspace)
     # Template locks: read-only fields and lists (built into the Wizard), and a change to one is an error.
     wizard = glue.Wizard(data, catalog=catalog, context=glue.context_for(start.workspace, catalog), show=show,
-                         locked=portal_wizard.locks(start.portal))
+                         locked=portal_wizard.locks(start.portal), only=only)
     portal_wizard.apply(start.portal, wizard)
     _refuse_unticked_secrets(start, wizard)
     return wizard
@@ -135,7 +176,8 @@ def _refuse_unticked_secrets(start: Start, wizard: glue.Wizard) -> None:
                 "the value back.")
 
 
-def _preview(wizard: glue.Wizard, start: Start) -> dict:
+def _preview(wizard: glue.Wizard, start: Start, *boxes: dict[str, list[str]]) -> dict:
+    """The API panel; `boxes`: the sweep's and the run-after box's errors, counted with the form's."""
     body = wizard.preview_body(start.workspace.dlc_workspace_id)
     if isinstance(body.get("Envs"), dict):  # a value named like a secret is sealed at submit (take_secrets)
         body["Envs"] = spec.strip_secrets({"Envs": body["Envs"]})["Envs"]
@@ -145,7 +187,7 @@ def _preview(wizard: glue.Wizard, start: Start) -> dict:
         "sdk": export.to_python_sdk(clean, region=start.workspace.region),
         "params": export.to_params_file(clean),
         "params_command": export.params_submit_command(clean),
-        "problems": len(wizard.errors()),
+        "problems": glue.problem_count(wizard, *boxes),
     }
 
 
@@ -205,6 +247,8 @@ def _context(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | No
     sweep_input, sweep_errors = sweep_input or {}, sweep_errors or {}
     summary = wizard.summary() if wizard.show else []
     after_errors = start.after_choice.errors if start.after_choice else {}
+    # At a submit the summary lists every problem, so its length is the panel's count (glue.problem_count).
+    preview = _preview(wizard, start, sweep_errors, after_errors)
     return {
         "wizard": wizard,
         "sections": wizard.views(),
@@ -220,7 +264,7 @@ def _context(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | No
         "start": start,
         "workspace": start.workspace,
         "hidden": start.hidden,
-        "preview": _preview(wizard, start),
+        "preview": preview,
         "diff": _diff(wizard, start),
         "reprompts": _reprompts(wizard, start),
         "suggest": _suggest(wizard, start),
@@ -247,6 +291,10 @@ def job_new(request: HttpRequest) -> HttpResponse:
         messages.info(request, "Only a job whose submission failed can be edited and resubmitted; this is a clone.")
         return redirect(f"{reverse('job_create')}?clone={start.source.pk}")
     start.after = _after_input(params)
+    # A re-rendered form keeps its token: the submission it finally makes is the one this page stands for.
+    start.hidden[TOKEN_FIELD] = str(submission_token(params.get(TOKEN_FIELD)) or uuid.uuid4())
+    if portal_wizard.import_details(params):  # kept through re-renders, for the job's audit event
+        start.hidden[portal_wizard.IMPORT_FIELD] = params[portal_wizard.IMPORT_FIELD]
     if request.method != "POST":
         initial = start.portal.sections if start.portal and start.portal.sections else None
         sweep_input = _sweep_input(request.GET)
@@ -254,11 +302,16 @@ def job_new(request: HttpRequest) -> HttpResponse:
         if sweep_input[sweeps.FIELD] and start.prefill:
             sections = _as_sweep(start, sections) or sections
         data = glue.sections_to_data(sections)
-        return render(request, "jobs/wizard/page.html", _context(_wizard(start, data, show=set()), start, sweep_input))
+        return _page(request, _context(_wizard(start, data, show=set()), start, sweep_input))
     wizard = _wizard(start, request.POST)
     if wizard.action == "submit":  # checked with the form, so one round trip shows every problem
         start.after_choice = dependencies.check(request.user, start.workspace, start.after[dependencies.FIELD],
                                                 start.after[dependencies.WHEN_FIELD])
+    if wizard.action == "submit":
+        token, made = claim_token(request.POST.get(TOKEN_FIELD), owner=request.user, workspace=start.workspace)
+        if made is not None:
+            return _already_submitted(request, made)
+        start.hidden[TOKEN_FIELD] = str(token)  # a replaced token is this page's from now on
     sweep_input = _sweep_input(request.POST)
     if sweep_input[sweeps.FIELD].strip():
         return _submit_sweep(request, start, wizard, sweep_input)
@@ -266,18 +319,25 @@ def job_new(request: HttpRequest) -> HttpResponse:
         # As the API does (take_secrets): a variable named like a secret but not ticked Secret is sealed too, so
         # its value is not in the database in plain text (every view of the body hides it already).
         body, named = take_secrets(wizard.body(start.workspace.dlc_workspace_id))
-        job = save_and_enqueue(
-            workspace=start.workspace,
-            owner=request.user,
-            body=body,
-            hints=wizard.hints(),
-            sealed_secrets=secretbox.seal({**named, **wizard.secrets()}),
-            cloned_from=start.source,
-            run_after=start.after_choice.upstream,
-            run_after_when=start.after_choice.when,
-        )
+        try:
+            job = save_and_enqueue(
+                workspace=start.workspace,
+                owner=request.user,
+                body=body,
+                hints=wizard.hints(),
+                sealed_secrets=secretbox.seal({**named, **wizard.secrets()}),
+                cloned_from=start.source,
+                run_after=start.after_choice.upstream,
+                run_after_when=start.after_choice.when,
+                idempotency_tag=token,
+                audit_details=portal_wizard.import_details(request.POST),
+            )
+        except IntegrityError:  # the same form posted twice at once: the other post made the job
+            if (answer := _made_meanwhile(request, start, token)) is None:
+                raise
+            return answer
         return redirect(job)
-    return render(request, "jobs/wizard/page.html", _context(wizard, start, sweep_input))
+    return _page(request, _context(wizard, start, sweep_input))
 
 
 def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given: dict[str, str]) -> HttpResponse:
@@ -289,16 +349,30 @@ def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given
         # The sweep's own problems are shown with the form's, so one round trip shows them all.
         errors = sweeps.parse_form(text, trials, seed, env_names=body.get("Envs") or {})[1] \
             if wizard.action == "submit" else {}
-        return render(request, "jobs/wizard/page.html", _context(wizard, start, given, errors))
+        return _page(request, _context(wizard, start, given, errors))
     grid, found, errors = sweeps.check_form(text, body, context=wizard.context, hints=wizard.hints(),
                                             locked=wizard.locked, trials=trials, seed=seed)
     if errors or start.after_choice.errors:
-        return render(request, "jobs/wizard/page.html", _context(wizard, start, given, errors))
+        return _page(request, _context(wizard, start, given, errors))
     # Every trial waits on the same upstream, if one was chosen.
-    sweep = sweeps.launch(workspace=start.workspace, owner=request.user, name=body["DisplayName"], grid=grid,
-                          found=found, hints=wizard.hints(), secrets=wizard.secrets(), cloned_from=start.source,
-                          run_after=start.after_choice.upstream, run_after_when=start.after_choice.when)
+    token = submission_token(start.hidden.get(TOKEN_FIELD))
+    try:
+        sweep = sweeps.launch(workspace=start.workspace, owner=request.user, name=body["DisplayName"], grid=grid,
+                              found=found, hints=wizard.hints(), secrets=wizard.secrets(), cloned_from=start.source,
+                              run_after=start.after_choice.upstream, run_after_when=start.after_choice.when,
+                              token=token)
+    except IntegrityError:
+        if (answer := _made_meanwhile(request, start, token)) is None:
+            raise
+        return answer
     return redirect(sweep)
+
+
+def _made_meanwhile(request: HttpRequest, start: Start, token: uuid.UUID | None) -> HttpResponse | None:
+    """A unique tag refused: a concurrent post of the same form made the job (or sweep) first. None when it was
+    not the token's collision (the caller re-raises)."""
+    made = claim_token(str(token), owner=request.user, workspace=start.workspace)[1] if token else None
+    return _already_submitted(request, made) if made is not None else None
 
 
 def _as_sweep(start: Start, sections: dict) -> dict | None:
@@ -307,18 +381,44 @@ def _as_sweep(start: Start, sections: dict) -> dict | None:
     trial = getattr(start.source, "sweep_trial", None) if start.source is not None else None
     if trial is None or start.mode != "clone":
         return None
+    taken = Job.objects.filter(workspace=start.workspace, display_name__startswith=trial.sweep.name).values_list(
+        "display_name", flat=True)
+    # The clone policy's note, the name field and the baseline the page posts back all say the sweep's copy name.
+    name = clone.copy_name(trial.sweep.name, taken)
+    start.prefill.rename(name)
+    start.hidden["_baseline_name"] = name
     out = copy.deepcopy(sections)
+    out["basic"]["name"] = name
     names = set(trial.values or {})
     envs = out.get("environment", {}).get("envs") or []
     out["environment"]["envs"] = [r for r in envs if not (isinstance(r, dict) and r.get("key") in names)]
-    taken = Job.objects.filter(workspace=start.workspace, display_name__startswith=trial.sweep.name).values_list(
-        "display_name", flat=True)
-    out["basic"]["name"] = clone.copy_name(trial.sweep.name, taken)
     return out
+
+
+def _page(request: HttpRequest, context: dict) -> HttpResponse:
+    """The whole wizard page. The browser may keep it (never `no-store`): Back after Submit then shows the form as
+    it was, from the back/forward cache (typed secrets stay in that tab's memory, as they were while it was open)
+    or, without it, from the HTTP cache's copy of the server's HTML, which never holds a secret; either way with
+    the same token, so Submit again finds the job made. `no-cache`: a new visit still gets a new page and token;
+    `private`: no shared cache stores a member's page."""
+    response = render(request, "jobs/wizard/page.html", context)
+    patch_cache_control(response, private=True, no_cache=True)
+    return response
 
 
 def _fresh(start: Start) -> dict:
     return spec.defaults(glue.context_for(start.workspace))
+
+
+TOUCHED_FIELD = "_touched"  # the names of the fields the user changed, kept by static/js/wizard.js
+
+
+def _touched(params: QueryDict, trigger: str = "") -> set[str]:
+    """The places whose errors a re-rendered section may show: those it showed already (its `_shown` inputs) and
+    the fields the user changed (`_touched`, and the field whose change sent the request)."""
+    names = str(params.get(TOUCHED_FIELD, ""))[:20000].split()
+    paths = {glue.path_of(n) for n in [*names, trigger]}
+    return {p for p in paths if p} | {p[:300] for p in params.getlist("_shown")[:500]}
 
 
 @login_required
@@ -332,11 +432,14 @@ def wizard_section(request: HttpRequest, name: str) -> HttpResponse:
     if start is None:
         return HttpResponse("No workspace.", status=403)
     checked = {s for s in glue.BY_SECTION if f"_checked-{s}" in request.POST}
+    trigger = request.headers.get("HX-Trigger-Name", "")
     if request.POST.get("_validate") == name:
         checked.add(name)
-    wizard = _wizard(start, request.POST, show=checked)
+        only = None  # the user left the section: all of its problems
+    else:  # a choice changed or a row came or went: the fields it brought are not the user's mistakes yet
+        only = _touched(request.POST, trigger)
+    wizard = _wizard(start, request.POST, show=checked, only=only)
     views = {v.name: v for v in wizard.views()}
-    trigger = request.headers.get("HX-Trigger-Name", "")
     also = [views[s] for s in ALSO_RENDER.get(trigger, ()) if s != name]
     response = render(request, "jobs/wizard/_sections_response.html",
                       {"s": views[name], "also": also, "wizard": wizard, "start": start,
@@ -355,5 +458,13 @@ def wizard_preview(request: HttpRequest) -> HttpResponse:
     if start is None:
         return HttpResponse("No workspace.", status=403)
     wizard = _wizard(start, request.POST, show=set())
+    # The boxes' problems as a submit would find them, so the panel's count is the one the summary will state.
+    given = _sweep_input(request.POST)
+    sweep_errors = sweeps.parse_form(given[sweeps.FIELD], given[sweeps.TRIALS_FIELD], given[sweeps.SEED_FIELD],
+                                     env_names=wizard.body().get("Envs") or {})[1]
+    after = _after_input(request.POST)
+    after_errors = dependencies.check(request.user, start.workspace, after[dependencies.FIELD],
+                                      after[dependencies.WHEN_FIELD]).errors
     return render(request, "jobs/wizard/_preview_response.html",
-                  {"preview": _preview(wizard, start), "diff": _diff(wizard, start), "start": start})
+                  {"preview": _preview(wizard, start, sweep_errors, after_errors), "diff": _diff(wizard, start),
+                   "start": start})

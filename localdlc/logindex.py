@@ -2,8 +2,9 @@
 
 A pod log is '<epoch>\\t<line>' records, appended by one reader thread, so their stamps rise: the index keeps
 each complete record's stamp and byte span, extends itself from where it stopped as the file grows, and a
-query bisects it. A file the index cannot vouch for (stamps out of order, odd stamps, carriage returns) is
-answered by the plain whole-file scan, so answers never depend on the index.
+query bisects it. A file the index cannot vouch for (stamps out of order, odd stamps) is answered by the plain
+whole-file scan, so answers never depend on the index. Only a newline ends a record: a carriage return stays in
+its line's text (tqdm's progress updates), as a container runtime's log keeps it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _stamp(record: bytes) -> float | None:
 def scan(path: Path, start: float, end: float) -> list[str]:
     """Every record's text with start <= stamp <= end, reading the whole file (what the index must match)."""
     lines: list[str] = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as fh:
         for record in fh:
             stamp, sep, text = record.rstrip("\n").partition("\t")
             try:
@@ -61,8 +62,6 @@ class _FileIndex:
         complete = data.rfind(b"\n") + 1  # a record still being written is indexed once its newline is there
         if not complete:
             return
-        if b"\r" in data[:complete]:  # text mode would split there: only the plain scan answers the same
-            self.usable = False
         offset = self.indexed
         last = self.stamps[-1] if self.stamps else -math.inf
         for record in data[:complete].split(b"\n")[:-1]:

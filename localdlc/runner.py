@@ -206,7 +206,8 @@ def _pump(stream: Any, log_path: Path) -> None:
     with open(log_path, "ab", buffering=0) as out:
         for raw in iter(stream.readline, b""):
             line = raw[:-1] if raw.endswith(b"\n") else raw
-            out.write(f"{time.time():.6f}\t".encode() + line.replace(b"\r", b"") + b"\n")
+            # A carriage return stays in its line, as a container runtime keeps it (tqdm's updates are one line).
+            out.write(f"{time.time():.6f}\t".encode() + line + b"\n")
     stream.close()
 
 

@@ -16,6 +16,9 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 # The default credentials chain must not ask an ECS metadata service (100.100.100.200) from a test: set before
 # alibabacloud_credentials is first imported (it reads the environment then), and inherited by the stack.
 os.environ.setdefault("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
+# The tests' webhook receivers listen on loopback, which jobs.notify refuses unless allowed: in the stack's
+# processes (they inherit this environment) and in this one (fixture_webhook_receivers_allowed below).
+os.environ.setdefault("DLC_WEBHOOK_ALLOWED_HOSTS", "127.0.0.1")
 
 pytest_plugins = ["tests.support.localdlc", "tests.support.browser", "tests.support.pages"]
 
@@ -33,6 +36,16 @@ def pytest_collection_modifyitems(config, items):
         if (item.get_closest_marker("django_db") or item.get_closest_marker("integration")
                 or DB_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture(name="webhook_receivers_allowed", scope="session", autouse=True)
+def fixture_webhook_receivers_allowed():
+    # pytest-django loaded the settings before this module set the environment variable.
+    from django.test import override_settings
+
+    allowed = [h.strip() for h in os.environ["DLC_WEBHOOK_ALLOWED_HOSTS"].split(",") if h.strip()]
+    with override_settings(DLC_WEBHOOK_ALLOWED_HOSTS=allowed):
+        yield
 
 
 @pytest.fixture(scope="session")

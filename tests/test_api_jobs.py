@@ -53,6 +53,19 @@ def test_list_filters_and_pages_by_keyset_like_the_list_page(team, api):
     assert bad.status_code == 400 and "created_from" in bad.json()["errors"]
 
 
+def test_a_bad_size_lists_the_allowed_values_and_a_bad_cursor_is_called_invalid(team, api):
+    # QA: size=1 got a bare "Select a valid choice"; after=<bad> got "showing the first page" with its 400.
+    size = api["viewer"].get("/api/v1/jobs", size=1)
+    assert size.status_code == 400 and size.json()["errors"] == {"size": ["Choose one of: 10, 20, 50, 100."]}
+    sort = api["viewer"].get("/api/v1/jobs", sort="best")
+    assert sort.status_code == 400 and "Choose one of: -created, created, name" in sort.json()["errors"]["sort"][0]
+    for name in ("after", "before"):
+        cursor = api["viewer"].get("/api/v1/jobs", **{name: "@@@"})
+        assert cursor.status_code == 400
+        message = " ".join(cursor.json()["errors"][name])
+        assert "Invalid page cursor" in message and "first page" not in message
+
+
 def test_get_a_job(team, api):
     data = api["viewer"].get(f"/api/v1/jobs/{team.job.pk}").json()
     assert data["name"] == "train-a" and data["status"] == "Running" and data["owner"] == "member"
@@ -80,6 +93,35 @@ def test_a_single_workspace_needs_no_parameter_but_two_do(team, api):
     Membership.objects.create(user=team.users["member"], workspace=team.beta, role="member")
     answer = api["member"].post("/api/v1/jobs", pf.BODY)
     assert answer.status_code == 400 and "workspace" in answer.json()["errors"]
+    assert answer.json()["candidates"] == [{"id": ws.pk, "name": ws.name, "dlc_workspace_id": ws.dlc_workspace_id}
+                                           for ws in (team.alpha, team.beta)]
+    assert f"{team.alpha.pk} (Alpha), {team.beta.pk} (Beta)" in answer.json()["errors"]["workspace"][0]
+
+
+def test_with_several_workspaces_the_bodys_workspace_id_picks_the_one_that_has_it(team, api):
+    """QA: an all-workspaces token got 400 "Name the console workspace" once its user joined a second workspace,
+    even with the body's WorkspaceId naming the DLC workspace."""
+    from jobs.models import Workspace
+
+    Membership.objects.create(user=team.users["member"], workspace=team.beta, role="member")
+    answer = api["member"].post("/api/v1/jobs", {**pf.BODY, "DisplayName": "to-beta", "WorkspaceId": "beta"})
+    assert answer.status_code == 201, answer.json()
+    assert Job.objects.get(pk=answer.json()["id"]).workspace == team.beta
+    # A DLC workspace none of theirs has: the candidates are all of theirs.
+    unknown = api["member"].post("/api/v1/jobs", {**pf.BODY, "WorkspaceId": "gamma"})
+    assert unknown.status_code == 400 and [c["id"] for c in unknown.json()["candidates"]] == [team.alpha.pk,
+                                                                                              team.beta.pk]
+    # Two of theirs on the same DLC workspace: those two are the candidates.
+    twin = Workspace.objects.create(name="Beta twin", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="beta")
+    Membership.objects.create(user=team.users["member"], workspace=twin, role="member")
+    both = api["member"].post("/api/v1/jobs", {**pf.BODY, "WorkspaceId": "beta"})
+    assert both.status_code == 400 and [c["id"] for c in both.json()["candidates"]] == [team.beta.pk, twin.pk]
+    assert "2 of your workspaces have DLC workspace 'beta'" in both.json()["errors"]["workspace"][0]
+    # ?workspace= still decides, and a viewer of the matching workspace may not create there.
+    Membership.objects.filter(user=team.users["member"], workspace=twin).delete()
+    Membership.objects.filter(user=team.users["member"], workspace=team.beta).update(role="viewer")
+    assert api["member"].post("/api/v1/jobs", {**pf.BODY, "WorkspaceId": "beta"}).status_code == 403
+    assert Job.objects.filter(workspace=team.beta, display_name="train-a").count() == 0
 
 
 @pytest.mark.parametrize(("payload", "path", "fragment"), [
@@ -233,3 +275,54 @@ def test_openapi_describes_every_api_endpoint(team):
     assert api_routes and api_routes <= set(doc["paths"]), api_routes - set(doc["paths"])
     page = pf.client_for(team.users["viewer"]).get("/account/api")
     assert 'href="/api/v1/openapi.json"' in page.text
+
+
+# --- errors outside the endpoints --------------------------------------------------------------------------
+
+
+def test_an_unknown_api_path_and_a_wrong_method_answer_json(team, api):
+    """QA: /api/v1/nope returned the HTML 404 page; a 405 had an empty body."""
+    for path in ("/api/v1/nope", "/api/v1/jobs/1/nope", "/api/"):
+        answer = api["member"].get(path)
+        assert answer.status_code == 404 and answer["Content-Type"] == "application/json", path
+        assert "no API endpoint" in answer.json()["error"]
+    wrong = api["member"].client.delete("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {api['member'].token}")
+    assert wrong.status_code == 405 and wrong["Allow"] == "GET, POST"
+    assert wrong.json() == {"error": "Method DELETE is not allowed here; allowed: GET, POST."}
+    assert pf.client_for().put("/api/v1/openapi.json").json()["error"].startswith("Method PUT")
+    # An endpoint's own 404 keeps its answer; pages outside /api/ keep Django's.
+    assert api["member"].get("/api/v1/jobs/999999").json() == {"error": "Not found."}
+    assert b"<" in pf.client_for(team.users["member"]).get("/no-such-page").content[:100]
+
+
+def test_an_api_clone_keeps_the_sources_hints_and_dlc_workspace_so_compare_finds_no_difference(team, api):
+    """QA: after an API clone, Compare showed 'Image type: Alibaba Cloud Image ≠ Image Address' and 'DLC workspace:
+    local ≠ —' between a job and its exact clone. The source is made as the wizard makes one: its body names the
+    DLC workspace, its hints say what the body cannot (an Alibaba Cloud image)."""
+    from jobs import compare, spec
+
+    sections = spec.inverse({**pf.BODY, "DisplayName": "wizard-made"}, {"image_type": "official"})
+    source = pf.make_job(team.alpha, team.users["member"], "wizard-made", hints=spec.hints_from_sections(sections))
+    Job.objects.filter(pk=source.pk).update(body=spec.build(sections, workspace_id="alpha"))
+    source.refresh_from_db()
+    assert source.body["WorkspaceId"] == "alpha" and source.hints["image_type"] == "official"
+    answer = api["member"].post(f"/api/v1/jobs/{source.pk}/clone")
+    assert answer.status_code == 201, answer.json()
+    clone = Job.objects.get(pk=answer.json()["id"])
+    assert clone.hints["image_type"] == "official" and clone.body["WorkspaceId"] == "alpha"
+    table = compare.compare(team.users["member"], [str(source.pk), str(clone.pk)])
+    differing = [row.label for group in table.groups for row in group.rows if row.differs]
+    # The name, the one reset field here, heads each column rather than being a row.
+    assert differing == [], differing
+    assert [c.job.display_name for c in table.columns] == ["wizard-made", "wizard-made-copy"]
+
+
+def test_a_clones_secret_variable_is_asked_for_in_the_field_the_clone_endpoint_takes(team, api):
+    """QA: the clone's error said "send the value in SecretEnvs", but the clone endpoint takes `secret_envs`."""
+    body = {**pf.BODY, "DisplayName": "with-secret", "SecretEnvs": {"WANDB_API_KEY": "w"}}
+    source = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", body).json()["id"]
+    refused = api["member"].post(f"/api/v1/jobs/{source}/clone").json()["errors"]
+    assert "send the value in secret_envs" in refused["Envs.WANDB_API_KEY"][0]
+    direct = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}",
+                                {**pf.BODY, "Envs": {"WANDB_API_KEY": "********"}}).json()["errors"]
+    assert "send the value in SecretEnvs" in direct["Envs.WANDB_API_KEY"][0]  # POST /api/v1/jobs takes SecretEnvs

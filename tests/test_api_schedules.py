@@ -168,3 +168,18 @@ def test_listing_reads_the_runs_of_all_schedules_at_once(db):
         add_and_run(f"more{n}")
     many, runs = queries()
     assert runs == [1, 1, 1, 1] and many == one, "one query per schedule for its runs (N+1)"
+
+
+def test_with_several_workspaces_the_job_bodys_workspace_id_picks_the_workspace(db):
+    """QA: POST /api/v1/schedules with an all-workspaces token of a user in two workspaces answered 400 even
+    though the job body's WorkspaceId named the DLC workspace."""
+    from jobs.models import Membership
+
+    team = pf.make_team()
+    Membership.objects.create(user=team.users["member"], workspace=team.beta, role="member")
+    payload = {**NIGHTLY, "job": {**NIGHTLY["job"], "WorkspaceId": "beta"}}
+    response = call(team.users["member"], "post", "/api/v1/schedules", payload)
+    assert response.status_code == 201, response.content
+    assert Schedule.objects.get().workspace == team.beta
+    unnamed = call(team.users["member"], "post", "/api/v1/schedules", NIGHTLY)
+    assert unnamed.status_code == 400 and [c["name"] for c in unnamed.json()["candidates"]] == ["Alpha", "Beta"]

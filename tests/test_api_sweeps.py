@@ -39,6 +39,8 @@ def test_values_may_be_numbers_taken_as_written_in_the_order_given():
     ({"1LR": ["1", "2"]}, "Parameters.1LR", "not an environment variable name"),
     ({"WANDB_API_KEY": ["a", "b"]}, "Parameters.WANDB_API_KEY", "looks like the name of a secret"),
     ({"MODE": ["a", "b"]}, "Parameters.MODE", "already one of the job's environment variables"),
+    ({"PATH": ["1", "2"]}, "Parameters.PATH", "PATH is a reserved variable"),
+    ({"RANK": [0, 1]}, "Parameters.RANK", "RANK is a reserved variable"),
     ({"": ["a", "b"]}, "Parameters.", "name is empty"),
     ({"LR": ["0.1"]}, "Parameters", "at least 2 trials; these values make 1"),
     ({"A": [str(i) for i in range(8)], "B": [str(i) for i in range(8)]}, "Parameters", "make 64 trials"),
@@ -421,6 +423,8 @@ def test_a_distribution_makes_a_random_search_without_a_method_and_a_seed_is_dra
      "unknown Step"),
     ({"HF_TOKEN": {"Distribution": "uniform", "Min": 0, "Max": 1}}, {"Trials": 5}, "Parameters.HF_TOKEN",
      "looks like the name of a secret"),
+    ({"WORLD_SIZE": {"Distribution": "int", "Min": 1, "Max": 4}}, {"Trials": 3}, "Parameters.WORLD_SIZE",
+     "WORLD_SIZE is a reserved variable (set by DLC in every pod)"),
 ])
 def test_random_search_errors_at_their_paths_nothing_saved(team, api, parameters, search, path, fragment):
     answer = create_random(api["member"], team, parameters, search)
@@ -445,3 +449,18 @@ def test_the_openapi_document_describes_random_search(db):
     assert schemas["SweepDistribution"]["properties"]["Distribution"]["enum"] == ["uniform", "loguniform", "int"]
     assert "$ref" in json.dumps(schemas["CreateSweepBody"]["properties"]["Parameters"])
     assert set(schemas["Sweep"]["properties"]["search"]["properties"]) == {"method", "trials", "seed"}
+
+
+def test_with_several_workspaces_the_job_bodys_workspace_id_picks_the_workspace(team, api):
+    """QA: POST /api/v1/sweeps with an all-workspaces token of a user in two workspaces answered 400 even though
+    the Job body's WorkspaceId named the DLC workspace."""
+    from jobs.models import Membership
+
+    Membership.objects.create(user=team.users["member"], workspace=team.beta, role="member")
+    payload = {"Job": job_body(WorkspaceId="beta"), "Parameters": {"LR": ["1", "2"]}}
+    answer = api["member"].post("/api/v1/sweeps", payload)
+    assert answer.status_code == 201, answer.json()
+    assert Sweep.objects.get().workspace == team.beta
+    listed = api["member"].get("/api/v1/sweeps")
+    assert listed.status_code == 400 and {c["id"] for c in listed.json()["candidates"]} == {team.alpha.pk,
+                                                                                            team.beta.pk}

@@ -121,7 +121,8 @@ def wizard_data(t):
 
 MATRIX: dict[str, list[Case]] = {
     "accounts/login/": [Case("GET", lambda t: "/accounts/login/", everyone(200))],
-    "accounts/logout/": [Case("POST", lambda t: "/accounts/logout/", everyone(LOGIN))],
+    "accounts/logout/": [Case("POST", lambda t: "/accounts/logout/", everyone(LOGIN)),
+                         Case("GET", lambda t: "/accounts/logout/", everyone(200, LOGIN))],
     "healthz": [Case("GET", lambda t: "/healthz", everyone(503), leak_check=False)],
     "admin/login/": [Case("GET", lambda t: "/admin/login/", everyone(200))],
     "": [Case("GET", lambda t: "/", everyone(200, LOGIN))],

@@ -10,7 +10,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from jobs import dlc
+from jobs import dlc, podlogs
 from tests.conftest import PASSWORD
 from tests.support.browser import sign_in
 
@@ -155,3 +155,46 @@ def test_stop_asks_for_confirmation_then_stops_the_running_job(stack, member, wo
     expect(page.locator("#stop-job")).to_have_count(0)
     assert dlc.get_job(workspace, job.dlc_job_id)["Status"] == "Stopped"
     expect(page.locator("#job-live")).to_have_attribute("data-active", "no")
+
+
+# Where the line marked first is in the log box, in pixels from the box's top.
+MARKED_TOP = ("() => document.querySelector('#log-lines .ln[data-mark=\"first\"]').getBoundingClientRect().top"
+              " - document.querySelector('#log-lines').getBoundingClientRect().top")
+
+
+def test_older_lines_are_prepended_on_demand_and_lines_show_as_in_a_terminal(stack, member, workspace, page, submit,
+                                                                             tmp_path):
+    """A running job's log longer than the first view: "Load older lines" at the top of the box puts the lines
+    before those shown in front of them (those shown stay, the reader stays on them), down to the start; a
+    coloured line shows without its escape codes, a tqdm line as its last update. At 1280 and 390 px."""
+    job = submit(member, "older", "printf '\\033[32mready\\033[0m\\n'; printf ' 0%%|\\r 50%%|\\r100%%| done\\n'; "
+                                  "seq 1 1500; sleep 60")
+    job.refresh_from_db()
+    try:
+        printed(workspace, job, 1502)
+        time.sleep(podlogs.SETTLE.total_seconds() + 0.5)  # the first view reads up to a settled instant
+        sign_in(page, stack.url, member.username, PASSWORD)
+        for width, height in ((1280, 900), (390, 844)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.goto(f"{stack.url}/jobs/{job.pk}")
+            lines = page.locator("#log-lines .ln")
+            expect(lines.first).to_have_text("501", timeout=60_000)
+            expect(page.locator("#log-note")).to_contain_text("Showing the last 1000 lines")
+            page.evaluate("() => { document.querySelector('#log-lines .ln').dataset.mark = 'first'; }")
+            button = page.locator("#log-older button")
+            expect(button).to_have_text("Load older lines")
+            page.locator("#log-lines").evaluate("box => { box.scrollTop = 0; }")
+            page.locator("#log-panel").screenshot(path=str(tmp_path / f"log-older-{width}.png"))
+            before = page.evaluate(MARKED_TOP)
+            button.click()
+            expect(page.locator("#log-older")).to_have_text("Start of the log.", timeout=30_000)
+            expect(lines).to_have_count(1502)
+            texts = lines.evaluate_all("els => els.map(e => e.textContent)")
+            assert texts == ["ready", "100%| done", *map(str, range(1, 1501))], texts[:4]
+            assert page.get_attribute('#log-lines .ln[data-mark="first"]', "data-mark") == "first", \
+                "the lines shown stay: the older ones come before them"
+            assert abs(page.evaluate(MARKED_TOP) - before) < 30, \
+                "the reader stays on the lines they were reading, not thrown to the start"
+            page.locator("#log-panel").screenshot(path=str(tmp_path / f"log-older-after-{width}.png"))
+    finally:
+        dlc.stop_job(workspace, job.dlc_job_id)

@@ -76,3 +76,47 @@ def test_a_member_opts_in_to_email_and_sends_a_test_in_place(stack, member, work
     page.locator("#email-test-result [data-ok=true]", has_text="alice@example.com").wait_for()
     assert navigations == [], "the answer must show in place, without reloading"
     assert any("[DLC Console] Test email" in p.read_text() for p in (stack.data_dir / "mail").glob("*.log"))
+
+
+def test_a_paused_webhook_says_why_and_enabling_it_resumes_and_a_metadata_url_is_refused(stack, member, workspace,
+                                                                                         page, tmp_path):
+    from django.utils import timezone
+
+    from jobs.models import Membership, Webhook
+
+    Membership.objects.filter(user=member, workspace=workspace).update(role=Membership.ADMIN)
+    reason = "Paused after 20 deliveries in a row failed; enable it again once the receiver is fixed."
+    webhook = Webhook.objects.create(workspace=workspace, name="gone", url="https://hooks.example.com/dlc",
+                                     events=["Failed"], enabled=False, failures_in_a_row=20,
+                                     paused_at=timezone.now(), paused_reason=reason)
+    sign_in(page, stack.url, member.username, PASSWORD)
+    card = page.locator(f"#webhook-{webhook.pk}")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{stack.url}/workspaces/{workspace.pk}/notifications")
+        expect(card.locator(".badge", has_text="paused")).to_be_visible()
+        expect(card.locator(".webhook-paused")).to_contain_text(reason)
+        box = card.locator(".webhook-paused").bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, "the reason fits the page"
+        page.screenshot(path=str(tmp_path / f"paused-{width}.png"), full_page=True)
+    card.locator("button", has_text="Enable").click()
+    expect(card.locator(".badge", has_text="enabled")).to_be_visible()
+    expect(card.locator(".webhook-paused")).to_have_count(0)
+    webhook.refresh_from_db()
+    assert webhook.enabled and webhook.failures_in_a_row == 0
+
+    page.fill("#id_name", "metadata")
+    page.fill("#id_url", "http://169.254.169.254/latest/meta-data/")
+    page.click("#webhook-form button[type=submit]")
+    page.locator("#field-url .error", has_text="link-local").wait_for()
+    assert not Webhook.objects.filter(name="metadata").exists()
+
+
+def test_the_sign_out_address_opened_directly_shows_a_sign_out_button(stack, member, page):
+    """QA: GET /accounts/logout/ was an empty 405, a blank error page in Chromium."""
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/accounts/logout/")
+    page.locator("#sign-out-form button", has_text="Sign out").click()
+    page.wait_for_url("**/accounts/login/")
+    page.goto(f"{stack.url}/accounts/logout/")
+    page.wait_for_url("**/accounts/login/")

@@ -250,3 +250,49 @@ def test_a_secret_variable_turns_into_a_password_field_survives_row_changes_and_
     assert job.body["Envs"] == {"WANDB_API_KEY": "********"} and job.sealed_secrets == ""
     page.goto(f"{stack.url}/jobs/{job.pk}/pods/{job.pods[0]['PodId']}/logs")
     expect(page.locator("body")).to_contain_text(f"sha={hashlib.sha256(secret.encode()).hexdigest()}")
+
+
+
+def submit_a_clone_go_back_and_submit_again(stack, workspace, member, page) -> tuple[Job, str]:
+    """Clone a failed job, fix its command, Submit, Back, Submit again: (the clone, the command Back showed)."""
+    from jobs.forms import wizard as glue
+    from tests.support.wizard import form_data
+
+    wizard = glue.Wizard(form_data(basic__name="back-source", environment__command="python broken.py"),
+                         context=glue.context_for(workspace))
+    source = Job.objects.create(workspace=workspace, owner=member, display_name="back-source", job_type="PyTorchJob",
+                                body=wizard.body(workspace.dlc_workspace_id), hints=wizard.hints(), status="Failed")
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/jobs/new?clone={source.pk}")
+    page.fill("#id_environment-command", "python fixed.py")
+    settle(page)
+    page.click(".actions button[type=submit]")
+    page.wait_for_url(re.compile(r"/jobs/\d+$"))
+    clone = Job.objects.exclude(pk=source.pk).get()
+    assert clone.body["UserCommand"] == "python fixed.py"
+    page.go_back(wait_until="commit")  # a page restored from the back/forward cache fires no "load"
+    assert re.search(r"/jobs/new\?clone=\d+$", page.url)
+    page.wait_for_selector("#wizard-form .actions button[type=submit]")
+    shown = page.input_value("#id_environment-command")
+    page.click(".actions button[type=submit]")
+    page.wait_for_url(f"{stack.url}{clone.get_absolute_url()}")
+    expect(page.locator(".messages")).to_contain_text("This form was already submitted: here is its job.")
+    assert Job.objects.count() == 2, "no second job"
+    return clone, shown
+
+
+def test_back_after_submitting_a_clone_shows_the_edit_and_submitting_again_makes_no_second_job(
+        stack, workspace, member, bfcache_page):
+    """QA: Back after Submit, then Submit again, made a second job, with the source's command. The wizard page may
+    be kept by the browser (no `Cache-Control: no-store`): Chromium's back/forward cache shows the edited form, and
+    its one-time token sends the second Submit to the job the first one made."""
+    _clone, shown = submit_a_clone_go_back_and_submit_again(stack, workspace, member, bfcache_page)
+    assert shown == "python fixed.py"
+
+
+def test_back_without_the_back_forward_cache_still_makes_no_second_job(stack, workspace, member, page):
+    """Without the back/forward cache (Playwright's default), Back re-creates the page from the HTTP cache's copy:
+    the source's command (the edit lived in a control an HTMX re-render replaced, which the browser's form restore
+    skips) but the same token, so Submit again still lands on the job the first Submit made."""
+    _clone, shown = submit_a_clone_go_back_and_submit_again(stack, workspace, member, page)
+    assert shown in ("python broken.py", "python fixed.py")

@@ -49,7 +49,7 @@ FULL = {
         **rows("environment__envs", {"key": "WANDB_MODE", "value": "offline"}, {"key": "SEED", "value": "7"}),
         environment__libs_mode="requirements", environment__requirements_dir="/mnt/code/requirements.txt",
         environment__code_mode="git", environment__code_source_id="code-42", environment__code_branch="main",
-        environment__code_commit="abc123", environment__code_mount_path="/mnt/code",
+        environment__code_commit="abc1234", environment__code_mount_path="/mnt/code",
         resources__priority="7",
         **rows("resources__roles",
                {"role": "Worker", "count": "2", "cpu": "4", "gpu": "1", "memory_gib": "16", "shared_memory_gib": "4",

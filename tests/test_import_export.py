@@ -51,10 +51,15 @@ def test_pasted_createjob_json_opens_a_prefilled_wizard(team):
     assert field_value(page, "environment-command") == "echo hello"
     assert field_value(page, "resources-roles-0-instance_type") == "ecs.g6.large"
     assert "Prefilled from an import (json)" in page.text
-    event = AuditEvent.objects.get(action="imported")
-    assert event.details == {"format": "json", "name": "imported-json"} and event.actor_name == "member"
+    assert not AuditEvent.objects.exists(), "reading a body into the wizard changes nothing: nothing to audit"
     assert client.get("/jobs/new?prefill=import").context["wizard"].data.get("basic-name") == "", \
         "the import is used once"
+    # The job the import becomes is audited when it is created, and its event says where it came from.
+    answer = client.post("/jobs/new", {**page.context["wizard"].data, **page.context["hidden"]})
+    job = Job.objects.get(display_name="imported-json")
+    assert answer.status_code == 302 and answer["Location"] == job.get_absolute_url()
+    event = AuditEvent.objects.get(job=job)
+    assert event.action == "created" and event.details == {"imported_from": "json"} and event.actor_name == "member"
 
 
 def test_a_job_from_getjob_imports_without_its_read_only_fields(team):
@@ -265,3 +270,42 @@ def test_exports_show_a_secret_env_as_the_placeholder_and_the_script_reads_it(te
     assert "os.environ['WANDB_API_KEY']" in python and "hf-plain-x" not in python
     page = client.get(f"/jobs/{team.job.pk}").text
     assert "hf-plain-x" not in page
+
+
+@pytest.mark.integration
+def test_an_import_is_checked_against_the_same_instance_catalog_as_the_wizard(db, localdlc, tmp_path, settings):
+    """A GPU cap needs each instance type's GPU count: the import reads the wizard's catalog (ListEcsSpecs of a real
+    localdlc), so a body the wizard and the API accept gets no "GPU count unknown" note, and a GPU type over the
+    cap gets the cap's own message."""
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Membership, WorkspacePolicy
+    from tests.support.wizard import local_workspace
+
+    ws = local_workspace(localdlc, tmp_path, settings)
+    WorkspacePolicy.objects.create(workspace=ws, max_gpus=1)
+    user = get_user_model().objects.create_user("importer", password=None)
+    Membership.objects.create(user=user, workspace=ws, role=Membership.MEMBER)
+    client = pf.client_for(user)
+    for instance_type, gpus in (("ecs.c6.large", 0), ("ecs.gn6i-c24g1.12xlarge", 2)):
+        body = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "EcsSpec": instance_type}]}
+        page = import_into_wizard(client, text=json.dumps(body))
+        notes = " ".join(str(n) for n in page.context["portal_start"].notes)
+        assert "GPU count of an instance type is unknown" not in notes, instance_type
+        assert ("at most 1 GPUs per job (this job asks for 2)" in notes) == bool(gpus), notes
+
+
+@pytest.mark.parametrize("text", ["\ufeff{\"DisplayName\": ", "\ufeff\n  [1,",
+                                  "```json\n{\"DisplayName\": \"x\"}\n```"])
+def test_detect_reads_text_that_starts_like_json_as_json_and_says_jsons_error(team, text):
+    """A byte-order mark (Notepad, PowerShell) or a Markdown fence before the JSON: JSON's error with its line and
+    column, not the params file's "Expected key=value"."""
+    answer = pf.client_for(team.users["member"]).post("/jobs/import", {"format": "auto", "text": text})
+    errors = " ".join(answer.context["form"].errors["text"])
+    assert "Invalid JSON at line" in errors and "column" in errors and "key=value" not in errors
+
+
+def test_a_json_file_with_a_byte_order_mark_imports(team):
+    upload = SimpleUploadedFile("job.json", "\ufeff".encode() + json.dumps(pf.BODY).encode(), "application/json")
+    page = import_into_wizard(pf.client_for(team.users["member"]), file=upload)
+    assert field_value(page, "basic-name") == "train-a"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -89,3 +90,47 @@ def test_one_failure_for_all_charts_is_said_once():
     assert jm.failure(same) == "DLC is busy or failing (ServiceUnavailable)"
     assert jm.failure(same[:-1] + [jm.Chart(jm.METRICS[-1])]) == ""
     assert jm.failure([jm.Chart(m) for m in jm.METRICS]) == ""
+
+
+def test_strips_cover_the_box_without_a_gap_each_holding_an_equal_share_of_the_points():
+    many = jm.strips([float(x) for x in range(100)], 0.0, 99.0)
+    assert len(many) == jm.HOVER_BANDS
+    assert many[0][0] == 0 and round(many[-1][0] + many[-1][1], 1) == jm.WIDTH
+    assert all(round(a[0] + a[1], 1) == b[0] for a, b in zip(many, many[1:], strict=False)), "no gap, no overlap"
+    assert [(first, last) for *_, first, last in many[:2]] == [(0, 4), (5, 9)]
+    # Fewer points than strips: one per point, each reaching halfway to its neighbours.
+    assert jm.strips([0.0, 30.0, 60.0, 30.0], 0.0, 60.0) == [(0, 150, 0, 0), (150, 300, 30, 30), (450, 150, 60, 60)]
+    assert jm.strips([], 0.0, 1.0) == []
+
+
+def test_a_chart_has_its_axis_values_and_hover_strips_with_every_pods_value():
+    pods = [{"PodId": "w0", "Metrics": [{"Time": ms(0), "Value": 0.5}, {"Time": ms(30), "Value": 2.0},
+                                        {"Time": ms(60), "Value": 1.0}]},
+            {"PodId": "w1", "Metrics": [{"Time": ms(60), "Value": 0.0}, {"Time": ms(0), "Value": 0.25}]}]
+    chart = jm.chart(CPU, pods, T0, T0 + timedelta(seconds=60))
+    assert (chart.top, chart.bottom) == ("2.20 cores", "0.00 cores")
+    assert [b.text for b in chart.bands] == ["w0 0.50 cores · w1 0.25 cores", "w0 2.00 cores",
+                                             "w0 1.00 cores · w1 0.00 cores"]
+    assert (chart.bands[1].start, chart.bands[1].end) == (T0 + timedelta(seconds=30),) * 2
+    crowd = [{"PodId": f"w{n}", "Metrics": [{"Time": ms(0), "Value": 1.0}]} for n in range(jm.HOVER_PODS + 2)]
+    assert jm.chart(CPU, crowd, T0, T0 + timedelta(seconds=60)).bands[0].text.endswith(" · 2 more pods")
+
+
+def test_the_monitoring_partial_draws_axes_and_a_title_per_strip(settings):
+    from django.template.loader import render_to_string
+    from django.utils import timezone
+
+    pods = [{"PodId": "w0", "Metrics": [{"Time": ms(s), "Value": 0.5 + s / 36000} for s in range(0, 3600, 15)]}]
+    win = jm.Window(T0, T0 + timedelta(hours=1), "15s")
+    chart = jm.chart(CPU, pods, win.start, win.end)
+    job = Job(pk=7, dlc_job_id="dlc-7", status="Succeeded")
+    with timezone.override("UTC"):
+        html = render_to_string("jobs/_metrics.html", {"job": job, "range": jm.RANGES[-1], "ranges": jm.RANGES,
+                                                       "window": win, "charts": [chart], "failure": ""})
+    figure = html[html.index('id="chart-CpuCoreUsage"'):]
+    assert '<div class="y-axis"><span>1.00 cores</span><span>0.00 cores</span></div>' in figure
+    assert ">Nov 30 12:00</time>" in figure and ">Nov 30 13:00</time>" in figure
+    titles = re.findall(r'<rect class="hover" [^>]*><title>([^<]*)</title></rect>', figure)
+    assert len(titles) == jm.HOVER_BANDS and titles[0] == "12:00:00 to 12:02:45: w0 0.50 cores"
+    svg = figure[figure.index("<svg"):figure.index("</svg>")]
+    assert len(svg) < 8000, f"{len(svg)} bytes for a chart of 240 points"

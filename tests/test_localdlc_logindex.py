@@ -55,8 +55,9 @@ def test_files_the_index_cannot_vouch_for_are_scanned(tmp_path):
     check(index, backwards, rng)
     assert index.lines(backwards, T0 + 2.4, T0 + 2.6) == ["l2.5"]
     carriage = tmp_path / "cr.log"
-    carriage.write_bytes(record(T0 + 1, "a\rb") + record(T0 + 2, "c"))
+    carriage.write_bytes(record(T0 + 1, "a\rb\r") + record(T0 + 2, "c\r"))
     check(index, carriage, rng)
+    assert index.lines(carriage, 0, float("inf")) == ["a\rb\r", "c\r"], "only a newline ends a record"
     odd = tmp_path / "nan.log"
     odd.write_bytes(record(T0 + 1, "a") + b"nan\tb\n" + b"inf\tc\n" + record(T0 + 2, "d"))
     check(index, odd, rng)

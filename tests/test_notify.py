@@ -142,6 +142,49 @@ def test_retry_waits_grow_fourfold_over_about_ten_minutes_by_default(settings):
     assert waits == [30, 120, 480] and 540 <= sum(waits) <= 720
 
 
+@pytest.mark.parametrize(("url", "problem"), [
+    ("http://127.0.0.1:8892/_localdlc/faults", "loopback"),
+    ("http://127.1.2.3/x", "loopback"),
+    ("http://localhost:8000/x", "loopback"),  # a name: checked as it resolves
+    ("http://[::1]/x", "loopback"),
+    ("http://[::ffff:127.0.0.1]/x", "loopback"),  # IPv4-mapped
+    ("http://0.0.0.0:8000/x", "loopback"),
+    ("http://[::]/x", "loopback"),
+    ("http://169.254.169.254/latest/meta-data/", "link-local"),
+    ("http://[::ffff:169.254.169.254]/latest/meta-data/", "link-local"),
+    ("http://[fe80::1]/x", "link-local"),
+    ("http://100.100.100.200/latest/meta-data/", "metadata"),  # Alibaba Cloud's ECS metadata service
+    ("http://224.0.0.1/x", "multicast"),
+    ("http://[ff02::1]/x", "multicast"),
+    ("http://10.1.2.3/relay", None),  # private ranges stay allowed by default: offline networks' chat relays
+    ("http://192.168.1.10/relay", None),
+    ("http://[fd00::5]/relay", None),
+    ("http://8.8.8.8/x", None),
+    ("https://unresolvable.invalid/x", None),  # checked again when sent
+])
+def test_destinations_the_server_must_not_post_to_are_refused(url, problem, settings):
+    from jobs import notify
+
+    settings.DLC_WEBHOOK_ALLOWED_HOSTS = []
+    found = notify.url_problem(url)
+    assert (found is None) if problem is None else (problem in found and "DLC_WEBHOOK_ALLOWED_HOSTS" in found), found
+
+
+def test_private_ranges_can_be_refused_and_exceptions_allowed(settings):
+    from jobs import notify
+
+    settings.DLC_WEBHOOK_ALLOWED_HOSTS = []
+    settings.DLC_WEBHOOK_ALLOW_PRIVATE = False
+    for url in ("http://10.1.2.3/x", "http://172.20.0.1/x", "http://192.168.1.1/x", "http://[fd00::5]/x",
+                "http://[::ffff:10.0.0.1]/x"):
+        assert "private" in (notify.url_problem(url) or ""), url
+    assert notify.url_problem("http://172.32.0.1/x") is None  # just outside 172.16/12
+    settings.DLC_WEBHOOK_ALLOWED_HOSTS = ["10.9.0.0/16", "127.0.0.1", "LocalHost"]
+    assert notify.url_problem("http://10.9.8.7/x") is None and notify.url_problem("http://10.10.0.1/x")
+    assert notify.url_problem("http://127.0.0.1:9/x") is None and notify.url_problem("http://127.0.0.2/x")
+    assert notify.url_problem("http://localhost:9/x") is None  # by name, whatever it resolves to
+
+
 # -- the POST, against a real server ------------------------------------------------------------------------
 
 
@@ -480,6 +523,7 @@ def test_adding_a_webhook_seals_its_secret_and_is_audited_without_it(team):
     ({"url": "https://example.com/a\x7f"}, "url", "control characters"),
     ({"url": "https://example.com/a\x00"}, "url", "Null characters"),
     ({"url": "https://example.com/\u00e9t\u00e9"}, "url", "Percent-encode"),
+    ({"url": "http://169.254.169.254/latest/meta-data/"}, "url", "link-local"),
     ({"secret": "s" * 201}, "secret", "at most 200"),
     ({"secret": "   "}, "secret", "only spaces"),
     ({"secret": " \t "}, "secret", "only spaces"),
@@ -522,6 +566,71 @@ def test_send_test_posts_now_and_answers_in_place(team, receiver):
     assert headers["X-DLC-Signature"] == "sha256=" + hmac.new(b"k", body, hashlib.sha256).hexdigest()
     failed = client.post(f"/workspaces/{team.alpha.pk}/notifications/{bad.pk}/test", HTTP_HX_REQUEST="true")
     assert 'data-ok="false"' in failed.content.decode() and "HTTP 404" in failed.content.decode()
+
+
+def test_a_destination_refused_at_send_time_is_never_connected_to(team, receiver, settings):
+    """Saved while allowed (or a name that resolved elsewhere when saved, as a DNS-rebinding name does): the POST
+    checks the address it is about to connect to, and the delivery records the refusal like any failure."""
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    connects = []
+    receiver.server.verify_request = lambda *args: connects.append(args) or True
+    by_name = make_webhook(team.alpha, receiver.url("/named").replace("127.0.0.1", "localhost"), name="named")
+    by_ip = make_webhook(team.alpha, receiver.url("/ip"), name="ip")
+    settings.DLC_WEBHOOK_ALLOWED_HOSTS = []
+    settings.DLC_WEBHOOK_RETRY_BASE_SECONDS = 0
+    answer = notify.send_test(by_name)
+    assert not answer.ok and answer.code is None and "refused" in answer.error and "loopback" in answer.error
+    job = ended_job(team.alpha)
+    notify.notify_job(job.pk)
+    delivery = WebhookDelivery.objects.get(webhook=by_ip, job=job)
+    assert delivery.last_code is None and "refused" in delivery.last_error and delivery.state == "retrying"
+    assert connects == [] and receiver.received == []  # not even a TCP connection: no port probing by errors
+    settings.DLC_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.0/8", "::1"]
+    assert notify.send_test(by_name).ok and notify.send_test(by_ip).ok
+
+
+def test_send_test_of_a_refused_destination_shows_the_refusal_not_an_answer(team, settings):
+    from jobs.models import Webhook
+
+    settings.DLC_WEBHOOK_ALLOWED_HOSTS = []
+    webhook = Webhook.objects.create(workspace=team.alpha, name="meta", url="http://169.254.169.254/latest/",
+                                     events=["Failed"])
+    page = pf.client_for(team.users["admin"]).post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}/test",
+                                                   HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-ok="false"' in page and "link-local" in page and "HTTP" not in page
+
+
+def test_a_webhook_failing_delivery_after_delivery_is_paused_until_an_admin_enables_it(team, receiver, settings):
+    from jobs import notify
+    from jobs.models import AuditEvent, Webhook
+
+    settings.DLC_WEBHOOK_ATTEMPTS = 1
+    settings.DLC_WEBHOOK_PAUSE_AFTER = 3
+    receiver.script = {"/gone": [500, 500, 200, 500]}
+    webhook = make_webhook(team.alpha, receiver.url("/gone"), events=["Succeeded"], name="gone")
+    for _ in range(3):  # failed, failed, delivered: a delivery starts the count over
+        notify.notify_job(ended_job(team.alpha).pk)
+    assert Webhook.objects.get(pk=webhook.pk).failures_in_a_row == 0
+    for n in range(3):
+        notify.notify_job(ended_job(team.alpha).pk)
+        webhook.refresh_from_db()
+        assert webhook.enabled == (n < 2) and webhook.failures_in_a_row == n + 1
+    assert webhook.paused_at and "3 deliveries in a row failed" in webhook.paused_reason
+    notify.notify_job(ended_job(team.alpha).pk)  # paused: owed nothing, POSTed nothing
+    assert len(receiver.posts("/gone")) == 6
+    [event] = AuditEvent.objects.filter(workspace=team.alpha, details__event="webhook-paused")
+    assert event.actor_name == "system" and event.details["webhook"] == "gone"
+
+    client = pf.client_for(team.users["admin"])
+    page = client.get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
+    assert "paused</span>" in page and "3 deliveries in a row failed" in page
+    client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}/toggle")
+    webhook.refresh_from_db()
+    assert webhook.enabled and not webhook.paused_at and not webhook.paused_reason and webhook.failures_in_a_row == 0
+    page = client.get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
+    assert "3 deliveries in a row failed" not in page
 
 
 def test_a_secret_that_cannot_be_unsealed_is_not_sent_unsigned(team, receiver, settings):

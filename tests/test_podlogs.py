@@ -178,6 +178,13 @@ def test_an_archived_log_is_numbered_from_its_first_line_and_shows_its_last_line
     assert podlogs.cut([], "x").lines == []
 
 
+def test_an_archived_view_links_to_the_lines_before_it_by_number_and_the_start_has_no_link():
+    lines = [f"line {i}" for i in range(1, 11)]
+    assert podlogs.cut(lines, first_view=4).older == "upto=7"
+    assert podlogs.cut(lines, "line", first_view=4).older == "upto=7"
+    assert podlogs.cut(lines, first_view=10).older == "" and podlogs.cut(lines, "line 1", first_view=4).older == ""
+
+
 # --- search marks ------------------------------------------------------------------------------------------
 
 

@@ -146,7 +146,7 @@ def test_test_connection_redacts_a_credentials_failure_raised_before_the_sdk_cal
         page = admin.post(f"/workspaces/{team.alpha.pk}/test-connection", settings_data(team.alpha), **headers)
         assert page.status_code == 200 and 'data-ok="false"' in page.text
         assert "s3cr3t" not in page.text and "CAIS-t0ken" not in page.text
-        assert "DLC credentials are not working for this workspace (Console.CredentialException)" in page.text
+        assert "DLC credentials are not working for this workspace (Console.Credentials)" in page.text
         assert "error retrieving credentials" in page.text and "STS.NUgYrLnoC" in page.text, "still says what failed"
 
 
@@ -524,3 +524,61 @@ def test_the_add_webhook_form_starts_with_every_job_end_ticked(team):
     page = pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
     boxes = re.findall(r'<input type="checkbox" name="events"[^>]*>', page)
     assert len(boxes) == len(EVENTS) and all(" checked" in box for box in boxes), boxes
+
+
+def test_a_get_of_the_sign_out_address_shows_a_sign_out_button_not_a_blank_405(team):
+    """QA: GET /accounts/logout/ answered an empty 405, which Chromium shows as a blank error page."""
+    client = pf.client_for(team.users["member"])
+    page = client.get("/accounts/logout/")
+    assert page.status_code == 200 and 'id="sign-out-form"' in page.text and 'method="post"' in page.text
+    assert client.get("/").status_code == 200, "a GET signs no one out"
+    assert client.post("/accounts/logout/").status_code == 302
+    gone = client.get("/accounts/logout/")
+    assert gone.status_code == 302 and gone["Location"] == "/accounts/login/"
+
+
+# --- the workspace a new session starts in --------------------------------------------------------------------
+
+
+def sign_in(client, user) -> None:
+    answer = client.post("/accounts/login/", {"username": user.username, "password": "pw-land-1"})
+    assert answer.status_code == 302, "signed in"
+
+
+def test_signing_in_again_lands_in_the_workspace_last_used_not_the_first_by_name(team):
+    from jobs import audit
+    from jobs.models import Membership, Workspace
+
+    member, viewer = team.users["member"], team.users["viewer"]
+    for user in (member, viewer):
+        user.set_password("pw-land-1")
+        user.save()
+    Membership.objects.create(user=member, workspace=team.beta, role="viewer")
+    # A workspace added since, first by name: what the new session fell back to.
+    newest = Workspace.objects.create(name="Aaa new", backend=Workspace.BACKEND_LOCAL)
+    Membership.objects.create(user=member, workspace=newest, role="member")
+    Membership.objects.create(user=viewer, workspace=newest, role="viewer")
+
+    browser = pf.client_for()
+    sign_in(browser, member)
+    assert browser.get("/").context["nav_workspace"] == newest, "nothing used yet: the first by name"
+    browser.post("/workspace", {"workspace": team.beta.pk})
+    browser.post("/accounts/logout/")
+    sign_in(browser, member)
+    assert browser.get("/").context["nav_workspace"] == team.beta, "this browser's last choice"
+
+    # Another browser has no choice to remember: the workspace of the member's latest action.
+    audit.record(member, "stopped", workspace=team.alpha, job=team.job)
+    elsewhere = pf.client_for()
+    sign_in(elsewhere, member)
+    assert elsewhere.get("/").context["nav_workspace"] == team.alpha
+
+    # The choice is the member's: another user signing in on the same browser starts as before.
+    browser.post("/accounts/logout/")
+    sign_in(browser, viewer)
+    assert browser.get("/").context["nav_workspace"] == newest
+    # A workspace the member has left is not chosen for them.
+    browser.post("/accounts/logout/")
+    Membership.objects.filter(user=member, workspace=team.beta).delete()
+    sign_in(browser, member)
+    assert browser.get("/").context["nav_workspace"] == team.alpha

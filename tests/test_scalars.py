@@ -111,6 +111,29 @@ def test_summary_and_chart_fit_the_box():
     assert flat.points == "0,70"
 
 
+
+def test_hovering_a_chart_says_the_values_of_its_steps_and_it_has_axes_and_a_plain_summary(settings):
+    from django.template.loader import render_to_string
+
+    points = [(s, 2.0 - s / 1000) for s in range(0, 1010, 10)]  # 101 points
+    chart = scalars.chart("loss", points, scalars.summarize(points))
+    assert len(chart.bands) == jobmetrics.HOVER_BANDS
+    assert chart.bands[0].text == "steps 0–40: last 1.96, min 1.96, max 2"
+    few = [(0, 2.0), (10, 1.0), (20, 0.5)]
+    assert [b.text for b in scalars.chart("loss", few, scalars.summarize(few)).bands] == [
+        "step 0: 2", "step 10: 1", "step 20: 0.5"]
+
+    view = scalars.Section([chart], "p-0", "archive")
+    html = render_to_string("jobs/_scalars.html", {"view": view, "job": Job(pk=3, dlc_job_id="dlc-3",
+                                                   status="Succeeded"), "examples": scalars.FORMAT_EXAMPLES})
+    summary = '<span class="muted scalar-summary">last <span class="scalar-last">1</span> · min 1 · max 2</span>'
+    assert summary in html, "not the old '1 to 2 up'"
+    assert f'<div class="y-axis"><span>{chart.top}</span><span>{chart.bottom}</span></div>' in html
+    assert '<div class="x-axis"><span>step 0</span><span>101 points</span><span>step 1000</span></div>' in html
+    titles = re.findall(r'<rect class="hover" [^>]*><title>([^<]*)</title></rect>', html)
+    assert titles == [b.text for b in chart.bands]
+
+
 # --- the pod -----------------------------------------------------------------------------------------------------
 
 
@@ -257,7 +280,7 @@ def test_a_job_printing_metric_lines_is_charted_while_running_and_from_its_rows_
     charts = _charts(html)
     assert set(charts) == {"acc", "loss"} and "Could not read" not in html
     assert 'data-source="archive"' in html and "hx-trigger" not in html
-    assert '<td class="scalar-last">0.1</td>' in charts["loss"] and "<polyline" in charts["loss"]
+    assert '<span class="scalar-last">0.1</span>' in charts["loss"] and "<polyline" in charts["loss"]
     points = re.search(r'points="([^"]+)"', charts["loss"]).group(1).split()
     assert len(points) == 20
 

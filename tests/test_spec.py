@@ -501,6 +501,51 @@ CASES = [
          context={"policy": spec.Policy(required_tag_keys=("cost-center",))}),
     Case("policy tags", {}, ("basic.tags",), "requires the tag 'cost-center'",
          context={"policy": spec.Policy(required_tag_keys=("cost-center",))}),
+    # ---- numbers beyond their bound: "too large (at most N)", not "not a number" (QA) ------------------------
+    Case("count huge", {"resources.roles[0].count": "9" * 30}, ("resources.roles[0].count",),
+         f"too large (at most {spec.MAX_POD_COUNT} per role)"),
+    Case("count huge int", {"resources.roles[0].count": 10**20}, ("resources.roles[0].count",), "too large"),
+    Case("count at bound ok", {"resources.roles[0].count": spec.MAX_POD_COUNT}),
+    Case("count above bound", {"resources.roles[0].count": spec.MAX_POD_COUNT + 1}, ("resources.roles[0].count",),
+         "too large"),
+    Case("quota memory 100,000,000 GiB", {**QUOTA, "resources.roles[0].memory_gib": 100_000_000},
+         ("resources.roles[0].memory_gib",), f"too large (at most {spec.MAX_MEMORY_GIB} GiB per node)"),
+    Case("quota memory digits", {**QUOTA, "resources.roles[0].memory_gib": "9" * 40},
+         ("resources.roles[0].memory_gib",), "too large"),
+    Case("quota memory at bound ok", {**QUOTA, "resources.roles[0].memory_gib": spec.MAX_MEMORY_GIB}),
+    Case("quota cpu huge", {**QUOTA, "resources.roles[0].cpu": 1025}, ("resources.roles[0].cpu",),
+         f"too large (at most {spec.MAX_CPU} per node)"),
+    Case("quota gpu huge", {**QUOTA, "resources.roles[0].gpu": 17}, ("resources.roles[0].gpu",),
+         f"too large (at most {spec.MAX_GPU} per node)"),
+    Case("quota shm huge", {**QUOTA, "resources.roles[0].shared_memory_gib": "1e309"},
+         ("resources.roles[0].shared_memory_gib",), "too large"),
+    Case("duration huge", {"resources.max_duration": "9" * 25}, ("resources.max_duration",),
+         f"too large (at most {spec.MAX_DURATION_DAYS} days)"),
+    Case("duration above bound", {"resources.max_duration": spec.MAX_DURATION_DAYS + 1}, ("resources.max_duration",),
+         "too large"),
+    Case("duration at bound ok", {"resources.max_duration": spec.MAX_DURATION_DAYS}),
+    Case("retention huge", {"resources.retention": 10**9, "resources.retention_unit": "hours"},
+         ("resources.retention",), "too large"),
+    Case("spot price huge", {**SPOT, "resources.bid_method": "price", "resources.spot_discount": None,
+                             "resources.spot_price": "1e400"}, ("resources.spot_price",), "too large"),
+    # ---- junk the rules used to accept (QA) ------------------------------------------------------------------
+    Case("libs requirement syntax ok", {"environment.libs_mode": "list",
+                                        "environment.libs": "torch==2.1.0 transformers[torch]>=4.40 numpy<2,>=1.24"}),
+    Case("libs script tag", {"environment.libs_mode": "list", "environment.libs": "numpy <script>"},
+         ("environment.libs",), "'<script>' is not a pip requirement", wire="ThirdpartyLibs"),
+    Case("libs pip option", {"environment.libs_mode": "list", "environment.libs": "--index-url"},
+         ("environment.libs",), "not a pip requirement"),
+    Case("git commit ok", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                           "environment.code_commit": "3f9c2aB"}),
+    Case("git full commit ok", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                                "environment.code_commit": "a" * 40}),
+    Case("git commit not a sha", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                                  "environment.code_commit": "zzz-not-a-sha"}, ("environment.code_commit",),
+         "7 to 40 hexadecimal", wire="CodeSource.Commit"),
+    Case("git commit too short", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                                  "environment.code_commit": "abc123"}, ("environment.code_commit",), "7 to 40"),
+    Case("git commit too long", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                                 "environment.code_commit": "a" * 41}, ("environment.code_commit",), "7 to 40"),
     # ---- whole job --------------------------------------------------------------------------------------
     Case("body size", {"basic.description": "x" * 70000}, ("",), "at most 65536", wire=""),
     Case("rows not a list", {"environment.datasets": "d-1"}, ("environment.datasets",), "list of rows"),
@@ -1088,3 +1133,72 @@ def test_what_is_sealed_is_always_masked_on_display():
     for name in ["WANDB_API_KEY", "HF_TOKEN", "GITHUB_TOKENS", "DB_PASSWORD", "passphrase", "PrivateKey",
                  "CREDENTIALS"]:
         assert spec.looks_like_secret(name) and spec.masked_on_display(name), name
+
+
+# ---- a value below the minimum gets the minimum's message only, not the policy cap's (QA) -----------------
+
+
+@pytest.mark.parametrize("value", [0, -1, "0"])
+def test_a_duration_below_the_minimum_gets_only_its_own_message_under_a_policy(value):
+    sections = _apply(Case("", {"resources.max_duration": value}))
+    errors = spec.validate_sections(sections, spec.Context(policy=spec.Policy(max_duration_minutes=7 * 1440)))
+    assert errors == {"resources.max_duration": ["The maximum duration must be a positive whole number."]}
+
+
+def test_a_huge_duration_under_a_policy_is_too_large_not_required():
+    sections = _apply(Case("", {"resources.max_duration": "9" * 30}))
+    errors = spec.validate_sections(sections, spec.Context(policy=spec.Policy(max_duration_minutes=7 * 1440)))
+    assert errors == {"resources.max_duration": [f"The maximum duration is too large (at most "
+                                                 f"{spec.MAX_DURATION_DAYS} days)."]}
+
+
+def test_a_huge_pod_count_in_a_body_is_too_large_at_its_wire_path():
+    body = spec.build(base())
+    body["JobSpecs"][0]["PodCount"] = 10**20
+    assert spec.validate(body) == {"JobSpecs[0].PodCount": [
+        f"The number of nodes is too large (at most {spec.MAX_POD_COUNT} per role)."]}
+
+
+def test_huge_wire_memory_is_too_large_not_unreadable():
+    sections = _apply(Case("", QUOTA))
+    body = spec.build(sections)
+    body["JobSpecs"][0]["ResourceConfig"]["Memory"] = "9" * 30 + "Gi"
+    errors = spec.validate(body, spec.Context(hints=spec.hints_from_sections(sections)))
+    assert errors == {"JobSpecs[0].ResourceConfig.Memory": [
+        f"Memory is too large (at most {spec.MAX_MEMORY_GIB} GiB per node)."]}
+
+
+# ---- reserved environment variable names (QA: a sweep could set PATH or RANK) -----------------------------
+
+
+def test_the_reserved_names_hold_the_documented_dlc_variables_and_the_process_critical_ones():
+    documented = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "JOB_NAME", "CUSTOM_PORTS"}  # [000][004]
+    assert {n for n, why in spec.RESERVED_ENVS.items() if why == spec.DLC_INJECTED} >= documented | {"LOCAL_RANK"}
+    assert {n for n, why in spec.RESERVED_ENVS.items() if why == spec.PROCESS_CRITICAL} == {
+        "PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "HOME", "SHELL", "PYTHONHOME"}
+
+
+@pytest.mark.parametrize("name", ["RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "TF_CONFIG"])
+def test_an_ordinary_variable_named_like_a_dlc_one_is_valid_with_a_warning(name):
+    sections = _apply(Case("", {"environment.envs": [{"key": name, "value": "1"}]}))
+    assert spec.validate_sections(sections) == {}
+    assert any("set by DLC" in n for n in spec.notes(sections)["environment.envs[0].key"])
+
+
+@pytest.mark.parametrize("name", ["PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "HOME", "SHELL", "PYTHONHOME"])
+def test_an_ordinary_variable_a_custom_image_may_need_is_valid_without_a_note(name):
+    sections = _apply(Case("", {"environment.image_type": "custom",
+                                "environment.envs": [{"key": name, "value": "/opt/x"}]}))
+    assert spec.validate_sections(sections) == {}
+    assert "environment.envs[0].key" not in spec.notes(sections)
+
+
+# ---- the code mount path hint only for a valid path (QA: it echoed a relative one) ------------------------
+
+
+@pytest.mark.parametrize("mount", ["rel/path", "/mnt/../etc", "/"])
+def test_no_code_mount_hint_for_an_invalid_path(mount):
+    sections = _apply(Case("", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                                "environment.code_mount_path": mount}))
+    assert "environment.code_mount_path" in spec.validate_sections(sections)
+    assert "environment.command" not in spec.notes(sections)

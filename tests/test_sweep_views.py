@@ -186,6 +186,23 @@ def test_clone_as_sweep_opens_the_wizard_without_the_parameters_among_the_variab
     assert {t.job.cloned_from_id for t in second.trials.select_related("job")} == {sweep.trials.get(number=1).job_id}
 
 
+def test_clone_as_sweep_the_policy_note_the_name_field_and_the_baseline_agree(web):
+    # QA: the note said "lr-grid-01 -> lr-grid-01-copy" while the name field held "lr-grid-copy".
+    sweep = launch(web)
+    page = web.get(sweep.get_absolute_url()).content.decode()
+    clone = htmllib.unescape(re.search(r'id="clone-sweep" href="([^"]+)"', page).group(1))
+    raw = web.get(clone).content.decode()
+    html = htmllib.unescape(raw)
+    assert 'name="basic-name" value="lr-grid-copy"' in html
+    assert "<strong>Job name</strong>: lr-grid-01 → lr-grid-copy" in html
+    assert 'name="_baseline_name" value="lr-grid-copy"' in html
+    # The page re-rendered after a POST (here one refused for its empty command) still says the same.
+    data = {**page_form_data(raw), "environment-command": ""}
+    again = htmllib.unescape(web.post(URL, data).content.decode())
+    assert "Enter a startup command" in again and Sweep.objects.count() == 1
+    assert "<strong>Job name</strong>: lr-grid-01 → lr-grid-copy" in again
+
+
 def test_a_get_with_sweep_prefills_the_box(web):
     html = web.get(URL + "?sweep=LR+%3D+1%2C+2").content.decode()
     assert ">\nLR = 1, 2</textarea>" in html
@@ -297,7 +314,7 @@ def test_a_template_start_takes_a_sweep_unless_it_locks_the_variables(web, ws):
     assert [t.job.body["Envs"] for t in Sweep.objects.get().trials.select_related("job")] == [{"LR": "1"},
                                                                                               {"LR": "2"}]
     templates_lib.set_locks(version.template, admin, ["environment.envs"])
-    html = web.post(URL, data).content.decode()
+    html = web.post(URL, {**data, "_submission": ""}).content.decode()  # a new page's post, not this one's again
     assert "locks the environment variables" in errors_at_the_sweep_field(html)
     assert Sweep.objects.count() == 1
 
@@ -494,3 +511,49 @@ def test_re_ranking_in_place_also_updates_the_compare_link_to_the_best_trials(we
     assert link, "the page's Compare link, outside the swapped table, kept the trial order"
     ids = parse_qs(urlparse(htmllib.unescape(link.group(1))).query)["ids"]
     assert ids == [str(jobs[n].pk) for n in (3, 2, 4, 1)]
+
+
+def test_the_sweep_list_is_newest_first_past_one_page_with_a_status_summary_per_sweep_in_one_query(web, ws, user):
+    from datetime import timedelta
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from jobs import sweep_views
+
+    sweep = launch(web)  # the newest: created now
+    statuses = ["Running", "Succeeded", "Succeeded", "Failed"]
+    for trial, status in zip(sweep.trials.order_by("number").select_related("job"), statuses, strict=True):
+        Job.objects.filter(pk=trial.job_id).update(status=status)
+    old = timezone.now() - timedelta(days=1)
+    Sweep.objects.bulk_create([Sweep(workspace=ws, owner=user, name=f"old-{n:02d}", parameters=[["LR", [0.1]]],
+                                     created_at=old + timedelta(minutes=n)) for n in range(sweep_views.LIST_SIZE)])
+    with CaptureQueriesContext(connection) as queries:
+        html = web.get("/sweeps/").content.decode()
+    names = re.findall(r'<tr id="sweep-\d+">\s*<td class="name"><a [^>]*>([^<]+)</a>', html)
+    assert len(names) == sweep_views.LIST_SIZE and names[:3] == ["lr-grid", "old-49", "old-48"], names[:3]
+    assert "old-00" not in names, "the oldest falls off the page, not the newest"
+    row = re.search(rf'<tr id="sweep-{sweep.pk}">(.*?)</tr>', html, re.S).group(1)
+    summary = re.sub(r"<[^>]+>", "", re.search(r'<td class="tally">(.*?)</td>', row, re.S).group(1))
+    assert " ".join(summary.split()) == "1 Running · 2 Succeeded · 1 Failed", "active first, then in lifecycle order"
+    assert sum("jobs_sweeptrial" in q["sql"] for q in queries.captured_queries) == 2, \
+        "the trial counts and the status summary: one query each for the whole page, not one per sweep"
+
+
+def test_rank_by_offers_each_metric_as_a_button_and_marks_the_chosen_one(web):
+    from jobs.models import JobScalar
+
+    sweep = launch(web)
+    for trial in sweep.trials.select_related("job"):
+        for name in ("loss", "acc"):
+            JobScalar.objects.create(job=trial.job, pod_id="p-0", name=name, points=[[1, 0.5]], last=0.5, min=0.5,
+                                     max=0.5, count=1, last_step=1)
+    html = web.get(sweep.get_absolute_url()).content.decode()
+    line = re.search(r'<p class="rank-by" id="rank-by">(.*?)</p>', html, re.S).group(1)
+    assert line.lstrip().startswith("Rank trials by:") and "the table is in trial order" in line
+    assert re.findall(r'class="button small mono" [^>]*aria-pressed="false">(\w+)</a>', line) == ["acc", "loss"]
+    ranked = web.get(f"{sweep.get_absolute_url()}?rank=acc").content.decode()
+    line = re.search(r'<p class="rank-by" id="rank-by">(.*?)</p>', ranked, re.S).group(1)
+    assert re.findall(r'class="button small mono current" [^>]*aria-pressed="true">(\w+)</a>', line) == ["acc"]
+    assert 'id="rank-clear">Trial order</a>' in line

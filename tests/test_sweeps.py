@@ -56,6 +56,11 @@ def test_trials_are_in_product_order_last_parameter_fastest():
     ("LR = 0.1, 0.2\nLR = 0.3", "LR is named twice"),
     ("WANDB_API_KEY = a, b", "looks like the name of a secret"),
     ("DB_PASSWORD = a, b", "looks like the name of a secret"),
+    # QA: PATH = 1, 2 left every trial without `sh`; RANK overrode the rank DLC gives each pod.
+    ("PATH = 1, 2", "PATH is a reserved variable (needed by the pod's shell and Python)"),
+    ("LD_PRELOAD = a, b", "LD_PRELOAD is a reserved variable"),
+    ("RANK = 0, 1", "RANK is a reserved variable (set by DLC in every pod)"),
+    ("LOCAL_RANK = 0, 1", "LOCAL_RANK is a reserved variable"),
 ])
 def test_each_rule_of_a_line_is_an_error_naming_the_line(text, expected):
     error = only_error(text)
@@ -70,6 +75,13 @@ def test_the_env_name_rule_is_the_specs():
         assert "environment.envs[0].key" in errors
         assert "not an environment variable name" in sweeps.name_problem(name)
     assert sweeps.name_problem("_lr2") is None
+
+
+def test_every_reserved_name_of_the_spec_is_refused_and_a_lowercase_one_is_not():
+    # One list (jobs.spec.RESERVED_ENVS): the sweep box, the API and the job's own variables read the same one.
+    for name in spec.RESERVED_ENVS:
+        assert "reserved variable" in sweeps.name_problem(name)
+    assert sweeps.name_problem("path") is None and sweeps.name_problem("RANKING") is None
 
 
 def test_a_name_already_among_the_jobs_variables_is_an_error_naming_it():

@@ -128,7 +128,7 @@ def test_a_pai_dlc_workspace_without_credentials_or_endpoint_backs_off(pai_dlc):
     closed, bare = pai_dlc
     for workspace, reason in [
         (closed, "the workspace's DLC endpoint cannot be reached as configured"),
-        (bare, "DLC credentials are not working for this workspace (Console.CredentialException)"),
+        (bare, "DLC credentials are not working for this workspace (Console.Credentials)"),
     ]:
         with pytest.raises(dlc.DLCError):
             lifecycle.sync_workspace(workspace)
@@ -204,8 +204,9 @@ def test_members_see_a_short_reason_for_the_instance_types_and_admins_the_detail
         lifecycle.sync_workspace(bare)
     page = pf.client_for(team.users["admin"]).get(f"/workspaces/{bare.pk}/settings").content.decode()
     assert re.search(r"Last sync failed at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [^:]*:</strong> DLC credentials are not "
-                     r"working for this workspace \(Console.CredentialException\)", page)
-    assert "credentials.ini" in re.search(r'id="sync-error">(.*?)</pre>', page, re.S).group(1)
+                     r"working for this workspace \(Console.Credentials\)", page)
+    detail = re.search(r'id="sync-error">(.*?)</pre>', page, re.S).group(1)
+    assert "ProfileCredentialsProvider" in detail and "credentials.ini" not in detail  # what failed, not where
 
 
 

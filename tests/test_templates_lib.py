@@ -359,3 +359,12 @@ def test_a_secret_env_value_is_not_carried_into_the_template_name_page(team):
                                                      follow=True)
     assert "Type the value of WANDB_API_KEY again: templates never keep secrets." in saved.text
     assert "wandb-carried-secret" not in saved.text
+
+
+def test_templates_are_listed_by_name_with_their_latest_version(team):
+    # Saved out of name order: a query with an aggregate drops Meta.ordering, so only an explicit order sorts them.
+    for name in ("zeta", "alpha", "mid"):
+        templates_lib.save(team.alpha, team.users["member"], name, sections())
+    templates_lib.save(team.alpha, team.users["member"], "alpha", sections(), note="second")
+    rows = [(t.name, t.latest) for t in templates_lib.templates_in(team.alpha)]
+    assert rows == [("alpha", 2), ("base", 1), ("mid", 1), ("zeta", 1)]

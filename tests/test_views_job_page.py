@@ -480,7 +480,7 @@ def test_a_live_log_shows_its_last_1000_lines_then_every_later_line_once(client,
     shown = texts_of(panel)
     last = int(shown[-1])
     assert last >= 5000 and shown == [str(i) for i in range(last - 999, last + 1)]
-    assert "Showing the last 1000 lines; earlier lines are in the download." in panel
+    assert "Showing the last 1000 lines: “Load older lines” at the top shows earlier ones." in panel
     tail = tail_of(panel)
     assert 'data-following="yes"' in tail and 'hx-trigger="every 1s"' in tail
     assert 'hx-target="#log-lines"' in tail and 'hx-swap="beforeend' in tail
@@ -580,10 +580,110 @@ def test_a_live_search_covers_the_last_1000_lines_and_says_so(client, people, ws
         client.force_login(people["alice"])
         html = client.get(f"/jobs/{job.pk}/pods/{pod}/logs?q=99", **HTMX).content.decode()
         assert texts_of(html) == [str(i) for i in range(501, 1501) if "99" in str(i)], "not 99 itself"
-        assert "The search covers the last 1000 lines only; download the full log to search all of it." in html
+        assert "The search covers the last 1000 lines so far: “Search older lines” at the top searches further back." \
+            in html
         assert "<mark>99</mark>9" in html and 'data-following="yes"' in tail_of(html)
     finally:
         dlc.stop_job(ws, job.dlc_job_id)
+
+
+def older_link(html: str) -> str | None:
+    found = re.search(r'<div id="log-older"[^>]*>.*?<button [^>]*hx-get="([^"]+)"', html)
+    return unescape(found.group(1)) if found else None
+
+
+def test_older_lines_of_a_running_log_come_page_by_page_each_once_at_a_bounded_cost(client, people, ws, localdlc,
+                                                                                   monkeypatch):
+    """GetPodLogs has no offset: each "Load older lines" reads back from where the last one read its range whole,
+    so pages deep in the log cost no more calls than the first, and together with the first view they are the
+    whole log, each line once, in order. Pages of 1,500 lines stand in for 5,000."""
+    monkeypatch.setattr(podlogs, "OLDER_PAGE", 1500)
+    printer = "import time\nfor i in range(1, 9001):\n    print(i, flush=True)\n    time.sleep(0.0002)\nprint('end')"
+    job = on_localdlc(ws, people["alice"], f"python3 -c \"{printer}\"; sleep 60", until=("Running",))
+    pod = job.pods[0]["PodId"]
+    try:
+        wait_for_last_line(ws, job, pod, "end")
+        client.force_login(people["alice"])
+        panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).text
+        shown = texts_of(panel)
+        assert shown == [*map(str, range(8002, 9001)), "end"]
+        link = older_link(panel)
+        assert link and "Load older lines</button>" in panel
+        per_page, skips = [], []
+        while link:
+            assert len(per_page) < 20, "the older pages never reached the start"
+            skips.append(int(re.search(r"skip=(\d+)", link).group(1)))
+            calls = pod_log_calls(localdlc)
+            answer = client.get(link, **HTMX)
+            per_page.append(pod_log_calls(localdlc) - calls)
+            assert answer.status_code == 200 and "log-panel" not in answer.text and "log-tail" not in answer.text
+            assert answer.text.lstrip().startswith('<div id="log-older"'), "the bar first: the lines land before it"
+            shown = texts_of(answer.text) + shown
+            link = older_link(answer.text)
+        assert shown == [*map(str, range(1, 9001)), "end"], "every line once, in order"
+        assert "Start of the log." in answer.text and len(per_page) == 6
+        assert max(per_page) <= per_page[0] + 3, f"a page deep in the log costs like the first: {per_page}"
+        assert max(skips) < 1500 + 2 * logarchive.PAGE_LINES, f"the next page goes on from a time, not a count: {skips}"
+    finally:
+        dlc.stop_job(ws, job.dlc_job_id)
+
+
+def test_a_live_search_goes_back_on_demand_to_an_early_line(client, people, ws, localdlc):
+    job = on_localdlc(ws, people["alice"], "echo 'Traceback (early)'; seq 1 3000; sleep 60", until=("Running",))
+    pod = job.pods[0]["PodId"]
+    try:
+        wait_for_last_line(ws, job, pod, "3000")
+        client.force_login(people["alice"])
+        html = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", {"q": "traceback"}, **HTMX).text
+        assert texts_of(html) == [] and "Search older lines</button>" in html
+        link = older_link(html)
+        assert "q=traceback" in link, "the search goes with the button"
+        answer = client.get(link, **HTMX).text
+        assert texts_of(answer) == ["Traceback (early)"] and "<mark>Traceback</mark> (early)" in answer
+        assert "2001 earlier lines searched." in answer and "Start of the log." in answer
+        assert older_link(answer) is None
+    finally:
+        dlc.stop_job(ws, job.dlc_job_id)
+
+
+def test_older_lines_of_an_archived_log_keep_their_numbers(client, people, ws, localdlc):
+    job = on_localdlc(ws, people["alice"], "seq 1 2500", name="archived-older")
+    assert logarchive.archive(job.pk) == 1
+    pod = job.pods[0]["PodId"]
+    client.force_login(people["alice"])
+    panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).text
+    assert [n for n, _ in lines_of(panel)] == list(range(1501, 2501))
+    assert "1500 earlier lines not shown here: “Load older lines” at the top shows them." in panel
+    link = older_link(panel)
+    assert link == f"/jobs/{job.pk}/pods/{pod}/logs?upto=1501"
+    calls = pod_log_calls(localdlc)
+    answer = client.get(link, **HTMX).text
+    assert lines_of(answer) == [(i, str(i)) for i in range(1, 1501)] and "Start of the log." in answer
+    assert pod_log_calls(localdlc) == calls, "the archive: no DLC call"
+    searched = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", {"q": "99"}, **HTMX).text
+    assert older_link(searched) is None, "every match of the archive is shown at once (fewer than 1000)"
+    answer = client.get(f"{link}&q=99", **HTMX).text
+    assert [n for n, _ in lines_of(answer)] == [i for i in range(1, 1501) if "99" in str(i)]
+    assert "1500 earlier lines searched." in answer
+
+
+def test_a_bad_older_lines_request_is_a_400_with_a_message(client, people, ws, localdlc):
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-o", created_at=timezone.now() - timedelta(minutes=5),
+                   pods=[{"PodId": "dlc-o-worker-0", "Type": "Worker", "Status": "Running"}])
+    client.force_login(people["alice"])
+    url = f"/jobs/{job.pk}/pods/dlc-o-worker-0/logs"
+    now = podlogs.encode_cursor(timezone.now())
+    future = podlogs.encode_cursor(timezone.now() + timedelta(hours=1))
+    calls = pod_log_calls(localdlc)
+    for query, says in [("upto=", "`upto` must be"), ("upto=0", "`upto` must be"), ("upto=x", "`upto` must be"),
+                        (f"until={now}", "`skip` must be"), (f"until={now}&skip=-1", "`skip` must be"),
+                        (f"until={now}&skip=99999999", "`skip` must be"), ("until=abc&skip=1", "`until` must be"),
+                        (f"until={future}&skip=1", "`until` is in the future"),
+                        (f"until={now}&skip=1&q={'x' * 201}", "at most 200 characters")]:
+        answer = client.get(f"{url}?{query}", **HTMX)
+        assert answer.status_code == 400, query
+        assert says in answer.text and answer["Content-Type"].startswith("text/plain"), (query, answer.text)
+    assert pod_log_calls(localdlc) == calls, "a refused request costs no DLC call"
 
 
 def test_a_bad_tail_cursor_is_a_400_with_a_message(client, people, ws, localdlc):

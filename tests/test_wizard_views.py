@@ -7,11 +7,12 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 from django.urls import reverse
 
 from jobs import secretbox
-from jobs.models import Job, Membership, Workspace
-from tests.support.wizard import form_data, local_workspace
+from jobs.models import Job, Membership, Workspace, WorkspacePolicy
+from tests.support.wizard import form_data, local_workspace, page_form_data
 
 pytestmark = pytest.mark.integration
 
@@ -281,3 +282,132 @@ def test_a_plain_env_named_like_a_secret_is_sealed_like_the_api_does_and_masked_
     job = Job.objects.get()
     assert job.body["Envs"] == {"HF_TOKEN": "********", "TOKENIZERS_PARALLELISM": "false"}
     assert secretbox.unseal(job.sealed_secrets) == {"env:HF_TOKEN": plain}
+
+
+# --- one submission per form (the token), defaults under a policy, what a re-render shows, one problem count -----
+
+
+def token_of(html: str) -> str:
+    return re.search(r'<input type="hidden" name="_submission" value="([0-9a-f-]{36})">', html).group(1)
+
+
+def test_the_same_form_posted_twice_makes_one_job_and_the_second_post_is_sent_to_it(web, ws):
+    answer = web.get(URL)
+    # The browser may keep the page for Back (no no-store), but asks again on a new visit (a new token).
+    assert answer["Cache-Control"] in ("private, no-cache", "no-cache, private")
+    page = answer.content.decode()
+    assert token_of(web.get(URL).content.decode()) != token_of(page)
+    data = {**form_data(environment__command="python fixed.py"), "_submission": token_of(page)}
+    first = web.post(URL, data)
+    job = Job.objects.get()
+    assert first.status_code == 302 and first["Location"] == job.get_absolute_url()
+    assert str(job.idempotency_tag) == data["_submission"], "the page's token is the job's tag, sent to DLC"
+    again = web.post(URL, data, follow=True)  # Back, then Submit again
+    assert Job.objects.count() == 1
+    assert again.redirect_chain == [(job.get_absolute_url(), 302)]
+    assert "This form was already submitted: here is its job." in again.content.decode()
+    # A page that came back with an error keeps its token, so the post that finally succeeds is the one.
+    refused = web.post(URL, {**form_data(basic__name=""), "_submission": token_of(web.get(URL).content.decode())})
+    kept = token_of(refused.content.decode())
+    assert web.post(URL, {**form_data(basic__name="train-2"), "_submission": kept}).status_code == 302
+    assert Job.objects.get(display_name="train-2").idempotency_tag.hex == kept.replace("-", "")
+
+
+def test_a_token_that_is_no_uuid4_or_is_another_users_gets_a_fresh_tag(web, ws, client):
+    other = get_user_model().objects.create_user("other", password="pw-not-used-here")
+    Membership.objects.create(user=other, workspace=ws, role=Membership.MEMBER)
+    theirs = Client()
+    theirs.force_login(other)
+    token = token_of(theirs.get(URL).content.decode())
+    assert theirs.post(URL, {**form_data(basic__name="theirs"), "_submission": token}).status_code == 302
+    mine = web.post(URL, {**form_data(basic__name="mine"), "_submission": token})
+    job = Job.objects.get(display_name="mine")
+    assert mine["Location"] == job.get_absolute_url(), "not sent to another user's job"
+    assert str(job.idempotency_tag) != token and job.idempotency_tag.version == 4
+    for bad in ("not-a-uuid", "00000000-0000-1000-8000-000000000000", ""):  # junk, a uuid1, none
+        answer = web.post(URL, {**form_data(basic__name=f"junk-{Job.objects.count()}"), "_submission": bad})
+        assert answer.status_code == 302
+    assert Job.objects.filter(owner__username="wiz").count() == 4
+    assert all(j.idempotency_tag.version == 4 for j in Job.objects.all())
+
+
+def test_the_same_sweep_form_posted_twice_makes_one_sweep(web, ws):
+    from jobs.models import Sweep
+
+    token = token_of(web.get(URL).content.decode())
+    data = {**form_data(basic__name="grid", environment__command="echo $LR"), "sweep": "LR = 0.1, 0.2",
+            "_submission": token}
+    sweep_url = web.post(URL, data)["Location"]
+    sweep = Sweep.objects.get()
+    assert sweep_url == sweep.get_absolute_url() and Job.objects.count() == 2
+    again = web.post(URL, data, follow=True)
+    assert again.redirect_chain == [(sweep_url, 302)] and Sweep.objects.count() == 1 and Job.objects.count() == 2
+    assert "This form was already submitted: here is its sweep." in again.content.decode()
+    # Posted again as one job (the sweep text removed after Back): still this form's submission.
+    assert web.post(URL, {**data, "sweep": ""})["Location"] == sweep_url and Job.objects.count() == 2
+
+
+def test_a_clone_posted_twice_makes_one_job_with_the_edit(web, ws):
+    web.post(URL, form_data(basic__name="source", environment__command="python broken.py"))
+    source = Job.objects.get()
+    page = web.get(f"{URL}?clone={source.pk}").content.decode()
+    data = {**page_form_data(page), "environment-command": "python fixed.py"}
+    for _ in range(2):
+        web.post(URL, data)
+    clones = Job.objects.exclude(pk=source.pk)
+    assert clones.count() == 1 and clones.get().body["UserCommand"] == "python fixed.py"
+
+
+def test_a_new_jobs_maximum_duration_starts_within_the_policy_cap(web, ws):
+    WorkspacePolicy.objects.create(workspace=ws, max_duration_minutes=7 * 1440)
+    html = web.get(URL).content.decode()
+    assert 'name="resources-max_duration" value="7"' in html
+    assert re.search(r'name="resources-max_duration_unit"[^>]*>.*?<option value="days" selected>', html, re.S)
+    answer = web.post(URL, page_form_data(html) | form_data() | {"resources-max_duration": "7"})
+    assert answer.status_code == 302, "the default is allowed"
+
+
+def section_errors(html: str, name: str) -> list[str]:
+    block = re.search(rf'<section id="sec-{name}".*?</section>', html, re.S).group(0)
+    return re.findall(r'<div class="error"[^>]*>(.*?)</div>', block, re.S)
+
+
+def test_a_choice_re_renders_its_section_without_painting_untouched_fields(web, ws):
+    WorkspacePolicy.objects.create(workspace=ws, max_gpus=1)
+    url = reverse("wizard_section", args=["resources"])
+    # The user had left Resources once (it is checked) with nothing wrong, then picks Quota.
+    data = {**form_data("quota", resources__quota_id="", resources__roles__0__cpu=""), "_checked-resources": "1",
+            "_touched": "resources-source"}
+    html = web.post(url, data, HTTP_HX_REQUEST="true", HTTP_HX_TRIGGER_NAME="resources-source").content.decode()
+    assert section_errors(html, "resources") == [], "the quota and CPU fields it brought are not mistakes yet"
+    # Leaving the section shows them; a later choice keeps showing what was shown, and what the user typed.
+    left = web.post(url, {**data, "_validate": "resources"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Choose a resource quota." in " ".join(section_errors(left, "resources"))
+    shown = re.findall(r'<input type="hidden" name="_shown" value="([^"]+)">', left)
+    assert "resources.quota_id" in shown
+    again = web.post(url, {**data, "_shown": shown, "_touched": "resources-source resources-priority",
+                           "resources-priority": "12"},
+                     HTTP_HX_REQUEST="true", HTTP_HX_TRIGGER_NAME="resources-node_scheduling").content.decode()
+    messages = " ".join(section_errors(again, "resources"))
+    assert "Choose a resource quota." in messages and "Priority must be from 1" in messages
+    # Preemptible without an instance type: no GPU-policy message (the instance type's own "choose" says it).
+    spot = {**form_data("spot", resources__roles__0__instance_type=""), "_checked-resources": "1"}
+    html = web.post(url, spot, HTTP_HX_REQUEST="true", HTTP_HX_TRIGGER_NAME="resources-source").content.decode()
+    assert section_errors(html, "resources") == []
+    left = web.post(url, {**spot, "_validate": "resources"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Choose an instance type." in " ".join(section_errors(left, "resources"))
+    assert "GPU count of an instance type is unknown" not in left
+
+
+def test_the_panel_the_badges_and_the_summary_state_one_count(web, ws):
+    data = form_data(basic__name="bad name!", environment__command="", resources__roles__0__count="0",
+                     resources__max_duration="-1", sweep="LR = ", run_after="nope")
+    html = web.post(URL, data).content.decode()
+    heading = int(re.search(r'<h2>(\d+) problems? to fix before submitting</h2>', html).group(1))
+    summary = re.search(r'id="error-summary">(.*?)</div>', html, re.S).group(1)
+    badges = [int(n) for n in re.findall(r'<span class="badge danger" title="problems in [^"]*">(\d+)</span>', html)]
+    panel = int(re.search(r'(\d+) problems? left: DLC would refuse', html).group(1))
+    live = web.post(reverse("wizard_preview"), data, HTTP_HX_REQUEST="true").content.decode()
+    assert len(badges) >= 5, "errors in Basic, Environment, Resources, the sweep box and Run after"
+    assert heading == summary.count("<li>") == sum(badges) == panel
+    assert int(re.search(r'(\d+) problems? left', live).group(1)) == panel

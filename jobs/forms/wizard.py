@@ -254,6 +254,7 @@ class SectionView:
     checked: bool = False
     ui: dict = field(default_factory=dict)
     more_open: bool = False
+    shown: list[str] = field(default_factory=list)  # the places whose errors are shown, posted back as `_shown`
 
     @property
     def template(self) -> str:
@@ -288,7 +289,7 @@ class Wizard:
 
     def __init__(self, data: Any = None, *, catalog: Catalog | None = None, region: str = "cn-hangzhou",
                  context: spec.Context | None = None, show: frozenset[str] | set[str] | None = None,
-                 locked: Iterable[str] = ()) -> None:
+                 locked: Iterable[str] = (), only: Iterable[str] | None = None) -> None:
         self.catalog = catalog or Catalog()
         self.context = context or spec.Context(region=region, specs=self.catalog.by_type(), reserved_tags=1)
         self.region = self.context.region
@@ -319,6 +320,9 @@ class Wizard:
         if show is None:
             show = set(BY_SECTION) if self.action == "submit" else self.checked
         self.show = set(show)
+        # Within the shown sections, the only places (section paths) whose errors may show, when given: a section
+        # re-rendered because a choice changed shows what the user touched or already saw, not every new field.
+        self.only = None if only is None else set(only)
         self._errors: dict[str, list[str]] | None = None
         self._views: list[SectionView] | None = None
 
@@ -570,7 +574,9 @@ class Wizard:
         for path, messages in errors.items():
             section = path.split(".")[0].split("[")[0]
             if section in self.show or (everything and section not in BY_SECTION):
-                placed.setdefault(self._anchor_path(path), []).extend(messages)
+                anchor = self._anchor_path(path)
+                if self.only is None or _within(anchor, self.only):
+                    placed.setdefault(anchor, []).extend(messages)
         for path, messages in self.notes().items():
             note_at.setdefault(self._anchor_path(path), []).extend(messages)
         out = []
@@ -617,7 +623,8 @@ class Wizard:
                                            placed.get(base, []), focus=i == focus_row))
                 lists[name] = lv
             view = SectionView(section, module.TITLE, fields, lists, placed.get(section, []),
-                               note_at.get(section, []), checked=section in self.show, ui=self.ui)
+                               note_at.get(section, []), checked=section in self.show, ui=self.ui,
+                               shown=sorted(p for p in placed if p.split(".")[0].split("[")[0] == section))
             view.more_open = self._more_open(view)
             out.append(view)
         out[0].errors = placed.get("", []) + out[0].errors
@@ -677,6 +684,31 @@ class Wizard:
 
     def masked_data(self) -> dict[str, str]:
         return mask(self.data)
+
+
+def _within(anchor: str, only: set[str]) -> bool:
+    """Whether an error placed at `anchor` may show: the place itself was touched or shown, or, for a list or a
+    row, one of its fields was ("resources.roles" holds "resources.roles[0].instance_type")."""
+    if anchor in only:
+        return True
+    return "." in anchor and any(o.startswith((anchor + "[", anchor + ".")) for o in only)
+
+
+def path_of(name: str) -> str:
+    """HTML field name -> section path (the inverse of field_name): "resources-roles-0-count" ->
+    "resources.roles[0].count"; "" for a name that is no wizard field."""
+    match = _ROW_KEY.fullmatch(name)
+    if match and LISTS.get(match["list"]) == match["section"]:
+        return f"{match['section']}.{match['list']}[{match['i']}].{match['field']}"
+    section, _, rest = name.partition("-")
+    return f"{section}.{rest}" if section in BY_SECTION and rest else ""
+
+
+def problem_count(wizard: Wizard, *extra: Mapping[str, list[str]]) -> int:
+    """The one count of problems the page states (the API panel, the sum of the badges, the error summary): every
+    message of the wizard's errors, each placed once on the page when everything is shown, plus the messages of
+    the boxes outside the sections (`extra`: the sweep's and the run-after box's errors by field)."""
+    return sum(len(m) for m in wizard.errors().values()) + sum(len(m) for box in extra for m in box.values())
 
 
 def field_label(name: str) -> str:

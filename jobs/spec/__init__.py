@@ -75,7 +75,9 @@ Public API: build, validate_sections, validate, notes, inverse, hints_from_secti
 prune_inapplicable, hidden_fields, infer_hints, strip_secrets, extract_secrets, fill_secrets, wire_path,
 field_for_path, parse_advanced, format_advanced, Context, Policy, SECRET_PATHS, SECRET_PLACEHOLDER,
 WIRE_SCHEMA, APPLICABLE, SECRET_ENV_PREFIX, looks_like_secret, masked_on_display, JOB_NAME_RE (a job name's
-characters), ENV_NAME_RE (an environment variable's name).
+characters), ENV_NAME_RE (an environment variable's name), RESERVED_ENVS (names DLC injects or the pod's processes
+need, DLC_INJECTED / PROCESS_CRITICAL), MAX_POD_COUNT, MAX_CPU, MAX_GPU, MAX_MEMORY_GIB, MAX_DURATION_DAYS (our
+bounds of a role's numbers and of durations).
 Error and note dicts map a path to messages; "" is the whole job. Decisions: docs/spec-notes.md.
 
 Layout: import from here (jobs.spec); the code lives in the small modules of this package.
@@ -93,7 +95,15 @@ Layout: import from here (jobs.spec); the code lives in the small modules of thi
 
 from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE
 from jobs.spec.base import (
+    DLC_INJECTED,
     FIELDS,
+    MAX_CPU,
+    MAX_DURATION_DAYS,
+    MAX_GPU,
+    MAX_MEMORY_GIB,
+    MAX_POD_COUNT,
+    PROCESS_CRITICAL,
+    RESERVED_ENVS,
     ROW_FIELDS,
     SECRET_ENV_PREFIX,
     SECRET_PATHS,
@@ -114,7 +124,8 @@ from jobs.spec.soft_rules import notes
 from jobs.spec.wire import WIRE_SCHEMA, build, strip_secrets
 
 __all__ = [
-    "ENV_NAME_RE", "JOB_NAME_RE",
+    "ENV_NAME_RE", "JOB_NAME_RE", "DLC_INJECTED", "PROCESS_CRITICAL", "RESERVED_ENVS",
+    "MAX_CPU", "MAX_DURATION_DAYS", "MAX_GPU", "MAX_MEMORY_GIB", "MAX_POD_COUNT",
     "APPLICABLE", "FIELDS", "ROLE_APPLICABLE", "ROW_FIELDS", "RULES", "SECRET_ENV_PREFIX", "SECRET_PATHS",
     "SECRET_PLACEHOLDER", "SECTIONS", "WIRE_SCHEMA", "Context", "Policy", "build", "defaults", "extract_secrets",
     "field_for_path", "fill_secrets", "format_advanced", "hidden_fields", "hints_from_sections", "infer_hints",

@@ -49,6 +49,32 @@ SECRET_PATHS = ("JobSpecs[*].ImageConfig.Password", "Settings.AdvancedSettings.R
 # says that it is set; its value is a sealed secret under this prefix + NAME, put back at submit.
 SECRET_ENV_PREFIX = "env:"
 
+# Environment variable names a job's own settings must not take: ONE list, each name with why it is reserved.
+# - DLC_INJECTED: DLC sets it in every pod, or the PyTorch launcher that DLC's documented command runs sets it in
+#   every process. A sweep parameter named so is refused (RANK = 0, 1 would override the rank DLC gives each pod);
+#   an ordinary variable only gets a warning (soft_rules.notes), since overriding one can be deliberate.
+#   Documented [000][004]: MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK (the startup command's example), JOB_NAME
+#   (createSvcForAllWorkers), CUSTOM_PORTS (customPortNumPerWorker). Inferred [inf]: TF_CONFIG (the seeds' "common
+#   TensorFlow environment variables", which name none; the TF operator's variable), LOCAL_RANK and
+#   LOCAL_WORLD_SIZE (set per process by torch.distributed.launch / torchrun, which the seeds' example runs).
+# - PROCESS_CRITICAL: the pod's shell and Python need it as the image set it. A sweep parameter named so is refused
+#   (PATH = 1, 2 left every trial without `sh`); an ordinary variable may set it with no note (a custom image can
+#   legitimately need its own PATH or LD_LIBRARY_PATH). Ours [inf], not DLC's: see docs/spec-notes.md.
+DLC_INJECTED, PROCESS_CRITICAL = "set by DLC in every pod", "needed by the pod's shell and Python"
+RESERVED_ENVS: dict[str, str] = {
+    **dict.fromkeys(("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "JOB_NAME", "CUSTOM_PORTS", "TF_CONFIG",
+                     "LOCAL_RANK", "LOCAL_WORLD_SIZE"), DLC_INJECTED),
+    **dict.fromkeys(("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "HOME", "SHELL", "PYTHONHOME"), PROCESS_CRITICAL),
+}
+
+# Upper bounds of a role's numbers and of durations: ours, not DLC's (no document gives one), set above any
+# machine or job there is, so only a typo or garbage reaches them (docs/spec-notes.md).
+MAX_POD_COUNT = 10_000  # nodes per role
+MAX_CPU = 1024  # cores per node
+MAX_GPU = 16  # GPUs per node
+MAX_MEMORY_GIB = 4096  # memory (and shared memory) per node
+MAX_DURATION_DAYS = 3650  # maximum duration and retention
+
 # Words that make a name look like a secret's: whole segments of the name (split at "_", "-", "." and camelCase),
 # so WANDB_API_KEY and RayRedisPassword match but TOKENIZERS_PARALLELISM and PWD (the working directory) do not.
 _SECRET_WORDS = frozenset({"token", "tokens", "secret", "secrets", "password", "passwords", "passwd", "pass",
@@ -180,6 +206,21 @@ def _int(value: Any) -> tuple[int | None, bool]:
     return None, False
 
 
+def _too_large(value: Any, whole: bool) -> bool:
+    """A positive number written correctly but too big for _int / _num, so "too large" and not "not a number"."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return value >= _BIG  # NaN compares False
+    if not isinstance(value, str):
+        return False
+    text = value.strip().lstrip("+")
+    if whole:
+        # Digits only: int() of thousands of digits raises, and more than _BIG's digits is too large anyway.
+        return text.isascii() and text.isdigit() and len(text.lstrip("0")) > len(str(_BIG)) - 1
+    return bool(_NUMBER_RE.fullmatch(text)) and float(text) >= _BIG
+
+
 def _num(value: Any) -> tuple[int | float | None, bool]:
     """(finite number or None when empty, ok); integral values come back as int."""
     if (answer := _empty_bool_or_int(value)) is not None:
@@ -258,8 +299,16 @@ def _flag(section: Mapping, key: str, path: str, e: _Errors) -> bool:
     return bool(value)
 
 
-def _number(section: Mapping, key: str, path: str, e: _Errors, message: str, whole: bool = False):
-    value, ok = (_int if whole else _num)(section.get(key))
+def _number(section: Mapping, key: str, path: str, e: _Errors, message: str, whole: bool = False,
+            high: int | None = None, too_large: str = ""):
+    """The field's number or None; `message` when it is not one, `too_large` (if given) when it is above `high` or
+    beyond what the parser takes. Such a value becomes None, so no later rule adds its own message about it."""
+    raw = section.get(key)
+    value, ok = (_int if whole else _num)(raw)
+    if too_large and ((not ok and _too_large(raw, whole)) or (ok and value is not None and high is not None
+                                                               and value > high)):
+        e.add(path, too_large)
+        return None
     if not ok:
         e.add(path, message)
     return value

@@ -6,8 +6,18 @@ import copy
 import dataclasses
 from collections.abc import Mapping
 
+from jobs.catalog import DURATION_UNITS
 from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE
-from jobs.spec.base import FIELDS, ROW_FIELDS, SECRET_ENV_PREFIX, SECRET_PLACEHOLDER, Context, Policy, _secret
+from jobs.spec.base import (
+    FIELDS,
+    ROW_FIELDS,
+    SECRET_ENV_PREFIX,
+    SECRET_PLACEHOLDER,
+    Context,
+    Policy,
+    _secret,
+    _split_minutes,
+)
 from jobs.spec.body_check import _hints_for
 from jobs.spec.norm import _norm, format_advanced, parse_advanced
 
@@ -23,6 +33,10 @@ def defaults(context: Context | None = None) -> dict:
     policy = ctx.policy or Policy()
     sections["basic"]["tags"] = [{"key": k, "value": v} for k, v in policy.default_tags.items()]
     sections["resources"]["roles"] = [dict(ROW_FIELDS["roles"])]
+    res, cap = sections["resources"], policy.max_duration_minutes
+    if cap is not None and cap > 0 and res["max_duration"] * DURATION_UNITS[res["max_duration_unit"]] > cap:
+        # The console's default would start every job with a policy error: the cap is the longest allowed.
+        res["max_duration"], res["max_duration_unit"] = _split_minutes(cap, None)
     return sections
 
 

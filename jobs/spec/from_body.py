@@ -8,7 +8,17 @@ from typing import Any
 
 from jobs import catalog as C
 from jobs.spec.applicable import _env, _res
-from jobs.spec.base import _BIG, FIELDS, SECRET_PLACEHOLDER, _Errors, _num, _section, _split_minutes, _text
+from jobs.spec.base import (
+    _BIG,
+    FIELDS,
+    SECRET_PLACEHOLDER,
+    _Errors,
+    _num,
+    _section,
+    _split_minutes,
+    _text,
+    _too_large,
+)
 from jobs.spec.norm import _norm, _storage_type_from_uri, format_advanced
 from jobs.spec.wire import WIRE_SCHEMA, _sanitize
 
@@ -74,11 +84,15 @@ def _classify_sources(body: Mapping, hints: Mapping) -> tuple[list[int], list[in
 
 
 def _from_wire_number(text: Any, unit: str = "") -> Any:
-    # "4" -> 4, "8Gi" -> 8; anything else stays as it is so the rules can report it.
+    # "4" -> 4, "8Gi" -> 8; a number too big to parse keeps its digits (without the unit) so the rules say it is
+    # too large; anything else stays as it is so the rules can report it.
     if isinstance(text, str) and text.endswith(unit):
-        number, ok = _num(text[: len(text) - len(unit)] if unit else text)
+        digits = text[: len(text) - len(unit)] if unit else text
+        number, ok = _num(digits)
         if ok and number is not None:
             return number
+        if _too_large(digits, whole=False):
+            return digits
     return text
 
 

@@ -11,6 +11,11 @@ from typing import Any
 from jobs import catalog as C
 from jobs.spec.base import (
     FIELDS,
+    MAX_CPU,
+    MAX_DURATION_DAYS,
+    MAX_GPU,
+    MAX_MEMORY_GIB,
+    MAX_POD_COUNT,
     SECTIONS,
     _bool,
     _choice,
@@ -23,6 +28,7 @@ from jobs.spec.base import (
     _secret,
     _section,
     _text,
+    _too_large,
 )
 
 # ---------------------------------------------------------------------------------------------------------
@@ -147,11 +153,19 @@ def _storage_type_from_uri(uri: str) -> str | None:
 def _norm_duration(s: Mapping, key: str, e: _Errors, label: str) -> int | None:
     path = f"resources.{key}"
     value, ok = _int(s.get(key))
+    too_large = f"{label} is too large (at most {MAX_DURATION_DAYS} days)."
+    if not ok and _too_large(s.get(key), whole=True):
+        e.add(path, too_large)
+        return None
     if not ok or (value is not None and value <= 0):
         e.add(path, f"{label} must be a positive whole number.")
         return None
     unit = _choice(s, f"{key}_unit", C.DURATION_UNITS, f"{path}_unit", e, FIELDS["resources"][f"{key}_unit"])
-    return None if value is None else value * C.DURATION_UNITS[unit]
+    minutes = None if value is None else value * C.DURATION_UNITS[unit]
+    if minutes is not None and minutes > MAX_DURATION_DAYS * C.DURATION_UNITS["days"]:
+        e.add(path, too_large)
+        return None
+    return minutes
 
 
 def _norm_resources(s: Mapping, e: _Errors) -> dict:
@@ -162,13 +176,20 @@ def _norm_resources(s: Mapping, e: _Errors) -> dict:
         roles.append({
             "role": _text(row.get("role")),
             "count": _number(row, "count", f"{rp}.count", e, "The number of nodes must be a whole number.",
-                             whole=True),
+                             whole=True, high=MAX_POD_COUNT,
+                             too_large=f"The number of nodes is too large (at most {MAX_POD_COUNT} per role)."),
             "instance_type": _text(row.get("instance_type")),
-            "cpu": _number(row, "cpu", f"{rp}.cpu", e, "CPU cores must be a number."),
-            "gpu": _number(row, "gpu", f"{rp}.gpu", e, "GPUs must be a whole number.", whole=True),
-            "memory_gib": _number(row, "memory_gib", f"{rp}.memory_gib", e, "Memory must be a number of GiB."),
+            "cpu": _number(row, "cpu", f"{rp}.cpu", e, "CPU cores must be a number.", high=MAX_CPU,
+                           too_large=f"The CPU core count is too large (at most {MAX_CPU} per node)."),
+            "gpu": _number(row, "gpu", f"{rp}.gpu", e, "GPUs must be a whole number.", whole=True, high=MAX_GPU,
+                           too_large=f"The GPU count is too large (at most {MAX_GPU} per node)."),
+            "memory_gib": _number(row, "memory_gib", f"{rp}.memory_gib", e, "Memory must be a number of GiB.",
+                                  high=MAX_MEMORY_GIB,
+                                  too_large=f"Memory is too large (at most {MAX_MEMORY_GIB} GiB per node)."),
             "shared_memory_gib": _number(row, "shared_memory_gib", f"{rp}.shared_memory_gib", e,
-                                         "Shared memory must be a number of GiB."),
+                                         "Shared memory must be a number of GiB.", high=MAX_MEMORY_GIB,
+                                         too_large=f"Shared memory is too large (at most {MAX_MEMORY_GIB} GiB "
+                                                   "per node)."),
             "node_names": _names(row.get("node_names")),
         })
     advanced, message = parse_advanced(s.get("advanced"))
@@ -190,7 +211,8 @@ def _norm_resources(s: Mapping, e: _Errors) -> dict:
         "bid_method": _choice(s, "bid_method", C.BID_METHODS, f"{p}.bid_method", e, ""),
         "spot_discount": _number(s, "spot_discount", f"{p}.spot_discount", e,
                                  "The discount must be a whole percentage from 10 to 90.", whole=True),
-        "spot_price": _number(s, "spot_price", f"{p}.spot_price", e, "The maximum price must be a number."),
+        "spot_price": _number(s, "spot_price", f"{p}.spot_price", e, "The maximum price must be a number.",
+                              too_large="The maximum price is too large."),
         "max_duration": _norm_duration(s, "max_duration", e, "The maximum duration"),
         "retention": _norm_duration(s, "retention", e, "The retention period"),
         "dsw": _flag(s, "dsw", f"{p}.dsw", e),

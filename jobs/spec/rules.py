@@ -9,6 +9,8 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from jobs import catalog as C
 from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE, _env, _field, _is_set, _res
 from jobs.spec.base import Context, Policy, _Errors, _fmt_num, _int, _num, _split_minutes, _text
@@ -22,6 +24,7 @@ from jobs.spec.wire import _build
 JOB_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 _TAG_KEY_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COMMIT_RE = re.compile(r"[0-9a-fA-F]{7,40}")  # an abbreviated (git's default 7) or full SHA-1
 _ARN_RE = re.compile(r"acs:ram::\d+:role/[A-Za-z0-9.\-]{1,64}")
 _OSS_URI_RE = re.compile(r"oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](\.[A-Za-z0-9.\-]+)?(/\S*)?")
 _NAS_URI_RE = re.compile(r"nas://(?P<id>[A-Za-z0-9\-]+)\.(?P<region>[a-z0-9\-]+)(/\S*)?")
@@ -34,6 +37,15 @@ _ID_RES = {
     "switch_id": (re.compile(r"vsw-[A-Za-z0-9]+"), "A vSwitch id looks like vsw-xxxxxxxx."),
     "security_group_id": (re.compile(r"sg-[A-Za-z0-9]+"), "A security group id looks like sg-xxxxxxxx."),
 }
+
+
+def _is_requirement(text: str) -> bool:
+    """Whether text is one pip requirement (PEP 508: a name, optional extras, version specifier, marker)."""
+    try:
+        Requirement(text)
+    except InvalidRequirement:
+        return False
+    return True
 
 
 def _has_url(text: str) -> bool:
@@ -270,6 +282,11 @@ def _rule_command_envs_libs(n: dict, ctx: Context, e: _Errors) -> None:
                   "secrets are never copied or sent back to the page.")
     if env["libs_mode"] == "list" and not env["libs"]:
         e.add("environment.libs", "Enter at least one library name (separate names with spaces).")
+    if env["libs_mode"] == "list":
+        for lib in env["libs"]:
+            if not _is_requirement(lib):
+                e.add("environment.libs", f"'{lib[:80]}' is not a pip requirement: a package name, optionally with "
+                      "extras and a version, e.g. numpy, torch==2.1.0 or transformers[torch]>=4.40.")
     if env["libs_mode"] == "requirements":
         if not env["requirements_dir"]:
             e.add("environment.requirements_dir", "Enter the container path of requirements.txt (or its folder).")
@@ -277,6 +294,8 @@ def _rule_command_envs_libs(n: dict, ctx: Context, e: _Errors) -> None:
             e.add("environment.requirements_dir", _path_problem(env["requirements_dir"]))
     if env["code_mode"] == "git" and not env["code_source_id"]:
         e.add("environment.code_source_id", "Choose a code source.")
+    if env["code_mode"] == "git" and env["code_commit"] and not _COMMIT_RE.fullmatch(env["code_commit"]):
+        e.add("environment.code_commit", "A commit is its SHA: 7 to 40 hexadecimal characters, e.g. 3f9c2ab.")
     if env["code_mode"] == "upload":
         if not env["code_mount_path"]:
             e.add("environment.code_mount_path", "Enter the container path where the uploaded code is mounted.")
@@ -617,17 +636,23 @@ def _rule_policy(n: dict, ctx: Context, e: _Errors) -> None:
         e.add("resources.roles", f"The workspace policy allows at most {policy.max_nodes} nodes per job "
               f"(this job has {nodes}).")
     if policy.max_gpus is not None:
+        # A role without an instance type gets "Choose an instance type." at its field: that is the problem, not
+        # an unknown GPU count.
+        untyped = res["source"] != "quota" and any(not role["instance_type"] for role in res["roles"])
         if gpus is None:
-            e.add("resources.roles", "The workspace policy limits GPUs, and the GPU count of an instance type is "
-                  "unknown.")
+            if not untyped:
+                e.add("resources.roles", "The workspace policy limits GPUs, and the GPU count of an instance type "
+                      "is unknown.")
         elif gpus > policy.max_gpus:
             e.add("resources.roles", f"The workspace policy allows at most {policy.max_gpus} GPUs per job "
                   f"(this job asks for {gpus}).")
     cap = policy.max_duration_minutes
     if cap is not None:
+        # A value below the minimum (0, -1) or too large already has its own message; the cap's would contradict it.
         if res["max_duration"] is None:
-            e.add("resources.max_duration", f"The workspace policy requires a maximum duration of at most "
-                  f"{_fmt_minutes(cap)}.")
+            if not e.has("resources.max_duration"):
+                e.add("resources.max_duration", f"The workspace policy requires a maximum duration of at most "
+                      f"{_fmt_minutes(cap)}.")
         elif res["max_duration"] > cap:
             e.add("resources.max_duration", f"The workspace policy allows at most {_fmt_minutes(cap)}.")
     image, prefixes = _env(n)["image"], policy.allowed_image_prefixes

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 
 from jobs import catalog as C
 from jobs.spec.applicable import _env, _res
-from jobs.spec.base import Context, _Errors, looks_like_secret
+from jobs.spec.base import DLC_INJECTED, RESERVED_ENVS, Context, _Errors, looks_like_secret
 from jobs.spec.norm import _norm
-from jobs.spec.rules import _bool_value, undocumented_storage_options
+from jobs.spec.rules import _bool_value, _path_problem, undocumented_storage_options
 
 # ---------------------------------------------------------------------------------------------------------
 # Notes: warnings and hints that do not block submission.
@@ -42,7 +42,8 @@ def notes(sections: Mapping, context: Context | None = None) -> dict[str, list[s
             out.add(f"environment.storages[{i}].options", f"'{key}' is not a documented advanced setting for {label} "
                     f"(documented: {documented}); it is sent as entered.")
     for i, key, value in env["envs"]:
-        if key in C.DLC_INJECTED_ENVS:
+        # Process-critical names (PATH, LD_LIBRARY_PATH, ...) get no note: a custom image may need its own.
+        if RESERVED_ENVS.get(key) == DLC_INJECTED:
             out.add(f"environment.envs[{i}].key", f"{key} is set by DLC itself; your value overrides it.")
         if value and i not in env["secret_envs"] and looks_like_secret(key):
             out.add(f"environment.envs[{i}].key", f"{key} looks like a secret, so its value is kept like one: "
@@ -57,7 +58,8 @@ def notes(sections: Mapping, context: Context | None = None) -> dict[str, list[s
         out.add("environment.code_mode", "The CreateJob API cannot upload local code: the console uploads it to OSS "
                 "and mounts it. Git code sources, OSS mounts or a custom image work too.")
     mount = env["code_mount_path"]
-    if env["code_mode"] in ("git", "upload") and mount and mount not in env["command"]:
+    # Only a valid path: the hint would otherwise repeat, as advice, the path the error refuses.
+    if env["code_mode"] in ("git", "upload") and mount and not _path_problem(mount) and mount not in env["command"]:
         out.add("environment.command", f"The code is mounted at {mount}; refer to your files through that path, "
                 f"e.g. python {mount.rstrip('/')}/train.py.")
     fw = C.FRAMEWORKS.get(res["framework"])

@@ -1,6 +1,6 @@
-// The create-job wizard's only JavaScript: copy buttons, the sticky section index highlight, and the Secret tick of
-// environment variables. Everything else (dependent fields, rows, live validation, the API panel) is HTMX or plain
-// form posts.
+// The create-job wizard's only JavaScript: copy buttons, the sticky section index highlight, the Secret tick of
+// environment variables, and the list of fields the user changed. Everything else (dependent fields, rows, live
+// validation, the API panel) is HTMX or plain form posts.
 (function () {
   "use strict";
 
@@ -95,6 +95,24 @@
     });
   }
   document.addEventListener("htmx:afterSettle", hideKeptReprompts);
+
+  // The fields the user changed, posted with every request of the form: a section re-rendered because a choice
+  // changed shows errors only at these and at those it showed already (jobs/wizard.py, wizard_section). Capture
+  // phase: the list is up to date before htmx reads the form for the request this same change sends.
+  function onTouched(event) {
+    var target = event.target;
+    var form = target && target.form;
+    if (!form || form.id !== "wizard-form" || !target.name || target.name.charAt(0) === "_") return;
+    var box = document.getElementById("wizard-touched");
+    if (!box) return;
+    var names = box.value ? box.value.split(" ") : [];
+    if (names.indexOf(target.name) === -1) {
+      names.push(target.name);
+      box.value = names.join(" ");
+    }
+  }
+  document.addEventListener("input", onTouched, true);
+  document.addEventListener("change", onTouched, true);
 
   var observer = null;
   function watchSections() {

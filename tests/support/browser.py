@@ -16,14 +16,36 @@ CHROMIUM_ARGS = [
 
 
 @pytest.fixture(scope="session")
-def browser():
+def playwright_driver():
+    """The one Playwright driver of the session (its sync API cannot be started twice in a thread)."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
-        context = pw.chromium.launch_persistent_context(
+    with sync_playwright() as pw:
+        yield pw
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_driver):
+    with tempfile.TemporaryDirectory() as profile:
+        context = playwright_driver.chromium.launch_persistent_context(
             profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
         yield context
+        context.close()
+
+
+@pytest.fixture
+def bfcache_page(playwright_driver):
+    """A page of a Chromium with its back/forward cache on, as users have it (Playwright turns it off by default):
+    for tests of what Back shows. Its own short-lived browser, so the session's keeps Playwright's defaults."""
+    with tempfile.TemporaryDirectory() as profile:
+        context = playwright_driver.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            ignore_default_args=["--disable-back-forward-cache"],
+        )
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        yield page
         context.close()
 
 

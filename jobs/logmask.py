@@ -1,0 +1,192 @@
+"""What of a pod's log may leave the server, and how a line shows: a job's secret values masked, ANSI escapes
+and tqdm's carriage returns resolved as a terminal would.
+
+The console never keeps a secret value (it is sealed on its way to the worker and erased once CreateJob is
+answered), so it cannot search the log for it. At submit, while the values are unsealed, it keeps their keyed
+fingerprints instead (Job.secret_marks: HMAC-SHA256 under a key derived from the secret box key, truncated,
+and the values' lengths). A log line is then cut into tokens, and each token of a listed length whose
+fingerprint is listed is replaced by MASK; so is the rest of a line after a `=` or `:` (quotes and spaces
+around it dropped) when it is a listed value: that catches a value with spaces or separators in it,
+`WANDB_API_KEY=...` or `password: "two words"`.
+
+What is caught: the value printed as a whole token (echo, a repr, key=value, JSON, between ANSI colour codes),
+and a value ending in separators (base64's `==`) as its core. What is not: a value glued to other characters
+(`tokenABC...`, a password in a URL: `user:pass@host`), printed transformed (base64, URL-encoded, JSON-escaped,
+hex), cut across lines or tokens, or shorter than MIN_CHARS (too short to tell from ordinary words); a job
+submitted before the marks existed has none. The download is masked too; so is the archive, as it is written.
+A database dump alone cannot turn fingerprints back into values: the key is not in the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from jobs import secretbox
+
+MASK = "********"
+# Shorter values are not fingerprinted: "secret", "admin1" would mask ordinary words all over a log.
+MIN_CHARS = 6
+# 64 bits of HMAC: no ordinary token collides with a job's few values by chance.
+FINGERPRINT_HEX = 16
+# A job's forms of values fingerprinted at most (a multi-line value counts each line): a bound on the row.
+MAX_FORMS = 200
+# Distinct tokens whose verdict a masker remembers (Masker._secret).
+_SEEN_MAX = 50_000
+_PURPOSE = "jobs.logmask fingerprints v1"
+
+SEPARATORS = "\"'=:,;()[]{}<>"  # and whitespace
+_ANSI = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\|$)|[@-Z\\-_])"
+# Tokens are what lies between separators: whitespace, punctuation around values, and whole ANSI sequences (a
+# value coloured by `\x1b[32m...\x1b[0m` is a token of its own: a line's ANSI sequences are first blanked in
+# place, so a token's position in the blanked text is its position in the line).
+_TOKEN_CHAR = f"[^\\s{re.escape(SEPARATORS)}]"
+_ASSIGN = re.compile("[=:]")
+_ANSI_RE = re.compile(_ANSI)
+
+
+def _key() -> bytes:
+    return secretbox.derived_key(_PURPOSE)
+
+
+def _forms(value: str) -> set[str]:
+    """The forms of a secret value a log line can show: the value, its core without separators at its ends
+    (base64's `==`, a trailing newline), and each line of a multi-line value (a PEM key) and its core."""
+    pieces = [value, *value.splitlines()] if "\n" in value else [value]
+    forms = set()
+    for piece in pieces:
+        for form in (piece.strip(), piece.strip(SEPARATORS + " \t\r\n")):
+            if len(form) >= MIN_CHARS:
+                forms.add(form)
+    return forms
+
+
+def _has_separator(text: str) -> bool:
+    return any(c.isspace() or c in SEPARATORS for c in text)
+
+
+def marks_for(values: Iterable[Any]) -> dict[str, Any]:
+    """The fingerprints and lengths of the secret values (non-strings and short values left out); {} for none.
+    `lengths`: of the forms that are one token; `phrase_lengths`: of those with spaces or separators in them,
+    which only the rest of a line after `=` or `:` can match."""
+    key = _key()
+    forms: set[str] = set()
+    for value in values:
+        if isinstance(value, str):
+            forms |= _forms(value)
+    forms = set(sorted(forms, key=len, reverse=True)[:MAX_FORMS])
+    if not forms:
+        return {}
+    return {"lengths": sorted({len(f) for f in forms if not _has_separator(f)}),
+            "phrase_lengths": sorted({len(f) for f in forms if _has_separator(f)}),
+            "fingerprints": sorted(_fingerprint(key, f) for f in forms)}
+
+
+def _fingerprint(key: bytes, text: str) -> str:
+    return hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:FINGERPRINT_HEX]
+
+
+def _lengths(marks: dict[str, Any], name: str) -> frozenset[int]:
+    return frozenset(n for n in marks.get(name) or [] if isinstance(n, int) and n > 0)
+
+
+class Masker:
+    """The masking of one job's lines (its key and fingerprints ready): for a stream, made once, used per chunk."""
+
+    def __init__(self, marks: dict[str, Any]) -> None:
+        self.lengths = _lengths(marks, "lengths")
+        self.phrase_lengths = _lengths(marks, "phrase_lengths")
+        self.fingerprints = frozenset(str(f) for f in marks.get("fingerprints") or [])
+        self.shortest = min(self.lengths | self.phrase_lengths, default=0)
+        self.shortest_phrase = min(self.phrase_lengths, default=0)
+        self.key = _key()
+        self.seen: dict[str, bool] = {}
+        # Only the tokens of a length in the listed range are even looked at (a regex, in C: a split of every
+        # line in Python costs twice as much on a long log).
+        self.token_re = re.compile(f"(?<!{_TOKEN_CHAR}){_TOKEN_CHAR}{{{min(self.lengths, default=1)},"
+                                   f"{max(self.lengths, default=1)}}}(?!{_TOKEN_CHAR})")
+
+    def _secret(self, text: str) -> bool:
+        # Logs repeat their words ("throughput", a path): each is hashed once per masker, up to a bound.
+        known = self.seen.get(text)
+        if known is None:
+            if len(self.seen) >= _SEEN_MAX:
+                self.seen.clear()
+            known = self.seen[text] = _fingerprint(self.key, text) in self.fingerprints
+        return known
+
+    def line(self, text: str) -> str:
+        if len(text) < self.shortest:
+            return text
+        if self.lengths:
+            text = self._tokens(text)
+        if self.phrase_lengths and len(text) > self.shortest_phrase:
+            text = self._phrase(text)
+        return text
+
+    def _tokens(self, text: str) -> str:
+        blank = _ANSI_RE.sub(lambda m: " " * len(m.group()), text) if "\x1b" in text else text
+        spans = [found.span() for found in self.token_re.finditer(blank)
+                 if len(found.group()) in self.lengths and self._secret(found.group())]
+        if not spans:
+            return text
+        out, done = [], 0
+        for at, end in spans:
+            out += [text[done:at], MASK]
+            done = end
+        return "".join(out) + text[done:]
+
+    def _phrase(self, text: str) -> str:
+        """The rest of the line after a `=` or `:`, when it is a secret value with spaces or separators in it."""
+        for found in _ASSIGN.finditer(text):
+            rest = text[found.end():]
+            if len(rest) < self.shortest_phrase:
+                break
+            value = rest.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            if len(value) in self.phrase_lengths and self._secret(value):
+                at = found.end() + rest.index(value)
+                return text[:at] + MASK + text[at + len(value):]
+        return text
+
+    def lines(self, lines: list[str]) -> list[str]:
+        return [self.line(text) for text in lines]
+
+
+def masker(marks: dict[str, Any] | None) -> Masker | None:
+    """The masking of a job's lines, or None when it has no marks (nothing to do, nothing to pay)."""
+    if not marks or not marks.get("fingerprints"):
+        return None
+    return Masker(marks)
+
+
+def mask(lines: list[str], marks: dict[str, Any] | None) -> list[str]:
+    """The lines with every secret value of the job (see the module's docstring for what is caught) as MASK;
+    `lines` itself when the job has no marks."""
+    masking = masker(marks)
+    return lines if masking is None else masking.lines(lines)
+
+
+# --- how a line shows ------------------------------------------------------------------------------------
+
+
+def after_carriage_return(text: str) -> str:
+    """What a terminal shows of a line with carriage returns (tqdm's progress updates): the text after the last
+    one; a trailing one (a line ended by CRLF, or by a last `\\r`) sends the cursor back but erases nothing."""
+    if "\r" not in text:
+        return text
+    return text.rstrip("\r").rsplit("\r", 1)[-1]
+
+
+def strip_ansi(text: str) -> str:
+    """The line without ANSI escape sequences (colours, cursor moves, OSC titles and links' markers)."""
+    return _ANSI_RE.sub("", text) if "\x1b" in text else text
+
+
+def shown(text: str) -> str:
+    """A log line as the page shows and searches it: what a terminal would display, without escape codes."""
+    return strip_ansi(after_carriage_return(text))
