@@ -260,6 +260,8 @@ else:
 DLC_SWEEP_MAX_TRIALS = int(os.environ.get("DLC_SWEEP_MAX_TRIALS", "50"))
 # Seconds between two looks for scheduled jobs that are due (jobs.schedules): a run starts at most this late.
 DLC_SCHEDULE_INTERVAL = float(os.environ.get("DLC_SCHEDULE_INTERVAL", "30"))
+# Fewest minutes between two runs of a cron schedule (jobs.schedules): "* * * * *" would flood DLC with jobs.
+DLC_SCHEDULE_MIN_MINUTES = int(os.environ.get("DLC_SCHEDULE_MIN_MINUTES", "10"))
 CELERY_BEAT_SCHEDULE = {
     # Periodic tasks expire after one interval: a backlog (worker down) must not replay every missed cycle.
     "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL,

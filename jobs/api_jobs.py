@@ -21,10 +21,11 @@ from jobs import access, dependencies, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, Membership, Workspace
 
-API_VERSION = "1.5.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.6.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
+# 1.6: schedules by cron expression (recurrence kind "cron" with "cron"), jobs.api_schedules
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change) or "

@@ -22,7 +22,7 @@ from jobs.models import Schedule
 
 RECURRENCE = "recurrence"
 FIELDS = {"name", RECURRENCE, "skip_if_active", "enabled", schedules.JOB}
-_RECURRENCE_KEYS = {"kind", "every_hours", "at", "weekdays"}
+_RECURRENCE_KEYS = {"kind", "every_hours", "at", "weekdays", "cron"}
 
 
 def _time(value) -> str | None:
@@ -46,7 +46,8 @@ def schedule_json(schedule: Schedule, request: HttpRequest | None = None) -> dic
         "owner": schedule.owner.get_username() if schedule.owner else None,
         RECURRENCE: {"kind": recurrence.kind, "every_hours": recurrence.every_hours,
                      "at": recurrence.at.strftime("%H:%M") if recurrence.at else None,
-                     "weekdays": [schedules.WEEKDAYS[d] for d in recurrence.weekdays]},
+                     "weekdays": [schedules.WEEKDAYS[d] for d in recurrence.weekdays],
+                     "cron": recurrence.cron or None},
         "recurrence_text": schedules.describe(recurrence),
         "time_zone": schedules.zone().key,
         "enabled": schedule.enabled,
@@ -96,12 +97,14 @@ def _create(request: HttpRequest) -> JsonResponse:
     recurrence = payload.get(RECURRENCE)
     if not isinstance(recurrence, dict):
         errors[RECURRENCE] = ['Must be an object: {"kind": "hourly", "every_hours": 6}, {"kind": "daily", "at": '
-                              '"02:00"} or {"kind": "weekly", "weekdays": ["mon", "thu"], "at": "02:00"}.']
+                              '"02:00"}, {"kind": "weekly", "weekdays": ["mon", "thu"], "at": "02:00"} or '
+                              '{"kind": "cron", "cron": "*/30 * * * *"}.']
         recurrence = {}
     errors.update({f"{RECURRENCE}.{key}": ["Unknown field."] for key in recurrence if key not in _RECURRENCE_KEYS})
     chosen, problems = schedules.parse_settings(
         payload.get("name"), recurrence.get("kind"), recurrence.get("every_hours"), recurrence.get("at"),
-        recurrence.get("weekdays"), payload.get("skip_if_active", True), payload.get("enabled", True))
+        recurrence.get("weekdays"), payload.get("skip_if_active", True), payload.get("enabled", True),
+        recurrence.get("cron"))
     errors.update({key if key in FIELDS else f"{RECURRENCE}.{key}": v for key, v in problems.items()
                    if key in FIELDS or RECURRENCE not in errors})  # not an object: said once, at recurrence
     if not isinstance(payload.get(schedules.JOB), dict):
@@ -165,7 +168,9 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
                                "(default true) a run is skipped while the previous run's job is still active. "
                                "Slots missed while the console was down are not all replayed: one run, then the "
                                "next future slot. Every N hours counts elapsed time from the creation (the first "
-                               "run N hours later); daily and weekly times are wall-clock in the console's zone.",
+                               "run N hours later); daily and weekly times are wall-clock in the console's zone. A "
+                               "cron expression (5 fields) is evaluated in the console's zone as cron does; its runs "
+                               "must be at least DLC_SCHEDULE_MIN_MINUTES apart (10 by default).",
                 "parameters": [ws_param],
                 "requestBody": {"required": True, **_ref("ScheduleCreate")},
                 "responses": {"201": {"description": "The schedule", **_ref("Schedule")}, "400": invalid,
@@ -198,7 +203,10 @@ def schedule_schemas() -> dict[str, Any]:
         "at": {"type": "string", "pattern": "^[0-2]?[0-9]:[0-5][0-9]$",
                "description": "daily, weekly: HH:MM in the console's time zone."},
         "weekdays": {"type": "array", "items": {"type": "string", "enum": schedules.WEEKDAYS},
-                     "description": "weekly: the days."}}}
+                     "description": "weekly: the days."},
+        "cron": {"type": "string", "maxLength": schedules.CRON_MAX, "example": "*/30 * * * *", "nullable": True,
+                 "description": f"cron: {schedules.CRON_FIELDS} (names such as MON and JAN, ranges, lists, steps; "
+                                "or @hourly, @daily, @weekly, @monthly, @yearly), in the console's time zone."}}}
     run = {"type": "object", "properties": {
         "due_at": {"type": "string", "format": "date-time"}, "job": {"type": "integer", "nullable": True},
         "job_status": {"type": "string", "nullable": True},

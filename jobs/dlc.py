@@ -325,15 +325,18 @@ def client_for(workspace, *, read_timeout_ms: int | None = None) -> Client:
     """The SDK client for a workspace. Production refuses localdlc workspaces unless allowed."""
     if workspace.is_local and not settings.ALLOW_LOCALDLC:
         raise DLCError("Console.LocalDLCDisabled", "localdlc workspaces are disabled in production settings.")
-    config = Config(
-        credential=credentials_for(workspace),
-        region_id=workspace.region,
-        endpoint=endpoint_for(workspace),
-        protocol="http" if workspace.is_local else "https",
-        read_timeout=read_timeout_ms or settings.DLC_READ_TIMEOUT_MS,
-        connect_timeout=settings.DLC_CONNECT_TIMEOUT_MS,
-    )
-    return Client(config)
+    try:
+        config = Config(
+            credential=credentials_for(workspace),
+            region_id=workspace.region,
+            endpoint=endpoint_for(workspace),
+            protocol="http" if workspace.is_local else "https",
+            read_timeout=read_timeout_ms or settings.DLC_READ_TIMEOUT_MS,
+            connect_timeout=settings.DLC_CONNECT_TIMEOUT_MS,
+        )
+        return Client(config)
+    except Exception as exc:  # noqa: BLE001 - callers handle DLCError only (a credentials provider may raise here)
+        raise classify(exc) from exc
 
 
 def _runtime() -> RuntimeOptions:

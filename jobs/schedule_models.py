@@ -19,7 +19,8 @@ class Schedule(models.Model):
     HOURLY = "hourly"
     DAILY = "daily"
     WEEKLY = "weekly"
-    KINDS = [(HOURLY, "Every N hours"), (DAILY, "Daily"), (WEEKLY, "Weekly")]
+    CRON = "cron"
+    KINDS = [(HOURLY, "Every N hours"), (DAILY, "Daily"), (WEEKLY, "Weekly"), (CRON, "Cron expression")]
 
     workspace = models.ForeignKey("jobs.Workspace", on_delete=models.CASCADE, related_name="schedules")
     # SET_NULL: the schedule and its history stay for the admins; its runs are skipped with the reason.
@@ -33,6 +34,8 @@ class Schedule(models.Model):
     every_hours = models.PositiveSmallIntegerField(null=True, blank=True)
     at = models.TimeField(null=True, blank=True, help_text="Wall-clock time in the console's zone (daily, weekly).")
     weekdays = models.JSONField(default=list, blank=True, help_text="0 = Monday ... 6 = Sunday (weekly).")
+    cron = models.CharField(max_length=100, blank=True,
+                            help_text="minute hour day-of-month month day-of-week, in the console's zone (cron).")
     # Slots of "every N hours" are anchor + k x N hours: elapsed time, so they do not move with DST.
     anchor = models.DateTimeField(default=timezone.now)
     skip_if_active = models.BooleanField(default=True)
@@ -55,7 +58,7 @@ class Schedule(models.Model):
         from jobs.schedules import Recurrence
 
         return Recurrence(self.kind, every_hours=self.every_hours, at=self.at, weekdays=tuple(self.weekdays or ()),
-                          anchor=self.anchor)
+                          anchor=self.anchor, cron=self.cron)
 
 
 class ScheduledRun(models.Model):

@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from jobs import access, schedules, spec
@@ -35,6 +37,10 @@ class ScheduleForm(forms.Form):
     weekdays = forms.MultipleChoiceField(
         label="On (weekly)", required=False, widget=forms.CheckboxSelectMultiple,
         choices=list(zip(schedules.WEEKDAYS, schedules.WEEKDAY_LABELS, strict=True)))
+    cron = forms.CharField(
+        label="Cron expression", required=False, max_length=schedules.CRON_MAX,
+        help_text=f"{schedules.CRON_FIELDS}, e.g. */30 * * * * or 30 2 * * MON-FRI; also @daily, @hourly, @weekly.",
+        widget=forms.TextInput(attrs={"placeholder": "*/30 * * * *", "spellcheck": "false", "autocomplete": "off"}))
     skip_if_active = forms.BooleanField(label="Skip a run while the previous run's job is still active",
                                         required=False, initial=True)
 
@@ -55,7 +61,7 @@ class ScheduleForm(forms.Form):
         # Every field's problem at once: the recurrence's too when the name is missing.
         chosen, errors = schedules.parse_settings(
             data.get("name", ""), data.get("kind"), data.get("every_hours"), data.get("at"),
-            data.get("weekdays") or [], bool(data.get("skip_if_active")), True)
+            data.get("weekdays") or [], bool(data.get("skip_if_active")), True, data.get("cron"))
         for key, messages_ in errors.items():
             if key not in self.errors:
                 self.add_error(key if key in self.fields else None, messages_)
@@ -110,11 +116,16 @@ def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
     from jobs.api_jobs import PUT_SECRET, SECRET_ENVS, clone_body
 
     job: Job = access.get_job(request.user, pk, "clone")
+    if request.htmx and request.method == "GET" and "cron" in request.GET:
+        return _cron_preview(request, request.GET["cron"])
     body, reprompts = clone_body(job)
     envs = body.get("Envs") if isinstance(body.get("Envs"), dict) else {}
     secret_envs = [name for name, value in envs.items() if value == spec.SECRET_PLACEHOLDER]
     form = ScheduleForm(request.POST or None, reprompts=reprompts, secret_envs=secret_envs,
                         initial={"name": job.display_name[:schedules.NAME_MAX]})
+    form.fields["cron"].widget.attrs.update({
+        "hx-get": reverse("schedule_new", args=[job.pk]), "hx-trigger": "input changed delay:400ms, change",
+        "hx-target": "#cron-preview", "hx-swap": "outerHTML"})
     if request.method == "POST" and form.is_valid() and form.chosen is not None:
         for key in reprompts:
             PUT_SECRET[key](body, form.cleaned_data[key])
@@ -124,7 +135,19 @@ def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
             messages.success(request, f"Schedule {schedule.name} created: {schedules.describe(schedule.recurrence)}.")
             return redirect("schedule_list", ws=job.workspace_id)
         _errors_to_form(form, errors, secret_envs)
-    return render(request, "jobs/schedule_new.html", {"job": job, "form": form, "time_zone": schedules.zone().key})
+    # Without JS the preview still shows once the form comes back with its errors.
+    typed = form.data.get("cron", "") if form.is_bound else ""
+    runs, problem = schedules.cron_preview(typed) if typed.strip() else ([], None)
+    return render(request, "jobs/schedule_new.html", {
+        "job": job, "form": form, "time_zone": schedules.zone().key, "cron_runs": runs, "cron_problem": problem,
+        "cron_min_minutes": settings.DLC_SCHEDULE_MIN_MINUTES})
+
+
+def _cron_preview(request: HttpRequest, typed: str) -> HttpResponse:
+    """The next runs of the typed cron expression (htmx, as it is typed), with the rule that saving applies."""
+    runs, problem = schedules.cron_preview(typed) if typed.strip() else ([], None)
+    return render(request, "jobs/_schedule_cron_preview.html",
+                  {"cron_runs": runs, "cron_problem": problem, "time_zone": schedules.zone().key})
 
 
 def _errors_to_form(form: ScheduleForm, errors: dict[str, list[str]], secret_envs: list[str]) -> None:

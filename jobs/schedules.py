@@ -7,6 +7,12 @@ chosen weekdays at HH:MM, wall-clock in the console's zone (settings.TIME_ZONE).
 clocks skip (02:30 in Berlin in spring) runs at the same offset as before the change (03:30); a time that occurs
 twice (autumn) runs once, at its first occurrence.
 
+A cron recurrence is a 5-field expression evaluated by cronsim in the console's zone, as Debian's cron does: an
+expression with a fixed minute and hour ("30 2 * * *") follows the wall clock, a skipped time running at the first
+minute that exists after it (03:00) and a repeated time once; one whose minute or hour starts with "*" ("*/15 * * *
+*", "0 * * * *") counts real time, so it also runs in both passes of a repeated hour. Its runs must be at least
+DLC_SCHEDULE_MIN_MINUTES apart.
+
 Missed slots (the console was down) are not replayed one by one: the next beat starts one run for the earliest
 missed slot, then the schedule moves on to the next future slot.
 """
@@ -15,11 +21,13 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cronsim import CronSim, CronSimError
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Prefetch
@@ -39,6 +47,13 @@ _TIME_RE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
 STAMP = "-%Y%m%d-%H%M"
 RUNS_SHOWN = 5
 JOB = "job"  # the key of the CreateJob body in the API, and of its errors
+CRON_MAX = 100
+CRON_FIELDS = "minute hour day-of-month month day-of-week"
+# cronsim takes 5 fields only; these are the usual cron shorthands for them.
+CRON_ALIASES = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
+                "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
+GAP_SLOTS = 50  # the min-gap rule looks at this many next runs
+PREVIEW_RUNS = 3
 
 
 def zone() -> ZoneInfo:
@@ -52,12 +67,18 @@ class Recurrence:
     at: time | None = None
     weekdays: tuple[int, ...] = ()  # 0 = Monday
     anchor: datetime | None = None  # hourly: slots are anchor + k x every_hours
+    cron: str = ""  # cron: the expression (jobs.schedules.cron_problem accepted it)
 
 
 def next_run(recurrence: Recurrence, after: datetime, tz: ZoneInfo | None = None) -> datetime:
     """The first slot of the recurrence strictly after `after` (aware), as an aware UTC datetime."""
     tz = tz or zone()
     after = after.astimezone(ZoneInfo("UTC"))
+    if recurrence.kind == Schedule.CRON:
+        slot = next(cron_slots(recurrence.cron, after, tz), None)
+        if slot is None:
+            raise ValueError(f"the cron expression {recurrence.cron!r} has no run in the next 50 years")
+        return slot
     if recurrence.kind == Schedule.HOURLY:
         step = timedelta(hours=recurrence.every_hours or 1)
         anchor = (recurrence.anchor or after).astimezone(ZoneInfo("UTC"))
@@ -80,8 +101,74 @@ def next_run(recurrence: Recurrence, after: datetime, tz: ZoneInfo | None = None
     raise AssertionError("unreachable: some day of the next 9 is a chosen weekday")
 
 
+def _cron_sim(expression: str, start: datetime) -> CronSim:
+    text = " ".join(expression.split())
+    return CronSim(CRON_ALIASES.get(text.lower(), text), start)
+
+
+def cron_slots(expression: str, after: datetime, tz: ZoneInfo | None = None) -> Iterator[datetime]:
+    """The runs of a cron expression strictly after `after`, ascending, as aware UTC datetimes (none after 50
+    years without one). Raises CronSimError for an expression cron_problem refuses."""
+    tz = tz or zone()
+    last = after.astimezone(ZoneInfo("UTC"))
+    for found in _cron_sim(expression, last.astimezone(tz)):
+        slot = found.astimezone(ZoneInfo("UTC"))
+        # Started inside a repeated hour, cronsim's wall-clock mode can answer a time of that hour's first pass,
+        # already gone: never a slot at or before the last one, so a schedule never goes back.
+        if slot > last:
+            last = slot
+            yield slot
+
+
+def cron_problem(expression: Any, now: datetime | None = None) -> str | None:
+    """Why a cron expression is refused (it does not parse, never runs, or runs too often), or None."""
+    if not isinstance(expression, str) or not expression.strip():
+        return f"Enter a cron expression ({CRON_FIELDS}), e.g. */30 * * * *."
+    if len(expression) > CRON_MAX:
+        return f"At most {CRON_MAX} characters."
+    text = " ".join(expression.split())
+    if len(CRON_ALIASES.get(text.lower(), text).split()) != 5:
+        return f"Give 5 fields: {CRON_FIELDS}, e.g. 30 2 * * MON-FRI (no seconds field), or @daily, @hourly, ..."
+    tz = zone()
+    now = now or timezone.now()
+    try:
+        slots = [now, *(slot for slot, _ in zip(cron_slots(text, now, tz), range(GAP_SLOTS), strict=False))]
+    except CronSimError as error:
+        return f"{error} ({CRON_FIELDS})."
+    if len(slots) == 1:
+        return "This expression never runs."
+    least = settings.DLC_SCHEDULE_MIN_MINUTES
+    for before, slot in zip(slots[1:], slots[2:], strict=False):
+        if slot - before < timedelta(minutes=least):
+            apart = int((slot - before).total_seconds() // 60)
+            return (f"Runs must be at least {least} minutes apart: this expression runs at "
+                    f"{before.astimezone(tz):%Y-%m-%d %H:%M} and {apart} minute{'s' if apart != 1 else ''} later "
+                    f"({tz.key}).")
+    return None
+
+
+def cron_preview(expression: Any, count: int = PREVIEW_RUNS, now: datetime | None = None) \
+        -> tuple[list[datetime], str | None]:
+    """(the next `count` runs in the console's zone, None) or ([], why the expression is refused): the form's
+    preview, with the same rule as saving."""
+    problem = cron_problem(expression, now)
+    if problem:
+        return [], problem
+    tz = zone()
+    runs = cron_slots(expression, now or timezone.now(), tz)
+    return [slot.astimezone(tz) for slot, _ in zip(runs, range(count), strict=False)], None
+
+
 def describe(recurrence: Recurrence) -> str:
-    """The recurrence in words, e.g. "Every 6 hours", "Daily at 02:00", "Weekly on Mon, Thu at 02:00"."""
+    """The recurrence in words, e.g. "Every 6 hours", "Daily at 02:00", "Weekly on Mon, Thu at 02:00",
+    "At 02:30 on Monday through Friday (cron 30 2 * * 1-5)"."""
+    if recurrence.kind == Schedule.CRON:
+        text = " ".join(recurrence.cron.split())
+        try:
+            words = _cron_sim(text, timezone.now()).explain()
+        except Exception:  # the explanation is a nicety: the expression itself is what runs
+            return f"Cron {text}"
+        return f"{words} (cron {text})"
     if recurrence.kind == Schedule.HOURLY:
         n = recurrence.every_hours or 1
         return "Every hour" if n == 1 else f"Every {n} hours"
@@ -91,15 +178,21 @@ def describe(recurrence: Recurrence) -> str:
     return f"Weekly on {', '.join(WEEKDAY_LABELS[d] for d in sorted(recurrence.weekdays))} at {at}"
 
 
-def parse_recurrence(kind: Any, every_hours: Any = None, at: Any = None, weekdays: Any = None,
+def parse_recurrence(kind: Any, every_hours: Any = None, at: Any = None, weekdays: Any = None, cron: Any = None,
                      *, anchor: datetime | None = None) -> tuple[Recurrence | None, dict[str, list[str]]]:
-    """(recurrence, errors keyed kind / every_hours / at / weekdays) from a form's or the API's values."""
+    """(recurrence, errors keyed kind / every_hours / at / weekdays / cron) from a form's or the API's values."""
     errors: dict[str, list[str]] = {}
     kinds = [k for k, _ in Schedule.KINDS]
     if kind not in kinds:
         return None, {"kind": [f"Choose one of: {', '.join(kinds)}."]}
-    hours, clock, days = None, None, ()
-    if kind == Schedule.HOURLY:
+    hours, clock, days, expression = None, None, (), ""
+    if kind == Schedule.CRON:
+        problem = cron_problem(cron)
+        if problem:
+            errors["cron"] = [problem]
+        else:
+            expression = " ".join(cron.split())
+    elif kind == Schedule.HOURLY:
         text = str(every_hours).strip() if every_hours is not None and not isinstance(every_hours, bool) else ""
         # The length first: int() of a text of more than 4,300 digits raises ValueError (a 500).
         if not (text.isascii() and text.isdigit() and len(text) <= 4 and 1 <= int(text) <= MAX_EVERY_HOURS):
@@ -134,7 +227,7 @@ def parse_recurrence(kind: Any, every_hours: Any = None, at: Any = None, weekday
         days = tuple(sorted(chosen))
     if errors:
         return None, errors
-    return Recurrence(kind, every_hours=hours, at=clock, weekdays=days, anchor=anchor), {}
+    return Recurrence(kind, every_hours=hours, at=clock, weekdays=days, anchor=anchor, cron=expression), {}
 
 
 def name_problem(name: Any) -> str | None:
@@ -183,13 +276,14 @@ class Settings:
 
 
 def parse_settings(name: Any, kind: Any, every_hours: Any = None, at: Any = None, weekdays: Any = None,
-                   skip_if_active: Any = True, enabled: Any = True) -> tuple[Settings | None, dict[str, list[str]]]:
-    """(settings, errors keyed name / kind / every_hours / at / weekdays / skip_if_active / enabled)."""
+                   skip_if_active: Any = True, enabled: Any = True, cron: Any = None) \
+        -> tuple[Settings | None, dict[str, list[str]]]:
+    """(settings, errors keyed name / kind / every_hours / at / weekdays / cron / skip_if_active / enabled)."""
     errors: dict[str, list[str]] = {}
     problem = name_problem(name)
     if problem:
         errors["name"] = [problem]
-    recurrence, found = parse_recurrence(kind, every_hours, at, weekdays)
+    recurrence, found = parse_recurrence(kind, every_hours, at, weekdays, cron)
     errors.update(found)
     for key, value in (("skip_if_active", skip_if_active), ("enabled", enabled)):
         if not isinstance(value, bool):
@@ -226,8 +320,9 @@ def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_jo
         schedule = Schedule.objects.create(
             workspace=workspace, owner=user, name=chosen.name, body=clean, hints=checked.hints,
             sealed_secrets=secretbox.seal(secrets), kind=recurrence.kind, every_hours=recurrence.every_hours,
-            at=recurrence.at, weekdays=list(recurrence.weekdays), anchor=now, skip_if_active=chosen.skip_if_active,
-            enabled=chosen.enabled, next_run_at=first if chosen.enabled else None, source_job=source_job,
+            at=recurrence.at, weekdays=list(recurrence.weekdays), cron=recurrence.cron, anchor=now,
+            skip_if_active=chosen.skip_if_active, enabled=chosen.enabled, next_run_at=first if chosen.enabled else None,
+            source_job=source_job,
         )
         audit.record(user, AuditEvent.CHANGED, workspace=workspace, job=source_job, event="schedule-added",
                      schedule=schedule.name, recurrence=describe(schedule.recurrence))

@@ -23,7 +23,18 @@ from django.urls import reverse
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_POST
 
-from jobs import access, clone, dependencies, export, portal_wizard, secretbox, spec, suggestions, sweeps
+from jobs import (
+    access,
+    clone,
+    dependencies,
+    export,
+    portal_wizard,
+    secretbox,
+    spec,
+    suggestions,
+    sweeps,
+    templates_lib,
+)
 from jobs import status as st
 from jobs.api_jobs import take_secrets
 from jobs.forms import environment
@@ -269,7 +280,15 @@ def _context(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | No
         "reprompts": _reprompts(wizard, start),
         "suggest": _suggest(wizard, start),
         **portal_wizard.page_context(start.portal, start.workspace),
+        "template_choices": _template_choices(start),
     }
+
+
+def _template_choices(start: Start) -> list[tuple[int, str]]:
+    """The workspace's templates, for a blank Create job page's "Start from a template" picker."""
+    if start.mode != "new" or start.portal:
+        return []
+    return list(templates_lib.templates_in(start.workspace).values_list("pk", "name")[:200])
 
 
 def _suggest(wizard: glue.Wizard, start: Start, sections: set[str] | None = None) -> dict:

@@ -26,7 +26,8 @@ def test_create_list_get_without_secrets(db, settings):
     response = call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}", NIGHTLY)
     assert response.status_code == 201, response.content
     created = response.json()
-    assert created["recurrence"] == {"kind": "weekly", "every_hours": None, "at": "02:00", "weekdays": ["mon", "thu"]}
+    assert created["recurrence"] == {"kind": "weekly", "every_hours": None, "at": "02:00", "weekdays": ["mon", "thu"],
+                                     "cron": None}
     assert created["recurrence_text"] == "Weekly on Mon, Thu at 02:00" and created["time_zone"] == "Europe/Berlin"
     assert created["owner"] == "member" and created["enabled"] and created["skip_if_active"]
     assert created["job"]["Envs"] == {"WANDB_API_KEY": "********"} and created["next_run_at"]
@@ -54,6 +55,43 @@ def test_bad_requests_say_each_error_at_its_field(db):
     response = call(team.users["member"], "post", url, {"name": "x", "recurrence": "daily"})
     assert set(response.json()["errors"]) == {"recurrence", "job"}
     assert call(team.users["member"], "post", url, [1]).status_code == 400
+    assert not Schedule.objects.exists()
+
+
+def test_create_a_cron_schedule(db, settings):
+    from datetime import datetime, timedelta
+    from zoneinfo import ZoneInfo
+
+    settings.TIME_ZONE = "America/New_York"
+    team = pf.make_team()
+    url = f"/api/v1/schedules?workspace={team.alpha.pk}"
+    payload = {**NIGHTLY, "recurrence": {"kind": "cron", "cron": "*/30 * * * *"}}
+    response = call(team.users["member"], "post", url, payload)
+    assert response.status_code == 201, response.content
+    created = response.json()
+    assert created["recurrence"] == {"kind": "cron", "every_hours": None, "at": None, "weekdays": [],
+                                     "cron": "*/30 * * * *"}
+    assert created["recurrence_text"] == "Every 30th minute of every hour (cron */30 * * * *)"
+    first = datetime.fromisoformat(created["next_run_at"])
+    assert first.astimezone(ZoneInfo("America/New_York")).minute in (0, 30)
+    assert timedelta(0) < first - datetime.now(first.tzinfo) <= timedelta(minutes=30)
+    assert Schedule.objects.get(pk=created["id"]).cron == "*/30 * * * *"
+    got = call(team.users["viewer"], "get", f"/api/v1/schedules/{created['id']}").json()
+    assert got["recurrence"]["cron"] == "*/30 * * * *"
+
+
+def test_bad_cron_schedules_say_the_error_at_recurrence_cron(db, settings):
+    settings.DLC_SCHEDULE_MIN_MINUTES = 10
+    team = pf.make_team()
+    url = f"/api/v1/schedules?workspace={team.alpha.pk}"
+    for cron, said in (("*/5 * * * *", "at least 10 minutes apart"), ("0 24 * * *", "Bad hour"),
+                       ("0 0 * * * *", "Give 5 fields"), (None, "Enter a cron expression"),
+                       (15, "Enter a cron expression")):
+        recurrence = {"kind": "cron"} if cron is None else {"kind": "cron", "cron": cron}
+        response = call(team.users["member"], "post", url, {**NIGHTLY, "recurrence": recurrence})
+        assert response.status_code == 400
+        errors = response.json()["errors"]
+        assert list(errors) == ["recurrence.cron"] and said in errors["recurrence.cron"][0], (cron, errors)
     assert not Schedule.objects.exists()
 
 
@@ -104,10 +142,12 @@ def test_the_openapi_document_describes_schedules(db):
     from jobs import api_jobs
 
     doc = api_jobs.openapi_document("http://x")
-    assert doc["info"]["version"] == "1.5.0"
+    assert doc["info"]["version"] == "1.6.0"
     assert {"get", "post"} <= set(doc["paths"]["/api/v1/schedules"])
     assert {"get", "patch", "delete"} <= set(doc["paths"]["/api/v1/schedules/{id}"])
     assert {"Schedule", "ScheduleCreate", "ScheduleList"} <= set(doc["components"]["schemas"])
+    recurrence = doc["components"]["schemas"]["ScheduleCreate"]["properties"]["recurrence"]["properties"]
+    assert "cron" in recurrence["kind"]["enum"] and recurrence["cron"]["maxLength"] == schedules.CRON_MAX
 
 
 def test_a_registry_password_is_sealed_never_echoed_and_a_scoped_token_sees_no_other_workspace(db):

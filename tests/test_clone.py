@@ -426,8 +426,10 @@ def test_clone_needs_view_on_the_source_and_create_in_its_workspace(client, ws, 
 def test_edit_and_resubmit_reopens_a_failed_job_with_every_value_and_creates_a_new_job(web, sources):
     failed = sources["quota"]
     Job.objects.filter(pk=failed.pk).update(status=st.SUBMIT_FAILED,
-                                            submit_error={"Code": "InvalidParameter", "Message": "x"})
+                                            submit_error={"Code": "InvalidParameter", "Message": "bad <PodCount>"})
     html = web.get(f"{URL}?edit={failed.pk}").content.decode()
+    refusal = re.search(r'<div class="card note warn" id="refusal".*?</div>', html, re.S).group(0)
+    assert "Why DLC refused it" in refusal and "InvalidParameter" in refusal and "bad &lt;PodCount&gt;" in refusal
     data = page_form_data(html)
     assert data["basic-name"] == "full-quota", "a resubmission keeps its name"
     assert "customPortList=10000;10001-10010" in data["resources-advanced"], "the failed job never held ports"

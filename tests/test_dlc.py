@@ -124,3 +124,20 @@ def test_the_plain_credentials_message_names_the_profile_and_role():
     err = dlc.DLCError(dlc.CREDENTIALS_CODE, "ProfileCredentialsProvider: <server file>")
     assert dlc.job_error(err, ws)["Message"] == dlc.credentials_message(ws)
     assert dlc.job_error(dlc.DLCError("InvalidParameter", "no"), ws)["Message"] == "no"  # DLC's answer as it came
+
+
+def test_a_client_that_cannot_be_built_is_a_dlc_error_not_a_crash(monkeypatch, db):
+    """Callers (submit, sync, stop, the wizard's catalog) handle DLCError only. The SDK raises while building a
+    client, e.g. RuntimeError("RegionId is empty...") for a config it cannot use; no workspace the console's forms
+    accept makes it do so, so the SDK class is replaced by one that raises what the SDK raises (a fake, for a
+    failure this suite cannot cause for real)."""
+    from jobs.models import Workspace
+
+    def refuses(config):
+        raise RuntimeError("RegionId is empty, please set a valid RegionId")
+
+    monkeypatch.setattr(dlc, "Client", refuses)
+    workspace = Workspace.objects.create(name="w", region="cn-hangzhou")
+    with pytest.raises(dlc.DLCError) as caught:
+        dlc.get_job(workspace, "dlc-1")
+    assert "RegionId is empty" in caught.value.message and not caught.value.transient

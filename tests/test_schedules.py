@@ -102,6 +102,113 @@ def test_good_recurrences_parse():
     assert schedules.parse_recurrence("weekly", None, "02:00", ["thu", "mon", "Mon"])[0].weekdays == (0, 3)
 
 
+# --- cron ---------------------------------------------------------------------------------------------------
+
+
+def cron(expression: str) -> Recurrence:
+    return Recurrence("cron", cron=expression)
+
+
+@pytest.mark.parametrize(("expression", "said"), [
+    ("61 * * * *", "Bad minute"),  # cronsim's own message, at the field
+    ("0 25 * * *", "Bad hour"),
+    ("0 0 30 2 *", "Bad day-of-month"),  # 30 February never comes
+    ("0 0 * * FUNDAY", "Bad day-of-week"),
+    ("* * *", "Give 5 fields"),
+    ("0 0 0 * * *", "Give 5 fields"),  # cronsim would take seconds as a sixth field: not cron's
+    ("", "Enter a cron expression"),
+    (None, "Enter a cron expression"),
+    (["*/30", "*", "*", "*", "*"], "Enter a cron expression"),
+    ("0 " * 60, "At most 100 characters"),
+])
+def test_a_cron_expression_that_does_not_parse_is_refused_at_its_field(expression, said):
+    recurrence, errors = schedules.parse_recurrence("cron", None, "02:00", None, expression)
+    assert recurrence is None and list(errors) == ["cron"] and said in errors["cron"][0], errors
+
+
+@pytest.mark.parametrize("expression", ["* * * * *", "*/5 * * * *", "0,5 3 * * *", "0,59 1,2 * * *"])
+def test_a_cron_expression_whose_runs_are_closer_than_the_minimum_is_refused(settings, expression):
+    settings.DLC_SCHEDULE_MIN_MINUTES = 10
+    recurrence, errors = schedules.parse_recurrence("cron", cron=expression)
+    assert recurrence is None and "at least 10 minutes apart" in errors["cron"][0], errors
+
+
+def test_the_minimum_gap_is_the_setting_and_runs_at_it_are_accepted(settings):
+    settings.DLC_SCHEDULE_MIN_MINUTES = 10
+    assert schedules.parse_recurrence("cron", cron="*/10 * * * *")[0].cron == "*/10 * * * *"
+    settings.DLC_SCHEDULE_MIN_MINUTES = 30
+    assert "at least 30 minutes" in schedules.parse_recurrence("cron", cron="*/15 * * * *")[1]["cron"][0]
+    # A gap that only the wrap to the next day makes (23:55, then 00:00) is found too.
+    assert schedules.parse_recurrence("cron", cron="0,55 0,23 * * *")[1]["cron"]
+
+
+def test_good_cron_expressions_parse_with_names_ranges_lists_steps_and_aliases(settings):
+    settings.DLC_SCHEDULE_MIN_MINUTES = 10
+    for expression in ("*/30 * * * *", "30 2 * * MON-FRI", "0 8,20 1-7 JAN,jul *", "@daily", "@hourly"):
+        recurrence, errors = schedules.parse_recurrence("cron", cron=f"  {expression} ")
+        assert errors == {} and recurrence.cron == expression and recurrence.at is None
+    assert schedules.parse_recurrence("cron", cron="0  2   * * *")[0].cron == "0 2 * * *"
+
+
+def test_cron_runs_follow_the_expression_in_the_console_zone():
+    weekdays = cron("30 2 * * MON-FRI")
+    friday = datetime(2026, 12, 4, 3, 0, tzinfo=BERLIN)
+    assert next_run(weekdays, friday, BERLIN) == datetime(2026, 12, 7, 2, 30, tzinfo=BERLIN)  # Monday
+    assert next_run(cron("@daily"), utc(2026, 12, 1, 12), BERLIN) == utc(2026, 12, 1, 23, 0)  # Berlin midnight
+    half = cron("*/30 * * * *")
+    assert next_run(half, utc(2026, 12, 1, 12, 0), BERLIN) == utc(2026, 12, 1, 12, 30)  # strictly after
+
+
+def test_a_cron_time_the_clocks_skip_runs_once_at_the_next_minute_and_a_repeated_time_once():
+    at_0230 = cron("30 2 * * *")
+    # 02:30 does not exist in Berlin on 29 March 2026: cron runs it at 03:00 CEST (01:00 UTC), then daily again.
+    first = next_run(at_0230, utc(2026, 3, 28, 12, 0), BERLIN)
+    assert first == utc(2026, 3, 29, 1, 0)
+    assert next_run(at_0230, first, BERLIN) == utc(2026, 3, 30, 0, 30)
+    # ... and on 8 March 2026 in New York (02:30 EST skipped to 03:00 EDT).
+    assert next_run(at_0230, utc(2026, 3, 7, 12, 0), NEW_YORK) == utc(2026, 3, 8, 7, 0)
+    # 02:30 happens twice on 25 October 2026: the first (CEST, 00:30 UTC) runs, the second does not.
+    twice = next_run(at_0230, utc(2026, 10, 24, 12, 0), BERLIN)
+    assert twice == utc(2026, 10, 25, 0, 30)
+    assert next_run(at_0230, twice, BERLIN) == utc(2026, 10, 26, 1, 30)
+    # Asked from inside the second pass, the slot never goes back to the first pass's time, already gone.
+    assert next_run(cron("50 2 * * *"), utc(2026, 10, 25, 1, 45), BERLIN) == utc(2026, 10, 26, 1, 50)
+
+
+def test_a_cron_step_counts_real_time_across_the_dst_changes():
+    half = cron("*/30 * * * *")
+
+    def runs(after, n):
+        found = []
+        for _ in range(n):
+            after = next_run(half, after, BERLIN)
+            found.append(after)
+        return found
+
+    # Autumn: the repeated hour 02:00-03:00 has both its passes, every 30 real minutes.
+    autumn = runs(utc(2026, 10, 24, 23, 50), 6)
+    assert autumn == [utc(2026, 10, 25, 0, 0) + timedelta(minutes=30 * k) for k in range(6)]
+    assert [r.astimezone(BERLIN).strftime("%H:%M%z") for r in autumn] == [
+        "02:00+0200", "02:30+0200", "02:00+0100", "02:30+0100", "03:00+0100", "03:30+0100"]
+    # Spring: 01:30 CET is followed by 03:00 CEST, half an hour later; nothing in the skipped hour.
+    spring = runs(utc(2026, 3, 29, 0, 20), 3)
+    assert spring == [utc(2026, 3, 29, 0, 30), utc(2026, 3, 29, 1, 0), utc(2026, 3, 29, 1, 30)]
+    assert spring[1].astimezone(BERLIN).strftime("%H:%M") == "03:00"
+
+
+def test_the_cron_preview_lists_the_next_runs_in_the_console_zone_or_says_the_rule(settings):
+    settings.TIME_ZONE = "Europe/Berlin"
+    runs, problem = schedules.cron_preview("0 9 * * MON", now=utc(2026, 12, 1, 12))
+    assert problem is None and [r.isoformat() for r in runs] == [
+        "2026-12-07T09:00:00+01:00", "2026-12-14T09:00:00+01:00", "2026-12-21T09:00:00+01:00"]
+    assert schedules.cron_preview("61 * * * *") == ([], "Bad minute (minute hour day-of-month month day-of-week).")
+
+
+def test_cron_recurrences_in_words():
+    assert schedules.describe(cron("30 2 * * 1-5")) == "At 02:30 on Monday through Friday (cron 30 2 * * 1-5)"
+    assert schedules.describe(cron("@daily")).endswith("(cron @daily)")
+
+
 def test_job_names_carry_the_slot_in_the_console_zone_and_fit_the_name_length(settings):
     from jobs import catalog
 
@@ -338,6 +445,67 @@ def test_the_schedule_form_says_each_error_at_its_field(db):
     assert response.status_code == 302
     schedule = Schedule.objects.get(name="nightly")
     assert schedule.every_hours == 6 and not schedule.skip_if_active and schedule.source_job == team.job
+
+
+def test_a_cron_schedule_starts_one_job_per_slot_and_moves_to_its_next_slot(db, settings):
+    from jobs.models import Job
+
+    settings.TIME_ZONE = "Europe/Berlin"
+    team = pf.make_team()
+    due = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    schedule = make_schedule(team, kind="cron", cron="*/30 * * * *", at=None, due=due)
+    now = due + timedelta(seconds=20)
+    assert schedules.run_due(now) == {schedule.pk: "started"}
+    type(schedule).objects.filter(pk=schedule.pk).update(next_run_at=due)  # a late second beat saw it due
+    assert schedules.run_due(now) == {schedule.pk: "done-already"}
+    job = Job.objects.get(scheduled_run__schedule=schedule)
+    assert job.display_name == "nightly-20261201-1030"  # the slot in Berlin
+    assert schedule.runs.count() == 1
+    schedule.refresh_from_db()
+    assert schedule.next_run_at == datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    # Missed slots (three hours of them) are one run, then the next future slot.
+    later = schedule.next_run_at + timedelta(hours=3, minutes=5)
+    assert schedules.run_due(later) == {schedule.pk: "skipped"}  # the first run's job is still active
+    schedule.refresh_from_db()
+    assert schedule.runs.count() == 2 and schedule.next_run_at == datetime(2026, 12, 1, 13, 30, tzinfo=UTC)
+
+
+def test_the_schedule_form_takes_a_cron_expression_with_errors_at_its_field_and_a_preview(db, settings):
+    from jobs.models import Schedule
+
+    settings.TIME_ZONE = "Europe/Berlin"
+    settings.DLC_SCHEDULE_MIN_MINUTES = 10
+    team = pf.make_team()
+    client = pf.client_for(team.users["member"])
+    url = f"/jobs/{team.job.pk}/schedule"
+    page = client.get(url).content.decode()
+    assert 'value="cron"' in page and 'id="id_cron"' in page and f'hx-get="{url}"' in page
+    response = client.post(url, {"name": "often", "kind": "cron", "cron": "*/5 * * * *", "at": "02:00"})
+    assert response.status_code == 200
+    assert "at least 10 minutes apart" in response.context["form"].errors["cron"][0]
+    response = client.post(url, {"name": "bad", "kind": "cron", "cron": "61 * * * *"})
+    assert response.context["form"].errors["cron"] == ["Bad minute (minute hour day-of-month month day-of-week)."]
+    # Without JS, a form sent back with another field's error still previews the expression's next runs.
+    response = client.post(url, {"name": "bad name", "kind": "cron", "cron": "0 9 * * MON"})
+    assert list(response.context["form"].errors) == ["name"]
+    assert len(response.context["cron_runs"]) == 3 and 'id="cron-preview"' in response.content.decode()
+    assert re.search(r"Next runs: <time[^>]*>Mon \d{4}-\d\d-\d\d 09:00</time>", response.content.decode())
+    # With htmx, the preview alone, as it is typed.
+    preview = client.get(url, {"cron": "0 9 * * MON"}, HTTP_HX_REQUEST="true").content.decode()
+    assert preview.startswith('<div id="cron-preview"') and preview.count("<time ") == 3 and "Europe/Berlin" in preview
+    refused = client.get(url, {"cron": "* * * * *"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "at least 10 minutes apart" in refused and "<form" not in refused
+    response = client.post(url, {"name": "weekday-mornings", "kind": "cron", "cron": " 0 9 * * MON-FRI ",
+                                 "at": "02:00", "skip_if_active": "on"})
+    assert response.status_code == 302
+    schedule = Schedule.objects.get(name="weekday-mornings")
+    assert schedule.kind == "cron" and schedule.cron == "0 9 * * MON-FRI" and schedule.at is None
+    local = schedule.next_run_at.astimezone(BERLIN)
+    assert (local.hour, local.minute) == (9, 0) and local.weekday() < 5
+    listing = client.get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
+    assert '<code>0 9 * * MON-FRI</code>' in listing
+    assert "At 09:00 on Monday through Friday (cron 0 9 * * MON-FRI) (Europe/Berlin)" in listing
+    assert local.strftime("%Y-%m-%d %H:%M") in listing  # the next run, in the console's zone
 
 
 def test_scheduling_a_job_with_a_secret_asks_for_it_again(db):

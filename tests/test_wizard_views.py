@@ -411,3 +411,20 @@ def test_the_panel_the_badges_and_the_summary_state_one_count(web, ws):
     assert len(badges) >= 5, "errors in Basic, Environment, Resources, the sweep box and Run after"
     assert heading == summary.count("<li>") == sum(badges) == panel
     assert int(re.search(r'(\d+) problems? left', live).group(1)) == panel
+
+
+def test_a_blank_create_page_offers_the_workspaces_templates_and_a_pick_starts_from_one(web, ws, user):
+    from jobs import spec, templates_lib
+    from tests import portal_fixtures as pf
+
+    assert 'id="template-picker"' not in web.get(URL).content.decode(), "no templates, no picker"
+    for name in ("zeta-nightly", "alpha-eval"):
+        templates_lib.save(ws, user, name, spec.inverse(pf.BODY))
+    html = web.get(URL).content.decode()
+    picker = re.search(r'<form method="get" action="/jobs/new" class="inline" id="template-picker">.*?</form>',
+                       html, re.S).group(0)
+    assert re.findall(r'<option value="\d+">([^<]+)</option>', picker) == ["alpha-eval", "zeta-nightly"]
+    alpha = re.search(r'<option value="(\d+)">alpha-eval<', picker).group(1)
+    started = web.get(URL, {"template": alpha}).content.decode()
+    assert "Started from the template" in started and "alpha-eval" in started
+    assert 'id="template-picker"' not in started, "a page started from a template offers no other"
