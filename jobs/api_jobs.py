@@ -31,7 +31,8 @@ TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen 
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change) or "
                "read-write; and "
                "an expiry of 7, 30, 90 (the default) or 365 days, or none. An expired token answers 401 with "
-               "`\"code\": \"token_expired\"`; a revoked or unknown one 401 without it. GET /api/v1/workspaces "
+               "`\"code\": \"token_expired\"` and `expires_at` (ISO 8601); a revoked or unknown one 401 without "
+               "it. GET /api/v1/workspaces "
                "shows what the token may do in each workspace: `read_only`, and `effective_role` (viewer when "
                "read-only, else your role).")
 
@@ -619,7 +620,9 @@ def openapi_document(server: str) -> dict[str, Any]:
                                                    "an unsafe call), 404 not found or outside the token's workspace",
                                     "content": {"application/json": {"schema": {
                                         "type": "object", "properties": {"error": {"type": "string"},
-                                                                         "code": {"type": "string"}}}}}}},
+                                                                         "code": {"type": "string"},
+                                                                         "expires_at": {"type": "string",
+                                                                                        "format": "date-time"}}}}}}},
             "schemas": {
                 "CreateJobBody": {"type": "object", "description": "The PAI-DLC CreateJob request body "
                                   "(POST /api/v1/jobs of the PAI-DLC 2020-12-03 API). A registry password in "
@@ -652,8 +655,9 @@ def openapi_document(server: str) -> dict[str, Any]:
                                                      "type": "string", "enum": list(dependencies.WHEN),
                                                      "default": dependencies.SUCCEEDED,
                                                      "description": "Console extension: run when the run_after "
-                                                     "job succeeded (default), or when it ended whatever the "
-                                                     "outcome."}},
+                                                     "job succeeded (default), or when it ended, whatever the "
+                                                     "outcome (not if it never ran: stopped while Waiting, or "
+                                                     "skipped, it has no outcome and this job is skipped too)."}},
                                   "additionalProperties": True},
                 "ValidationErrors": {"type": "object", "properties": {"errors": {
                     "type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}}},

@@ -158,9 +158,11 @@ def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         try:
             user = api_user(request)
         except TokenExpired as exc:
-            when = f"{exc.expires_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+            # ISO 8601 with its offset, as every other API timestamp: machine-readable, and no zone to guess.
+            when = exc.expires_at.astimezone(UTC).isoformat(timespec="seconds")
             return _unauthorized(f"This API token expired at {when}: create a new one on /account/api.",
-                                 'error="invalid_token", error_description="The token expired"', code="token_expired")
+                                 'error="invalid_token", error_description="The token expired"', code="token_expired",
+                                 expires_at=when)
         if user is None:
             return _unauthorized("Authentication required: sign in or send Authorization: Bearer <token>.")
         if not request.api_token_auth:

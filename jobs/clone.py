@@ -22,6 +22,7 @@ from typing import Any
 from jobs import dlc, export, secretbox, spec
 from jobs.forms import environment
 from jobs.forms import wizard as glue
+from jobs.policies import format_minutes
 
 COPY, RESET, REPROMPT = "copy", "reset", "re-prompt"
 NAME_RESET = "Job name"  # the note of Prefill.resets about the name
@@ -229,6 +230,14 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
             result.resets.append(("customPortList", str(advanced.pop("customPortList")),
                                   POLICY["resources.advanced.customPortList"][1]))
         res["advanced"] = spec.format_advanced(advanced) if advanced else ""
+    # An older job (or one from before the workspace's cap) may have no maximum duration: the cap makes it
+    # required, and the clone gets the same default a new job gets rather than a refusal.
+    cap_policy = (context or spec.Context()).policy
+    minutes = spec.fill_duration(res, cap_policy)
+    if minutes is not None:
+        why = ("set to the workspace's cap" if minutes == cap_policy.max_duration_minutes
+               else "the console's default, within the workspace's cap")
+        result.resets.append(("Maximum duration", "empty (no limit)", f"{format_minutes(minutes)}: {why}"))
     if getattr(job, "run_after_id", None):
         result.resets.append(("Run after", f"job {job.run_after_id}", POLICY["job.run_after"][1]))
     result.not_copied = _not_copied(job, hints)

@@ -34,7 +34,10 @@ from jobs.models import Job, Workspace
 log = logging.getLogger(__name__)
 
 SUCCEEDED, ENDED = Job.RUN_AFTER_SUCCEEDED, Job.RUN_AFTER_ENDED
-WHEN = dict(Job.RUN_AFTER_CHOICES)
+# The labels shown (wizard, API, job page), not the model's choices: a choices label lives in the migrations. A job
+# that never ran (stopped while Waiting, skipped) has no outcome, so "ends" says it.
+WHEN = {SUCCEEDED: "succeeds", ENDED: "ends, whatever the outcome (not if it never ran)"}
+assert WHEN.keys() == dict(Job.RUN_AFTER_CHOICES).keys()
 SKIPPED = "Console.UpstreamNotSucceeded"
 CANCELLED = "Console.CancelledBeforeSubmit"  # jobs.lifecycle._cancel_unsent
 NEVER_RAN = frozenset({SKIPPED, CANCELLED})
@@ -281,6 +284,7 @@ class PageFacts:
     upstream: Job | None  # visible to the viewer; None when none, deleted, or out of sight
     waiting_text: str  # "to succeed" / "to end", for a Waiting job
     dependents: list[Job]
+    when_label: str = ""  # WHEN's label of the job's own condition
 
 
 def page_facts(job: Job, user) -> PageFacts:
@@ -293,4 +297,4 @@ def page_facts(job: Job, user) -> PageFacts:
     dependents = list(visible.filter(run_after=job).only("id", "display_name", "status", "run_after_when")
                       .order_by("pk")[:50])
     text = "to succeed" if job.run_after_when == SUCCEEDED else "to end"
-    return PageFacts(upstream, text, dependents)
+    return PageFacts(upstream, text, dependents, WHEN.get(job.run_after_when, ""))

@@ -113,7 +113,7 @@ def _environment(s: dict) -> list[Item]:
         items.append(table)
     mode = s.get("libs_mode")
     if mode == "list":
-        _add(items, "Third-party libraries", s.get("libs"), "mono")
+        _add(items, "Third-party libraries", s.get("libs"), "pre")  # one requirement per line
     elif mode == "requirements":
         _add(items, "requirements.txt folder", s.get("requirements_dir"), "mono")
     code = s.get("code_mode")
@@ -260,6 +260,28 @@ def when(value: Any) -> datetime | None:
     if parsed and timezone.is_naive(parsed):
         parsed = parsed.replace(tzinfo=UTC)
     return parsed
+
+
+@dataclass(frozen=True)
+class Event:
+    """One GetJobEvents line: its leading timestamp parsed (None when it has none) and the rest of the line."""
+    at: datetime | None
+    text: str
+
+
+# DLC writes each event as "<ISO 8601 UTC time> [Type] Reason: message".
+_EVENT_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+(.*)$", re.S)
+
+
+def events(lines: list[str]) -> list[Event]:
+    """GetJobEvents' lines with their time split off, so the page shows it in the console's zone like every other
+    time on it; a line without a (valid) leading time is kept whole."""
+    out = []
+    for line in lines:
+        match = _EVENT_TIME.match(str(line))
+        at = when(match.group(1)) if match else None
+        out.append(Event(at, match.group(2)) if at else Event(None, str(line)))
+    return out
 
 
 def timeline(job: Job, released_at: datetime | None = None) -> list[Step]:

@@ -61,7 +61,7 @@ _DATETIME_COLUMNS = {"created_at"}
 # more to load and decode than the query itself. Touching another one on a row costs a query per row, which the
 # benchmark's "queries at page size 10/20/50/100" figure and tests/test_views_list.py would show.
 ROW_FIELDS = ("id", "display_name", "status", "job_type", "created_at", "started_at", "finished_at", "dlc_job_id",
-              "stop_error", "owner__username")
+              "stop_error", "owner__username", "run_after_id")
 
 
 class CursorError(ValueError):
@@ -668,6 +668,8 @@ class Row(TypedDict):
     duration: str
     dlc_job_id: str
     checked: bool
+    waits_for: int  # a Waiting job's upstream (jobs.dependencies), else 0
+    waits_for_url: str
 
 
 def rows(jobs: Iterable[Job], checked: Iterable[int] = ()) -> list[Row]:
@@ -684,6 +686,7 @@ def rows(jobs: Iterable[Job], checked: Iterable[int] = ()) -> list[Row]:
         else:
             duration = "—"
         stop_error = job.stop_error if isinstance(job.stop_error, dict) else {}
+        waits_for = job.run_after_id if job.run_after_id and job.status == st.WAITING else 0
         out.append(Row(
             pk=job.pk,
             name=job.display_name,
@@ -702,6 +705,8 @@ def rows(jobs: Iterable[Job], checked: Iterable[int] = ()) -> list[Row]:
             duration=duration,
             dlc_job_id=job.dlc_job_id or "—",
             checked=job.pk in checked,
+            waits_for=waits_for,
+            waits_for_url=f"{url_pattern[0]}{waits_for}{url_pattern[2]}" if waits_for else "",
         ))
     return out
 

@@ -127,8 +127,17 @@ def url_problem(url: str) -> str | None:
 # or a link-local address would let a workspace admin reach what only the server can (and read its status code).
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-# Alibaba Cloud's ECS metadata service (credentials!) is not link-local: it lives in the shared 100.64/10 range.
-METADATA_ADDRESSES = frozenset({ipaddress.ip_address("100.100.100.200")})
+# Cloud metadata services (instance credentials!) outside the link-local range that is refused anyway, so refused
+# even where private addresses are allowed:
+# - 100.100.100.200: Alibaba Cloud ECS metadata, in the shared 100.64/10 range (ECS docs, "Instance metadata").
+# - fd00:ec2::254: AWS EC2 IMDS over IPv6 on Nitro instances, in fc00::/7 (EC2 user guide, "Configure the
+#   instance metadata service", IPv6 endpoint).
+METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in ("100.100.100.200", "fd00:ec2::254"))
+# Names of metadata services, refused before any lookup (the name may resolve only inside the cloud, or to an address
+# no rule above knows): Google Compute Engine's metadata server answers to both "metadata.google.internal" and the
+# bare "metadata" (GCE docs, "About VM metadata" / "Query VM metadata"). Azure's IMDS has no host name, only
+# 169.254.169.254 (link-local, refused above).
+METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata"})
 PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
                                                            "fc00::/7"))
 # "This network": Linux connects 0.0.0.0 to the host itself.
@@ -170,8 +179,11 @@ def destination_problem(host: str, addresses: list[Address]) -> str | None:
     """Why a POST to `host`, which resolved to `addresses`, is refused, or None. One refused address refuses the
     host: a name that resolves to a public and a loopback address must not be a coin toss."""
     names, networks = _allowed_entries()
-    if host.lower().rstrip(".") in names:
+    name = host.lower().rstrip(".")
+    if name in names:
         return None
+    if name in METADATA_HOSTS:
+        return f"Webhooks may not go to a cloud metadata service; {ALLOW_HINT}."
     for address in addresses:
         if any(address in net for net in networks):
             continue
@@ -201,7 +213,7 @@ def host_problem(host: str) -> str | None:
     try:
         found = _resolve(host, None)
     except (OSError, UnicodeError):
-        return None
+        return destination_problem(host, [])  # the names refused whatever they resolve to, still
     return destination_problem(host, [_literal(info[4][0]) for info in found])
 
 
@@ -212,6 +224,9 @@ def _guarded_create_connection(address: tuple[str, int], timeout: Any = socket._
     no connection attempt (whose refusal or success would tell open ports apart) to a refused address. The Host
     header and TLS name stay the URL's host: http.client takes them from the URL, not from this socket."""
     host, port = address
+    problem = destination_problem(host, [])  # a metadata service's name is refused before (or without) a lookup
+    if problem:
+        raise RefusedDestination(problem)
     found = _resolve(host, port)
     problem = destination_problem(host, [_literal(info[4][0]) for info in found])
     if problem:

@@ -3,6 +3,12 @@
 Plain functions; jobs.tasks.email_job is the thin Celery task over deliver(). A job's end makes at most one
 EmailDelivery per owner (its unique key), made with the end itself (lifecycle._enqueue_notify calls owed()) so a
 task lost with the broker is swept like a webhook's; it is tried until sent or out of attempts, never twice.
+
+Two kinds of end are not news of their own: a job skipped because the job it ran after did not succeed
+(dependencies.SKIPPED: that job's own end is the news), and a sweep's trial. A sweep is mailed once, when its
+last trial ends: one summary, its delivery keyed on the sweep's first trial's job (the same row whichever end
+is seen last, so two syncs seeing the sweep finish make one mail), its status the sweep's outcome for the
+opt-ins: Failed if any trial failed, else Succeeded if any succeeded, else Stopped.
 """
 
 from __future__ import annotations
@@ -18,11 +24,12 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs import access, audit, dlc, logarchive
+from jobs import access, audit, dependencies, dlc, logarchive, logmask
 from jobs import status as st
 from jobs.models import AuditEvent, Job, PodLog
 from jobs.notify import Answer, job_url
 from jobs.notify_models import EmailDelivery, NotificationPrefs
+from jobs.sweep_models import Sweep, SweepTrial
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +126,57 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def sweep_of(job: Job) -> Sweep | None:
+    """The sweep the job is a trial of, or None."""
+    trial = SweepTrial.objects.filter(job=job).select_related("sweep").first()
+    return trial.sweep if trial else None
+
+
+def sweep_outcome(statuses: list[str]) -> str:
+    """The status a finished sweep is mailed under (which opt-in covers it): Failed if any trial failed (or DLC
+    refused it), else Succeeded if any succeeded, else Stopped."""
+    if any(PREF_OF_STATUS.get(s) == "email_on_failure" for s in statuses):
+        return "Failed"
+    return "Succeeded" if "Succeeded" in statuses else "Stopped"
+
+
+def _sweep_counts(trials: list[SweepTrial]) -> str:
+    counts: dict[str, int] = {}
+    for trial in trials:
+        word = {st.SUBMIT_FAILED: "failed"}.get(trial.job.status, trial.job.status.lower())
+        counts[word] = counts.get(word, 0) + 1
+    order = ["succeeded", "failed", "stopped"]
+    words = sorted(counts, key=lambda w: (order.index(w) if w in order else len(order), w))
+    return ", ".join(f"{counts[w]} {w}" for w in words)
+
+
+def sweep_subject(sweep: Sweep, trials: list[SweepTrial]) -> str:
+    return f"[DLC Console] sweep {_one_line(sweep.name)[:200]} finished: {_sweep_counts(trials)}"
+
+
+def sweep_body(sweep: Sweep, trials: list[SweepTrial]) -> str:
+    """The summary of a finished sweep: counts per status, its page, the failed trials by name. Like a job's mail,
+    nothing of the trials' specs or environments."""
+    failed = [t for t in trials if PREF_OF_STATUS.get(t.job.status) == "email_on_failure"]
+    lines = [
+        f"Your sweep {_one_line(sweep.name)} finished: {_sweep_counts(trials)}.",
+        "",
+        f"Sweep:      {_one_line(sweep.name)} ({len(trials)} trials)",
+        f"Workspace:  {sweep.workspace.name}",
+        f"Sweep page: {settings.DLC_BASE_URL}{sweep.get_absolute_url()}",
+    ]
+    if failed:
+        lines += ["", "Failed trials:", *[f"  {_one_line(t.job.display_name)} ({t.values_text}): "
+                                          f"{job_url(t.job)}" for t in failed]]
+    lines += ["", "--", "You get this mail because you asked for it. Change what you get at",
+              settings.DLC_BASE_URL + reverse("email_notifications")]
+    return "\n".join(lines) + "\n"
+
+
+def _trials(sweep: Sweep) -> list[SweepTrial]:
+    return list(SweepTrial.objects.filter(sweep=sweep).select_related("job").order_by("number"))
+
+
 def subject(job: Job, status: str) -> str:
     # One line whatever the name holds: a header with a line break is refused (BadHeaderError).
     return f"[DLC Console] {_one_line(job.display_name)[:200]} {SUBJECT_VERBS.get(status, status.lower())}"
@@ -150,7 +208,11 @@ def _reason(job: Job, status: str) -> str:
 
 def log_tail(job: Job, count: int = LOG_LINES) -> tuple[str, list[str]] | None:
     """(pod id, its last `count` lines) of the job's first failed pod whose log the console archived; else of its
-    first archived pod; None when none is archived."""
+    first archived pod; None when none is archived. Masked as the job page masks them (jobs.logmask, one rule for
+    the page, search, download and this mail), shown as a terminal would (plain text: no escape codes).
+
+    Not dlc.redact, which is for error texts: the page shows the log without it, so the mail would hide nothing
+    its reader cannot see there, and it would mangle lines the page shows (`"HF_TOKEN": ***`, quotes lost)."""
     archived = set(PodLog.objects.filter(job=job).values_list("pod_id", flat=True))
     if not archived:
         return None
@@ -160,7 +222,7 @@ def log_tail(job: Job, count: int = LOG_LINES) -> tuple[str, list[str]] | None:
     lines = logarchive.read(job, pod_id) or []
     while lines and not lines[-1].strip():
         lines.pop()
-    return pod_id, [dlc.redact(line)[:LOG_LINE_CHARS] for line in lines[-count:]]
+    return pod_id, [logmask.shown(line)[:LOG_LINE_CHARS] for line in logmask.mask(lines[-count:], job.secret_marks)]
 
 
 def body(job: Job, status: str) -> str:
@@ -189,6 +251,11 @@ def body(job: Job, status: str) -> str:
 
 
 def message(job: Job, status: str, to: str) -> EmailMessage:
+    """The mail of a delivery: a job's end, or (a delivery keyed on a sweep's trial) the sweep's summary."""
+    sweep = sweep_of(job)
+    if sweep is not None:
+        trials = _trials(sweep)
+        return EmailMessage(subject=sweep_subject(sweep, trials), body=sweep_body(sweep, trials), to=[to])
     return EmailMessage(subject=subject(job, status), body=body(job, status), to=[to])
 
 
@@ -228,8 +295,18 @@ def owed(job_ids: list[int], found: list[int] | None = None) -> list[int]:
     ended = Q(pk__in=job_ids)
     if found:
         ended |= Q(pk__in=found, imported=False)
-    found_jobs = Job.objects.filter(ended, wanted, owner__email__gt="").order_by()
-    rows = list(found_jobs.values_list("pk", "owner_id", "status"))
+    # A trial's own end is no mail, but it may finish its sweep: trials are picked whatever their status.
+    found_jobs = (Job.objects.filter(ended, wanted | Q(sweep_trial__isnull=False), owner__email__gt="")
+                  .exclude(reason_code=dependencies.SKIPPED, sweep_trial__isnull=True).order_by())
+    rows = []
+    sweep_ids = set()
+    for pk, owner, status, sweep_id in found_jobs.values_list("pk", "owner_id", "status", "sweep_trial__sweep_id"):
+        if sweep_id is None:
+            rows.append((pk, owner, status))
+        else:
+            sweep_ids.add(sweep_id)
+    if sweep_ids:
+        rows += _sweeps_finished(sweep_ids)
     if not rows:
         return []
     now = timezone.now()
@@ -238,6 +315,27 @@ def owed(job_ids: list[int], found: list[int] | None = None) -> list[int]:
         ignore_conflicts=True,  # this end (or an earlier one of the job) was mailed already: never twice
     )
     return [pk for pk, _, _ in rows]
+
+
+def _sweeps_finished(sweep_ids: set[int]) -> list[tuple[int, int, str]]:
+    """(first trial's job, owner, outcome) of those sweeps whose trials have all ended, for an owner who opted in
+    to that outcome."""
+    by_sweep: dict[int, list[tuple[int, int, int | None, str]]] = {}
+    for sweep_id, number, job_id, owner, status in (
+            SweepTrial.objects.filter(sweep_id__in=sweep_ids).order_by()
+            .values_list("sweep_id", "number", "job_id", "job__owner_id", "job__status")):
+        by_sweep.setdefault(sweep_id, []).append((number, job_id, owner, status))
+    finished = []
+    for trials in by_sweep.values():
+        statuses = [status for _, _, _, status in trials]
+        if not all(status in st.TERMINAL for status in statuses):
+            continue
+        _, job_id, owner, _ = min(trials)
+        finished.append((job_id, owner, sweep_outcome(statuses)))
+    owners = {owner for _, owner, _ in finished if owner is not None}
+    prefs = {p.user_id: p for p in NotificationPrefs.objects.filter(user_id__in=owners, user__email__gt="")}
+    return [(job_id, owner, outcome) for job_id, owner, outcome in finished
+            if owner in prefs and getattr(prefs[owner], PREF_OF_STATUS[outcome])]
 
 
 def stopped_by_owner(job: Job, user_id: int) -> bool:
@@ -268,6 +366,14 @@ def _why_not(delivery: EmailDelivery, job: Job) -> str:
         return "no address"
     if prefs is None or not getattr(prefs, PREF_OF_STATUS.get(delivery.status, ""), False):
         return "opted out"
+    sweep = sweep_of(job)
+    if sweep is not None:
+        stopped = [t.job for t in _trials(sweep) if t.job.status == "Stopped"]
+        if delivery.status == "Stopped" and all(stopped_by_owner(j, user.pk) for j in stopped):
+            return "stopped by its owner"
+        return ""
+    if job.reason_code == dependencies.SKIPPED:
+        return "skipped: the job it ran after did not succeed"
     if delivery.status == "Stopped" and stopped_by_owner(job, user.pk):
         return "stopped by its owner"
     return ""
@@ -297,7 +403,7 @@ def attempt(delivery: EmailDelivery, job: Job) -> str:
     if reason:
         rows.update(next_attempt_at=None, last_error=reason)
         return "closed"
-    if delivery.status == "Failed" and _logs_pending(job, now):
+    if delivery.status == "Failed" and _logs_pending(job, now) and not SweepTrial.objects.filter(job=job).exists():
         rows.update(next_attempt_at=now + timedelta(seconds=LOG_POLL_SECONDS))
         return "waiting"
     attempts = delivery.attempts + 1

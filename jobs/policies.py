@@ -97,7 +97,7 @@ def hints_for(workspace: Workspace) -> dict[str, list[str]]:
 
 
 def format_minutes(minutes: int) -> str:
-    for unit, size in (("days", 1440), ("hours", 60)):
+    for unit, size in (("days", 1440), ("hours", 60), ("minutes", 1)):
         if minutes % size == 0:
-            return f"{minutes // size} {unit}"
+            return f"{minutes // size} {unit[:-1] if minutes == size else unit}"
     return f"{minutes} minutes"

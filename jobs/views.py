@@ -337,7 +337,7 @@ def job_events(request: HttpRequest, pk: int) -> HttpResponse:
     events, error = [], None
     if job.dlc_job_id:
         try:
-            events = dlc.get_job_events(job.workspace, job.dlc_job_id)
+            events = jobpage.events(dlc.get_job_events(job.workspace, job.dlc_job_id))
         except dlc.DLCError as err:
             error = err
     return render(request, "jobs/_events.html", {"job": job, "events": events, "error": error})

@@ -199,6 +199,8 @@ def _preview(wizard: glue.Wizard, start: Start, *boxes: dict[str, list[str]]) ->
         "params": export.to_params_file(clean),
         "params_command": export.params_submit_command(clean),
         "problems": glue.problem_count(wizard, *boxes),
+        # DLC's CreateJob has no such field: the panel says where a copied request must send it instead.
+        "run_after": start.after.get(dependencies.FIELD, "").strip(),
     }
 
 
@@ -481,7 +483,7 @@ def wizard_preview(request: HttpRequest) -> HttpResponse:
     given = _sweep_input(request.POST)
     sweep_errors = sweeps.parse_form(given[sweeps.FIELD], given[sweeps.TRIALS_FIELD], given[sweeps.SEED_FIELD],
                                      env_names=wizard.body().get("Envs") or {})[1]
-    after = _after_input(request.POST)
+    after = start.after = _after_input(request.POST)
     after_errors = dependencies.check(request.user, start.workspace, after[dependencies.FIELD],
                                       after[dependencies.WHEN_FIELD]).errors
     return render(request, "jobs/wizard/_preview_response.html",

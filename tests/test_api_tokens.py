@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import UTC
 
 import pytest
 
@@ -410,6 +411,9 @@ def test_an_expired_token_gets_a_401_that_says_so(team):
     answer = call(raw, "GET", "/api/v1/jobs")
     assert answer.status_code == 401
     assert "expired" in answer.json()["error"] and answer.json()["code"] == "token_expired"
+    # The time as every API timestamp: ISO 8601 with its offset, in the message and as a field of its own.
+    expired_at = ApiToken.objects.get().expires_at.astimezone(UTC).isoformat(timespec="seconds")
+    assert answer.json()["expires_at"] == expired_at and f"expired at {expired_at}:" in answer.json()["error"]
     assert 'error="invalid_token"' in answer["WWW-Authenticate"]
     assert ApiToken.objects.get().last_used_at == used - timedelta(hours=1), "a refused call is no use"
     assert call(raw, "POST", f"/api/v1/jobs?workspace={team.alpha.pk}", new_body("late")).status_code == 401

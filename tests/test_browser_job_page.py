@@ -189,6 +189,7 @@ def test_older_lines_are_prepended_on_demand_and_lines_show_as_in_a_terminal(sta
             button.click()
             expect(page.locator("#log-older")).to_have_text("Start of the log.", timeout=30_000)
             expect(lines).to_have_count(1502)
+            expect(page.locator("#log-note")).to_have_text("The whole log is shown.")  # no longer "the last 1000"
             texts = lines.evaluate_all("els => els.map(e => e.textContent)")
             assert texts == ["ready", "100%| done", *map(str, range(1, 1501))], texts[:4]
             assert page.get_attribute('#log-lines .ln[data-mark="first"]', "data-mark") == "first", \

@@ -6,15 +6,20 @@ replaces (aborts) prints no error in the browser's console."""
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
-from jobs.models import Job, Sweep, SweepTrial
+from jobs import dependencies
+from jobs.models import Job, Membership, Sweep, SweepTrial, Webhook, WebhookDelivery
+from tests import portal_fixtures as pf
 from tests.conftest import PASSWORD
 from tests.support.browser import sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 WIDTHS = (1280, 390)
-LONG_JOB = "j" * 256  # the longest name the wizard accepts, and no hyphen, dot or space to break at
+# The longest name the wizard accepts, with no hyphen, dot or space to break at, in a letter as wide as most (a
+# narrow "j" x 256 fits in 1280 px and hid the overflow QA found with "x" x 250).
+LONG_JOB = "x" * 256
 LONG_SWEEP = "s" * 256
 LONG_WORKSPACE = "w" * 100
 
@@ -31,6 +36,12 @@ def too_wide(page) -> list[str]:
         .filter(e => ![...e.children].some(c => c.getBoundingClientRect().right > window.innerWidth + 1))
         .slice(0, 5).map(e => e.tagName + '#' + e.id + '.' + e.className + ' in ' + e.parentElement.tagName + '.'
                          + e.parentElement.className)""")
+
+
+def lines(locator) -> int:
+    """How many lines of text an element's box holds."""
+    return locator.evaluate("e => Math.round(e.getBoundingClientRect().height"
+                            " / parseFloat(getComputedStyle(e).lineHeight))")
 
 
 def test_long_names_wrap_inside_the_page_at_1280_and_390_and_short_ones_stay_whole(stack, member, workspace,
@@ -55,10 +66,39 @@ def test_long_names_wrap_inside_the_page_at_1280_and_390_and_short_ones_stay_who
             switcher = page.locator("#workspace-switcher").bounding_box()
             assert switcher["x"] + switcher["width"] <= width, f"the switcher leaves the {label} page at {width}"
         page.goto(f"{stack.url}/")
-        # One box per line an inline element spans: a name that fits is not cut at its hyphens.
-        link = page.locator(f"#job-{short.pk} td.name a")
-        assert link.evaluate("a => a.getClientRects().length") == 1, f"'lr-search-22' broken at {width} px"
-        assert page.locator(f"#job-{long_job.pk} td.name a").evaluate("a => a.getClientRects().length") > 1
+        # A name that fits is not cut at its hyphens; a long one wraps, cut at two lines, whole in its title.
+        assert lines(page.locator(f"#job-{short.pk} td.name a")) == 1, f"'lr-search-22' broken at {width} px"
+        long_link = page.locator(f"#job-{long_job.pk} td.name a")
+        assert lines(long_link) == 2, f"the long name takes {lines(long_link)} lines at {width} px"
+        assert long_link.get_attribute("title") == LONG_JOB
+
+
+def test_a_dependent_job_the_clone_wizard_and_webhook_deliveries_of_a_long_name_stay_inside_the_page(
+        stack, member, workspace, page):
+    """The long name inside other text (a timeline reason, a clone note) and in a table as wide as its columns
+    (webhook deliveries): the text wraps and the table scrolls inside its own box, not the page."""
+    Membership.objects.filter(user=member, workspace=workspace).update(role=Membership.ADMIN)
+    upstream = pf.make_job(workspace, member, LONG_JOB, status="Failed", finished_at=timezone.now(),
+                           dlc_job_id="dlc1q2w3e4r5t6y7")
+    dependent = Job.objects.create(workspace=workspace, owner=member, display_name="after-long", status="Stopped",
+                                   job_type="PyTorchJob", run_after=upstream, reason_code=dependencies.SKIPPED,
+                                   reason_message=dependencies.never_message(upstream), finished_at=timezone.now())
+    webhook = Webhook.objects.create(workspace=workspace, name="relay", url="http://10.1.2.3/hook", events=["Failed"])
+    WebhookDelivery.objects.create(webhook=webhook, job=upstream, status="Failed", attempts=3,
+                                   last_error="connection refused " + "e" * 80)
+    sign_in(page, stack.url, member.username, PASSWORD)
+    pages = {"dependent job": dependent.get_absolute_url(), "clone wizard": f"/jobs/new?clone={upstream.pk}",
+             "notifications": f"/workspaces/{workspace.pk}/notifications"}
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 800})
+        wide = []
+        for label, url in pages.items():
+            page.goto(f"{stack.url}{url}")
+            if overflow(page):
+                wide.append(f"the {label} page is {overflow(page)} px wider than {width} px: {too_wide(page)}")
+        assert wide == []
+        page.goto(f"{stack.url}/")
+        assert overflow(page) == 0, too_wide(page)
 
 
 def test_a_request_replaced_by_hx_sync_prints_no_console_error(stack, member, workspace, page):

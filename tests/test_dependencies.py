@@ -69,6 +69,17 @@ def test_waiting_is_an_active_stoppable_console_status_the_list_counts_and_filte
     assert held in listing.filter_status(rows, listing.ACTIVE)
 
 
+def test_a_waiting_row_of_the_list_says_which_job_it_waits_for(team, client):
+    held = waiting(team, team.job, "held")
+    ended = pf.make_job(team.alpha, team.users["member"], "ran-after", status="Succeeded", run_after=team.job)
+    client.force_login(team.users["member"])
+    html = client.get(f"/?workspace={team.alpha.pk}").content.decode()
+    row = re.search(rf'<tr id="job-{held.pk}".*?</tr>', html, re.S).group(0)
+    assert f'after <a href="/jobs/{team.job.pk}">job {team.job.pk}</a>' in row
+    done = re.search(rf'<tr id="job-{ended.pk}".*?</tr>', html, re.S).group(0)
+    assert "after <a" not in done, "only a job still waiting says so"
+
+
 # --- creating a job with an upstream (the API) ------------------------------------------------------------
 
 
@@ -451,6 +462,63 @@ def test_the_wizard_box_holds_the_job_refuses_at_the_field_and_prefills(client, 
     assert answer.status_code == 302 and enqueued == []
     trials = Job.objects.filter(display_name__startswith="grid-")
     assert trials.count() == 2 and {(j.status, j.run_after_id) for j in trials} == {(st.WAITING, prep.pk)}
+
+
+# --- the words (QA Q2.3, Q2.4, Q2.6) ---------------------------------------------------------------------------
+
+ENDED_WORDS = "ends, whatever the outcome (not if it never ran)"
+
+
+def test_ended_says_a_job_that_never_ran_does_not_count_in_the_wizard_the_api_and_the_job_page(team, teammate):
+    from jobs.api_jobs import openapi_document
+
+    assert dependencies.WHEN[dependencies.ENDED] == ENDED_WORDS
+    described = openapi_document("http://testserver")["components"]["schemas"]["CreateJobBody"]["properties"]
+    assert "not if it never ran" in described["run_after_when"]["description"]
+    web = pf.client_for()
+    web.force_login(teammate)
+    wizard = web.get(f"/jobs/new?workspace={team.alpha.pk}").content.decode()
+    assert f'<option value="ended">{ENDED_WORDS}</option>' in wizard
+    after = waiting(team, team.job, "after-any", when="ended")
+    row = re.search(r'<dd id="runs-after">.*?</dd>', web.get(after.get_absolute_url()).content.decode(), re.S)
+    assert f"when it {ENDED_WORDS}" in row.group(0)
+
+
+def test_the_stop_confirmation_says_what_stopping_does_for_the_jobs_status(team, teammate):
+    web = pf.client_for()
+    web.force_login(teammate)
+
+    def confirm(job: Job) -> str:
+        page = web.get(job.get_absolute_url()).content.decode()
+        return re.search(r'hx-confirm="(Stop job [^"]*)"', page).group(1)
+
+    assert confirm(waiting(team, team.job, "held")).endswith("? It will not be sent to DLC.")
+    unsent = pf.make_job(team.alpha, teammate, "queued", status=st.SUBMITTING, dlc_job_id="", pods=[])
+    assert confirm(unsent).endswith("? It will not be sent to DLC.")
+    assert "stopped there" in confirm(pf.make_job(team.alpha, teammate, "in-flight", status=st.SUBMITTING,
+                                                  dlc_job_id="", pods=[], submit_attempts=1))
+    assert confirm(team.job).endswith("? Its pods are terminated.")
+
+
+def test_the_api_panel_says_run_after_goes_to_the_consoles_api_not_to_dlc(team, teammate):
+    from jobs.forms import wizard as glue
+
+    web = pf.client_for()
+    web.force_login(teammate)
+    data = {**glue.sections_to_data(spec_sections()), "_workspace": team.alpha.pk}
+    plain = web.post("/jobs/new/preview", data).content.decode()
+    assert 'id="api-run-after"' not in plain and "run_after" not in plain
+    chained = web.post("/jobs/new/preview", {**data, "run_after": str(team.job.pk)}).content.decode()
+    note = re.search(r'<p class="notice" id="api-run-after">(.*?)</p>', chained, re.S).group(1)
+    assert " ".join(re.sub(r"<[^>]+>", "", note).split()) == (
+        f"Run after job {team.job.pk} is the console's: send run_after / run_after_when to the console's API "
+        "(/api/v1/jobs), not to DLC.")
+
+
+def spec_sections() -> dict:
+    from jobs import spec
+
+    return spec.inverse(pf.BODY)
 
 
 # --- the whole chain on the real stack ------------------------------------------------------------------------

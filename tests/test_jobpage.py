@@ -48,3 +48,19 @@ def test_a_job_dlc_knows_keeps_its_history_and_an_open_last_step():
     assert steps(job) == [(st.SUBMITTING, T0, T0 + timedelta(seconds=2)),
                           ("Queuing", T0 + timedelta(seconds=5), T0 + timedelta(minutes=1)),
                           ("Running", T0 + timedelta(minutes=1), None)]
+
+
+def test_event_times_are_split_off_and_shown_in_the_consoles_zone():
+    from django.template.loader import render_to_string
+    from django.utils import timezone
+
+    lines = ["2026-12-01T01:59:05Z [Normal] Created: Job dlc1 created", "no time here",
+             "2026-02-30T01:00:00Z [Warning] impossible date"]
+    parsed = jobpage.events(lines)
+    assert parsed[0] == jobpage.Event(datetime(2026, 12, 1, 1, 59, 5, tzinfo=UTC), "[Normal] Created: Job dlc1 created")
+    assert parsed[1:] == [jobpage.Event(None, "no time here"), jobpage.Event(None, lines[2])]
+    job = Job(pk=3, status="Succeeded", dlc_job_id="dlc1")
+    with timezone.override("Asia/Shanghai"):
+        html = render_to_string("jobs/_events.html", {"job": job, "events": parsed})
+    assert '<time datetime="2026-12-01T09:59:05+08:00">2026-12-01 09:59:05</time> [Normal] Created' in html
+    assert "01:59:05" not in html and "<li>no time here</li>" in html

@@ -52,13 +52,34 @@ def test_a_secret_value_printed_as_a_token_or_as_the_rest_of_an_assignment_is_ma
     f"{KEY}x",
     KEY[:-1],  # a prefix: another length
     KEY.upper(),  # another value
-    f"https://user:{KEY}@host",  # `@host` is part of the token
     "c2VjcmV0LXZhbHVl" + "x",
     f"{PHRASE} in the middle",  # not after `=` or `:`
     "loss=0.1234 step:1200 2026-03-01T12:00:00",
 ])
 def test_a_value_glued_transformed_or_merely_similar_is_left_as_it_is(line):
     assert masked(line) == line
+
+
+QA_VALUE = "s3cr3tVALUExyz123456"
+URLISH = "ab/cd+ef?gh@ij.kl%2B"  # a value holding the finer cut's separators: the coarse cut still finds it
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    (f"url=https://x/?k={QA_VALUE}/%2B", "url=https://x/?k=********/%2B"),  # the QA's line
+    (f"Authorization: Bearer {QA_VALUE}", "Authorization: Bearer ********"),
+    (f"https://user:{QA_VALUE}@host/", "https://user:********@host/"),
+    (f"GET /a/{QA_VALUE}.json?x={QA_VALUE}&y=1#{QA_VALUE}", "GET /a/********.json?x=********&y=1#********"),
+    (f"token {URLISH} end", "token ******** end"),
+    (f"u={URLISH}", "u=********"),
+    (f"https://user:{KEY}@host", "https://user:********@host"),
+])
+def test_a_value_in_a_url_query_path_or_password_is_masked_and_so_is_one_holding_url_characters(line, expected):
+    assert masked(line, QA_VALUE, URLISH, KEY) == expected
+
+
+def test_the_finer_cut_leaves_ordinary_url_parts_alone():
+    line = f"https://x/{QA_VALUE[:-1]}/?k={QA_VALUE}x&v=1.2.3"
+    assert masked(line, QA_VALUE) == line
 
 
 def test_marks_hold_fingerprints_and_lengths_never_the_values():

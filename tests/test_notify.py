@@ -154,6 +154,10 @@ def test_retry_waits_grow_fourfold_over_about_ten_minutes_by_default(settings):
     ("http://[::ffff:169.254.169.254]/latest/meta-data/", "link-local"),
     ("http://[fe80::1]/x", "link-local"),
     ("http://100.100.100.200/latest/meta-data/", "metadata"),  # Alibaba Cloud's ECS metadata service
+    ("http://[fd00:ec2::254]/latest/meta-data/", "metadata"),  # AWS IMDS over IPv6, inside fc00::/7
+    ("http://metadata.google.internal/computeMetadata/v1/", "metadata"),  # GCE, refused by name (no lookup)
+    ("http://METADATA./computeMetadata/v1/", "metadata"),  # GCE's short name, any case, trailing dot
+    ("http://metadata.google.internal.example.com/x", None),  # only the names themselves
     ("http://224.0.0.1/x", "multicast"),
     ("http://[ff02::1]/x", "multicast"),
     ("http://10.1.2.3/relay", None),  # private ranges stay allowed by default: offline networks' chat relays
@@ -183,6 +187,23 @@ def test_private_ranges_can_be_refused_and_exceptions_allowed(settings):
     assert notify.url_problem("http://10.9.8.7/x") is None and notify.url_problem("http://10.10.0.1/x")
     assert notify.url_problem("http://127.0.0.1:9/x") is None and notify.url_problem("http://127.0.0.2/x")
     assert notify.url_problem("http://localhost:9/x") is None  # by name, whatever it resolves to
+
+
+def test_metadata_services_are_refused_even_where_private_ranges_are_allowed_unless_listed(settings):
+    from jobs import notify
+
+    settings.DLC_WEBHOOK_ALLOWED_HOSTS = []
+    settings.DLC_WEBHOOK_ALLOW_PRIVATE = True
+    assert notify.url_problem("http://[fd00:ec2::253]/x") is None  # fc00::/7 stays allowed, but for IMDS:
+    for url in ("http://[fd00:ec2::254]/", "http://metadata.google.internal/", "http://metadata/"):
+        assert "metadata" in (notify.url_problem(url) or ""), url
+        # Sent anyway (saved before this rule): refused before any lookup or connection, a failed delivery.
+        answer = notify.post(url, b"{}", timeout=2)
+        assert not answer.ok and answer.code is None and "refused" in answer.error and "metadata" in answer.error
+    settings.DLC_WEBHOOK_ALLOWED_HOSTS = ["metadata.google.internal", "fd00:ec2::254"]
+    assert notify.url_problem("http://metadata.google.internal/") is None
+    assert notify.url_problem("http://[fd00:ec2::254]/") is None
+    assert "metadata" in notify.url_problem("http://metadata/")
 
 
 # -- the POST, against a real server ------------------------------------------------------------------------

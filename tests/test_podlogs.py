@@ -202,3 +202,19 @@ def test_download_name_and_stream():
     assert podlogs.filename(j, "w-0") == "my__job__x-w-0.log"
     assert "".join(podlogs.stream(["a", "b", "c"], batch=2)) == "a\nb\nc\n"
     assert list(podlogs.stream([])) == []
+
+
+@pytest.mark.parametrize(("query", "note"), [("boom", "The search covers the whole log."),
+                                              ("", "The whole log is shown.")])
+def test_older_lines_reaching_the_start_replace_the_note_that_said_so_far(query, note):
+    from django.template.loader import render_to_string
+
+    oob = f'<div class="muted" id="log-note" hx-swap-oob="true">{note}</div>'
+    at_start = render_to_string("jobs/_log_older.html", {
+        "job": job("Failed"), "pod": pod("Failed"), "q": query, "answer": True, "error": None,
+        "chunk": podlogs.Chunk([(1, "boom")], read=1)})
+    assert oob in at_start and "Start of the log." in at_start
+    failed = render_to_string("jobs/_log_older.html", {
+        "job": job("Failed"), "pod": pod("Failed"), "q": query, "answer": True, "error": "DLC is down",
+        "chunk": podlogs.Chunk([])})
+    assert "log-note" not in failed  # not read: the note stands

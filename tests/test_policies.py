@@ -8,7 +8,7 @@ import json
 import pytest
 
 from jobs import policies, spec
-from jobs.models import WorkspacePolicy
+from jobs.models import Job, WorkspacePolicy
 from tests import portal_fixtures as pf
 from tests.support.wizard import credentials_file
 
@@ -46,7 +46,8 @@ def test_each_guardrail_reports_at_its_field(team):
     errors = spec.validate(body, policies.context_for(team.alpha, with_specs=False))
     assert errors["JobSpecs[0].EcsSpec"] == ["The workspace policy only allows these sources: Resource Quota."]
     assert any("at most 1 nodes" in m for m in errors["JobSpecs"])
-    assert any("maximum duration" in m for m in errors["JobMaxRunningTimeMinutes"])
+    assert errors["JobMaxRunningTimeMinutes"] == [
+        "Required by this workspace's guardrails (at most 1 hour = 60 minutes)."]
     assert any("images starting with: dsw-registry" in m for m in errors["JobSpecs[0].Image"])
     assert any("requires the tag 'cost-centre'" in m for m in errors["Settings.Tags"])
     assert spec.validate(body, policies.context_for(team.beta, with_specs=False)) == {}
@@ -123,3 +124,60 @@ def test_gpu_cap_uses_the_backends_instance_types(real_backend):
     two = {**one, "JobSpecs": [{**one["JobSpecs"][0], "PodCount": 2}]}
     errors = spec.validate(two, ctx)
     assert errors == {"JobSpecs": ["The workspace policy allows at most 1 GPUs per job (this job asks for 2)."]}
+
+
+# ---- QA Q2.1: an empty maximum duration in a capped workspace ------------------------------------------------
+
+
+def test_the_caps_default_duration_fills_a_new_job_and_a_clone_in_the_wizard(team):
+    from jobs import clone
+    from jobs.forms import wizard as glue
+
+    set_policy(team.alpha, max_duration_minutes=120)
+    assert "JobMaxRunningTimeMinutes" not in team.job.body, "an older job: no maximum duration"
+    client = pf.client_for(team.users["member"])
+    new = client.get(f"/jobs/new?workspace={team.alpha.pk}")
+    assert 'name="resources-max_duration" value="2"' in new.text.replace("\n", "")
+
+    prefill = clone.prefill(team.job, workspace_id="alpha", context=policies.context_for(team.alpha))
+    assert (prefill.sections["resources"]["max_duration"], prefill.sections["resources"]["max_duration_unit"]) == (
+        2, "hours")
+    assert ("Maximum duration", "empty (no limit)", "2 hours: set to the workspace's cap") in prefill.resets
+    page = client.get(f"/jobs/new?clone={team.job.pk}")
+    assert "set to the workspace&#x27;s cap" in page.text
+    posted = client.post("/jobs/new", {**page_data(page.text), **glue.sections_to_data(prefill.sections),
+                                       "_clone": team.job.pk, "_workspace": team.alpha.pk})
+    assert posted.status_code == 302, posted.text[-3000:]
+    assert Job.objects.get(display_name="train-a-copy").body["JobMaxRunningTimeMinutes"] == 120
+
+
+def test_a_cap_above_the_console_default_keeps_the_default_and_no_cap_leaves_it_empty(team):
+    from jobs import clone
+
+    ctx = policies.context_for(team.alpha, with_specs=False)
+    assert clone.prefill(team.job, context=ctx).sections["resources"]["max_duration"] is None, "no cap, no limit"
+    set_policy(team.alpha, max_duration_minutes=90 * 1440)
+    prefill = clone.prefill(team.job, context=policies.context_for(team.alpha, with_specs=False))
+    assert (prefill.sections["resources"]["max_duration"], prefill.sections["resources"]["max_duration_unit"]) == (
+        30, "days")
+    assert prefill.resets[-1][2] == "30 days: the console's default, within the workspace's cap"
+
+
+def test_the_api_refuses_an_absent_duration_plainly_and_its_clone_fills_it(team):
+    set_policy(team.alpha, max_duration_minutes=120)
+    client = pf.client_for(team.users["member"])
+    answer = client.post(f"/api/v1/jobs?workspace={team.alpha.pk}", json.dumps(pf.BODY),
+                         content_type="application/json")
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == {
+        "JobMaxRunningTimeMinutes": ["Required by this workspace's guardrails (at most 2 hours = 120 minutes)."]}
+    cloned = client.post(f"/api/v1/jobs/{team.job.pk}/clone", "{}", content_type="application/json")
+    assert cloned.status_code == 201, cloned.json()
+    assert cloned.json()["body"]["JobMaxRunningTimeMinutes"] == 120
+
+
+def page_data(html: str) -> dict[str, str]:
+    """The hidden inputs of a wizard page (its token among them), as the browser posts them."""
+    import re
+
+    return {name: value for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', html)}

@@ -493,7 +493,8 @@ CASES = [
     Case("policy duration cap", {}, ("resources.max_duration",), "at most 1 day.",
          wire="JobMaxRunningTimeMinutes", context={"policy": spec.Policy(max_duration_minutes=1440)}),
     Case("policy duration required", {"resources.max_duration": None}, ("resources.max_duration",),
-         "requires a maximum duration", context={"policy": spec.Policy(max_duration_minutes=1440)}),
+         "Required by this workspace's guardrails (at most 1 day = 1440 minutes).",
+         wire="JobMaxRunningTimeMinutes", context={"policy": spec.Policy(max_duration_minutes=1440)}),
     Case("policy image ok", {}, context={"policy": spec.Policy(allowed_image_prefixes=("registry.cn-hangzhou",))}),
     Case("policy image", {}, ("environment.image",), "only allows images starting with: docker.io/",
          context={"policy": spec.Policy(allowed_image_prefixes=("docker.io/",))}),
@@ -531,8 +532,14 @@ CASES = [
     # ---- junk the rules used to accept (QA) ------------------------------------------------------------------
     Case("libs requirement syntax ok", {"environment.libs_mode": "list",
                                         "environment.libs": "torch==2.1.0 transformers[torch]>=4.40 numpy<2,>=1.24"}),
-    Case("libs script tag", {"environment.libs_mode": "list", "environment.libs": "numpy <script>"},
+    Case("libs script tag", {"environment.libs_mode": "list", "environment.libs": "numpy\n<script>"},
          ("environment.libs",), "'<script>' is not a pip requirement", wire="ThirdpartyLibs"),
+    # QA Q2.2: one requirement per line; spaces inside one are valid pip syntax.
+    Case("libs spaces in a requirement ok", {"environment.libs_mode": "list",
+                                             "environment.libs": "torch >= 2.0\nnumpy<2, >=1.24\n"}),
+    Case("libs marker that is a command", {"environment.libs_mode": "list",
+                                           "environment.libs": "numpy>=1.0; rm -rf /"},
+         ("environment.libs",), "'numpy>=1.0; rm -rf /' is not a pip requirement. Put one", wire="ThirdpartyLibs"),
     Case("libs pip option", {"environment.libs_mode": "list", "environment.libs": "--index-url"},
          ("environment.libs",), "not a pip requirement"),
     Case("git commit ok", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
@@ -693,6 +700,42 @@ def test_build_full_quota_job():
     hints = spec.hints_from_sections(s)
     assert spec.build(spec.inverse(body, hints)) == body
     assert spec.validate(body, spec.Context(hints=hints)) == {}
+
+
+def test_libs_are_one_requirement_per_line_and_the_older_space_separated_form_still_reads():
+    def libs(text: str) -> list[str]:
+        return spec.build(_apply(Case("", {"environment.libs_mode": "list", "environment.libs": text})))[
+            "ThirdpartyLibs"]
+
+    assert libs("torch >= 2.0\n\n  numpy; python_version > '3.8'  \r\npandas==2.2") == [
+        "torch >= 2.0", "numpy; python_version > '3.8'", "pandas==2.2"]
+    assert libs("numpy>=1.0; rm -rf /") == ["numpy>=1.0; rm -rf /"], "one line, one (invalid) requirement"
+    assert libs("griffon numpy pandas==2.2") == ["griffon", "numpy", "pandas==2.2"], "a saved template's text"
+    assert libs("transformers[torch,vision]>=4.40") == ["transformers[torch,vision]>=4.40"], "no comma split"
+    body = {**spec.build(base()), "ThirdpartyLibs": ["torch >= 2.0", "numpy"]}
+    assert spec.inverse(body)["environment"]["libs"] == "torch >= 2.0\nnumpy"
+    assert spec.build(spec.inverse(body))["ThirdpartyLibs"] == ["torch >= 2.0", "numpy"]
+
+
+def test_bad_libraries_are_one_message_listing_at_most_five_lines():
+    text = "\n".join(["numpy", "torch >= 2.0"] + [f"bad lib {i} !" for i in range(7)])
+    errors = spec.validate_sections(_apply(Case("", {"environment.libs_mode": "list", "environment.libs": text})))
+    assert list(errors) == ["environment.libs"] and len(errors["environment.libs"]) == 1
+    message = errors["environment.libs"][0]
+    assert message.startswith("7 lines are not pip requirements: 'bad lib 0 !', 'bad lib 1 !', 'bad lib 2 !', "
+                              "'bad lib 3 !', 'bad lib 4 !' and 2 more. Put one requirement per line")
+    assert "torch" not in message.split(".")[0]
+
+
+def test_libraries_never_reach_a_shell_command():
+    # DLC takes ThirdpartyLibs as a JSON list and installs them itself; the console's only shell text, the
+    # `dlc submit` params file and its command, has no key for them, so a job with libraries has no params file.
+    from jobs import export
+
+    body = spec.build(_apply(Case("", {"environment.libs_mode": "list", "environment.libs": "numpy; os_name == 'x'"})))
+    assert body["ThirdpartyLibs"] == ["numpy; os_name == 'x'"]
+    assert export.to_params_file(body) is None
+    assert "os_name" not in (export.params_submit_command(body) or "")
 
 
 def test_build_libs_split_on_whitespace_and_default_role():
@@ -1175,7 +1218,17 @@ def test_the_reserved_names_hold_the_documented_dlc_variables_and_the_process_cr
     documented = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "JOB_NAME", "CUSTOM_PORTS"}  # [000][004]
     assert {n for n, why in spec.RESERVED_ENVS.items() if why == spec.DLC_INJECTED} >= documented | {"LOCAL_RANK"}
     assert {n for n, why in spec.RESERVED_ENVS.items() if why == spec.PROCESS_CRITICAL} == {
-        "PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "HOME", "SHELL", "PYTHONHOME"}
+        "PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "HOME", "SHELL", "PYTHONHOME", "CUDA_VISIBLE_DEVICES",
+        "NVIDIA_VISIBLE_DEVICES"}
+    # PYTHONPATH stays free: a sweep over code variants may set it (QA Q2.5, docs/spec-notes.md D26).
+    assert "PYTHONPATH" not in spec.RESERVED_ENVS
+
+
+@pytest.mark.parametrize("name", ["CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "PATH", "PYTHONPATH"])
+def test_an_ordinary_variable_named_like_a_process_critical_one_is_valid_without_a_note(name):
+    sections = _apply(Case("", {"environment.envs": [{"key": name, "value": "0"}]}))
+    assert spec.validate_sections(sections) == {}
+    assert "environment.envs[0].key" not in spec.notes(sections)
 
 
 @pytest.mark.parametrize("name", ["RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "TF_CONFIG"])

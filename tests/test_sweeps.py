@@ -57,7 +57,9 @@ def test_trials_are_in_product_order_last_parameter_fastest():
     ("WANDB_API_KEY = a, b", "looks like the name of a secret"),
     ("DB_PASSWORD = a, b", "looks like the name of a secret"),
     # QA: PATH = 1, 2 left every trial without `sh`; RANK overrode the rank DLC gives each pod.
-    ("PATH = 1, 2", "PATH is a reserved variable (needed by the pod's shell and Python)"),
+    ("PATH = 1, 2", "PATH is a reserved variable (needed by the pod's shell, Python or GPUs)"),
+    ("CUDA_VISIBLE_DEVICES = 0, 1", "CUDA_VISIBLE_DEVICES is a reserved variable (needed by the pod's shell"),
+    ("NVIDIA_VISIBLE_DEVICES = 0, 1", "NVIDIA_VISIBLE_DEVICES is a reserved variable (needed by the pod's shell"),
     ("LD_PRELOAD = a, b", "LD_PRELOAD is a reserved variable"),
     ("RANK = 0, 1", "RANK is a reserved variable (set by DLC in every pod)"),
     ("LOCAL_RANK = 0, 1", "LOCAL_RANK is a reserved variable"),

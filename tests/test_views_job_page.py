@@ -356,11 +356,15 @@ def test_stop_results_in_words():
 # --- events ----------------------------------------------------------------------------------------------
 
 
-def test_events_come_from_dlc_and_a_failure_is_shown_inline(client, people, ws):
+def test_events_come_from_dlc_and_a_failure_is_shown_inline(client, people, ws, settings):
     job = on_localdlc(ws, people["alice"], "echo done")
     client.force_login(people["alice"])
+    settings.TIME_ZONE = "Asia/Shanghai"
     html = client.get(f"/jobs/{job.pk}/events", **HTMX).content.decode()
     assert re.findall(r"<li>", html), html
+    # DLC's UTC event times are shown in the console's zone, like every other time on the job page.
+    assert re.search(r'<li><time datetime="[\d-]+T[\d:]+\+08:00">[\d-]+ [\d:]+</time> \[Normal\] Created', html), html
+    assert not re.search(r"\d\dZ", html), html
     assert "hx-trigger" not in html, "a finished job's events are not polled"
     ws.endpoint = f"127.0.0.1:{closed_port()}"
     ws.save()
@@ -642,6 +646,9 @@ def test_a_live_search_goes_back_on_demand_to_an_early_line(client, people, ws, 
         assert texts_of(answer) == ["Traceback (early)"] and "<mark>Traceback</mark> (early)" in answer
         assert "2001 earlier lines searched." in answer and "Start of the log." in answer
         assert older_link(answer) is None
+        # The note above the box said "the last 1000 lines so far": the answer replaces it (out of band).
+        assert "The search covers the last 1000 lines so far" in html
+        assert '<div class="muted" id="log-note" hx-swap-oob="true">The search covers the whole log.</div>' in answer
     finally:
         dlc.stop_job(ws, job.dlc_job_id)
 

@@ -234,7 +234,7 @@ def test_a_row_shows_what_the_job_says(client, people, ws):
     old = Template('{{ t|date:"c" }}|{{ t|date:"Y-m-d H:i:s" }}').render(
         Context({"t": done.created_at})).split("|") + ["2h 5m"]
     row = re.search(rf'<tr id="job-{done.pk}".*?</tr>', html, re.S).group(0)
-    assert f'<a href="/jobs/{done.pk}">&lt;b&gt;done&lt;/b&gt;</a>' in row
+    assert f'<a href="/jobs/{done.pk}" title="&lt;b&gt;done&lt;/b&gt;">&lt;b&gt;done&lt;/b&gt;</a>' in row
     assert '<span class="badge danger">Failed</span>' in row
     assert '<div class="error small" title="No &quot;way&quot;">Stop failed: Forbidden.Stop</div>' in row
     assert f'<time datetime="{old[0]}">{old[1]}</time>' in row and f"<td>{old[2]}</td>" in row

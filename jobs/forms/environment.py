@@ -56,7 +56,8 @@ class Form(forms.Form):
     libs_mode = forms.CharField(label="Third-party libraries", required=False,
                                 widget=forms.RadioSelect(choices=choices(C.LIBS_MODES)))
     libs = forms.CharField(label="Libraries", required=False,
-                           help_text="Names separated by spaces, e.g. numpy pandas==2.2.")
+                           widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
+                           help_text="One pip requirement per line, e.g. numpy, pandas==2.2 or torch >= 2.0.")
     requirements_dir = forms.CharField(label="Path of requirements.txt", required=False,
                                        help_text="Container path of the file or its folder, e.g. /mnt/code.")
     code_mode = forms.CharField(label="Code builds", required=False,

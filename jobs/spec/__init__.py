@@ -24,7 +24,7 @@ environment        envs                   [{key, value, secret}] -> Envs (map); 
                                            SECRET_PLACEHOLDER in the body, the real one only with
                                            include_secrets (extract_secrets: "env:<NAME>")
 environment        libs_mode              "none"|"list"|"requirements" ("none")
-environment        libs                   str, names separated by spaces -> ThirdpartyLibs (list)
+environment        libs                   str, one pip requirement per line -> ThirdpartyLibs (list)
 environment        requirements_dir       str, requirements.txt path or its folder -> ThirdpartyLibDir (folder)
 environment        code_mode              "none"|"git"|"upload" ("none")
 environment        code_source_id         str -> CodeSource.CodeSourceId
@@ -90,7 +90,8 @@ Layout: import from here (jobs.spec); the code lives in the small modules of thi
     from_body     inverse(), hints_from_sections(): body -> wizard data (clone, import, edit)
     paths         wire_path(), field_for_path(): section path <-> wire path
     body_check    validate(body) for the API
-    forms         defaults, hidden_fields, prune_inapplicable, infer_hints, extract_secrets, fill_secrets
+    forms         defaults, duration_default / fill_duration (a capped workspace's empty duration), hidden_fields,
+                  prune_inapplicable, infer_hints, extract_secrets, fill_secrets
 """
 
 from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE
@@ -115,7 +116,16 @@ from jobs.spec.base import (
     masked_on_display,
 )
 from jobs.spec.body_check import validate
-from jobs.spec.forms import defaults, extract_secrets, fill_secrets, hidden_fields, infer_hints, prune_inapplicable
+from jobs.spec.forms import (
+    defaults,
+    duration_default,
+    extract_secrets,
+    fill_duration,
+    fill_secrets,
+    hidden_fields,
+    infer_hints,
+    prune_inapplicable,
+)
 from jobs.spec.from_body import hints_from_sections, inverse
 from jobs.spec.norm import format_advanced, parse_advanced
 from jobs.spec.paths import field_for_path, wire_path
@@ -127,7 +137,8 @@ __all__ = [
     "ENV_NAME_RE", "JOB_NAME_RE", "DLC_INJECTED", "PROCESS_CRITICAL", "RESERVED_ENVS",
     "MAX_CPU", "MAX_DURATION_DAYS", "MAX_GPU", "MAX_MEMORY_GIB", "MAX_POD_COUNT",
     "APPLICABLE", "FIELDS", "ROLE_APPLICABLE", "ROW_FIELDS", "RULES", "SECRET_ENV_PREFIX", "SECRET_PATHS",
-    "SECRET_PLACEHOLDER", "SECTIONS", "WIRE_SCHEMA", "Context", "Policy", "build", "defaults", "extract_secrets",
+    "SECRET_PLACEHOLDER", "SECTIONS", "WIRE_SCHEMA", "Context", "Policy", "build", "defaults",
+    "duration_default", "extract_secrets", "fill_duration",
     "field_for_path", "fill_secrets", "format_advanced", "hidden_fields", "hints_from_sections", "infer_hints",
     "inverse", "looks_like_secret", "masked_on_display", "notes", "parse_advanced", "prune_inapplicable",
     "strip_secrets", "validate", "validate_sections", "wire_path",

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from jobs import catalog as C
 
 SECTIONS = ("basic", "environment", "resources", "vpc", "fault_tolerance", "ram_role")
@@ -60,11 +62,15 @@ SECRET_ENV_PREFIX = "env:"
 # - PROCESS_CRITICAL: the pod's shell and Python need it as the image set it. A sweep parameter named so is refused
 #   (PATH = 1, 2 left every trial without `sh`); an ordinary variable may set it with no note (a custom image can
 #   legitimately need its own PATH or LD_LIBRARY_PATH). Ours [inf], not DLC's: see docs/spec-notes.md.
-DLC_INJECTED, PROCESS_CRITICAL = "set by DLC in every pod", "needed by the pod's shell and Python"
+#   CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES: the GPU runtime sets them to the pod's GPUs; a per-trial value
+#   hides or misnumbers them. PYTHONPATH is not here: a sweep over code variants may set it, and a wrong value
+#   fails the trial's import plainly, not the pod's shell or GPUs.
+DLC_INJECTED, PROCESS_CRITICAL = "set by DLC in every pod", "needed by the pod's shell, Python or GPUs"
 RESERVED_ENVS: dict[str, str] = {
     **dict.fromkeys(("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "JOB_NAME", "CUSTOM_PORTS", "TF_CONFIG",
                      "LOCAL_RANK", "LOCAL_WORLD_SIZE"), DLC_INJECTED),
-    **dict.fromkeys(("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "HOME", "SHELL", "PYTHONHOME"), PROCESS_CRITICAL),
+    **dict.fromkeys(("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "HOME", "SHELL", "PYTHONHOME", "CUDA_VISIBLE_DEVICES",
+                     "NVIDIA_VISIBLE_DEVICES"), PROCESS_CRITICAL),
 }
 
 # Upper bounds of a role's numbers and of durations: ours, not DLC's (no document gives one), set above any
@@ -312,6 +318,30 @@ def _number(section: Mapping, key: str, path: str, e: _Errors, message: str, who
     if not ok:
         e.add(path, message)
     return value
+
+
+def _is_requirement(text: str) -> bool:
+    """Whether text is one pip requirement (PEP 508: a name, optional extras, version specifier, marker)."""
+    try:
+        Requirement(text)
+    except InvalidRequirement:
+        return False
+    return True
+
+
+def _requirements(text: str) -> list[str]:
+    """The libraries field as typed: one requirement per line, so `torch >= 2.0` (spaces are valid pip syntax) stays
+    one. A line that is no requirement but whose words each are (`numpy pandas==2.2`) is the field's older form,
+    names separated by spaces, which saved templates and sections still hold. No comma split: a requirement has
+    commas of its own (`torch>=2,<3`, `transformers[torch,vision]`)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        line, words = line.strip(), line.split()
+        if len(words) > 1 and not _is_requirement(line) and all(map(_is_requirement, words)):
+            out.extend(words)
+        elif line:
+            out.append(line)
+    return out
 
 
 def _names(value: Any) -> list[str]:

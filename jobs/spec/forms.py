@@ -26,6 +26,26 @@ from jobs.spec.norm import _norm, format_advanced, parse_advanced
 # ---------------------------------------------------------------------------------------------------------
 
 
+def duration_default(policy: Policy | None) -> int | None:
+    """The minutes a form (a new wizard job, a clone in the wizard or the API) puts in an empty maximum duration:
+    None when the workspace has no cap (empty is then valid, no limit); else the console's default, lowered to the
+    cap, since the cap makes the field required and the console's default may exceed it."""
+    cap = (policy or Policy()).max_duration_minutes
+    if cap is None or cap <= 0:
+        return None
+    return min(FIELDS["resources"]["max_duration"] * DURATION_UNITS[FIELDS["resources"]["max_duration_unit"]], cap)
+
+
+def fill_duration(resources: dict, policy: Policy | None) -> int | None:
+    """Put duration_default() in resources' maximum duration when it is empty; the minutes put, or None."""
+    minutes = duration_default(policy)
+    if minutes is None or resources.get("max_duration") not in (None, ""):
+        return None
+    resources["max_duration"], resources["max_duration_unit"] = _split_minutes(
+        minutes, resources.get("max_duration_unit"))
+    return minutes
+
+
 def defaults(context: Context | None = None) -> dict:
     """A fresh wizard: console defaults, one Worker role, the policy's default tags."""
     ctx = context or Context()
@@ -33,10 +53,10 @@ def defaults(context: Context | None = None) -> dict:
     policy = ctx.policy or Policy()
     sections["basic"]["tags"] = [{"key": k, "value": v} for k, v in policy.default_tags.items()]
     sections["resources"]["roles"] = [dict(ROW_FIELDS["roles"])]
-    res, cap = sections["resources"], policy.max_duration_minutes
-    if cap is not None and cap > 0 and res["max_duration"] * DURATION_UNITS[res["max_duration_unit"]] > cap:
-        # The console's default would start every job with a policy error: the cap is the longest allowed.
-        res["max_duration"], res["max_duration_unit"] = _split_minutes(cap, None)
+    res = sections["resources"]
+    res["max_duration"] = None
+    if fill_duration(res, policy) is None:
+        res["max_duration"] = FIELDS["resources"]["max_duration"]
     return sections
 
 

@@ -157,7 +157,7 @@ def _inverse_environment(body: Mapping, hints: Mapping, first: Mapping, settings
                    for k, v in (body.get("Envs") or {}).items()]
     libs, lib_dir = body.get("ThirdpartyLibs"), body.get("ThirdpartyLibDir", "")
     env["libs_mode"] = "list" if libs else ("requirements" if lib_dir else "none")
-    env["libs"] = " ".join(libs or [])
+    env["libs"] = "\n".join(libs or [])  # one requirement per line: `torch >= 2.0` has spaces of its own
     env["requirements_dir"] = lib_dir
     code = body.get("CodeSource")
     if code is not None:

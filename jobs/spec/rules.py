@@ -9,11 +9,9 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from jobs import catalog as C
 from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE, _env, _field, _is_set, _res
-from jobs.spec.base import Context, Policy, _Errors, _fmt_num, _int, _num, _split_minutes, _text
+from jobs.spec.base import Context, Policy, _Errors, _fmt_num, _int, _is_requirement, _num, _split_minutes, _text
 from jobs.spec.norm import _norm, _storage_type_from_uri
 from jobs.spec.wire import _build
 
@@ -37,15 +35,6 @@ _ID_RES = {
     "switch_id": (re.compile(r"vsw-[A-Za-z0-9]+"), "A vSwitch id looks like vsw-xxxxxxxx."),
     "security_group_id": (re.compile(r"sg-[A-Za-z0-9]+"), "A security group id looks like sg-xxxxxxxx."),
 }
-
-
-def _is_requirement(text: str) -> bool:
-    """Whether text is one pip requirement (PEP 508: a name, optional extras, version specifier, marker)."""
-    try:
-        Requirement(text)
-    except InvalidRequirement:
-        return False
-    return True
 
 
 def _has_url(text: str) -> bool:
@@ -281,12 +270,17 @@ def _rule_command_envs_libs(n: dict, ctx: Context, e: _Errors) -> None:
             e.add(f"environment.envs[{i}].value", f"Type the value of {key or 'this secret variable'} again: "
                   "secrets are never copied or sent back to the page.")
     if env["libs_mode"] == "list" and not env["libs"]:
-        e.add("environment.libs", "Enter at least one library name (separate names with spaces).")
+        e.add("environment.libs", "Enter at least one library (one pip requirement per line).")
     if env["libs_mode"] == "list":
-        for lib in env["libs"]:
-            if not _is_requirement(lib):
-                e.add("environment.libs", f"'{lib[:80]}' is not a pip requirement: a package name, optionally with "
-                      "extras and a version, e.g. numpy, torch==2.1.0 or transformers[torch]>=4.40.")
+        # One message for all of them: ten bad lines are one problem of the field, not ten.
+        bad = [lib for lib in env["libs"] if not _is_requirement(lib)]
+        if bad:
+            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+            shown = ", ".join(f"'{lib[:80]}'" for lib in bad[:5]) + more
+            e.add("environment.libs", (f"{shown} is not a pip requirement" if len(bad) == 1 else
+                                       f"{len(bad)} lines are not pip requirements: {shown}") +
+                  ". Put one requirement per line: a package name, optionally with extras, a version and a marker, "
+                  "e.g. numpy, torch >= 2.0 or transformers[torch]>=4.40.")
     if env["libs_mode"] == "requirements":
         if not env["requirements_dir"]:
             e.add("environment.requirements_dir", "Enter the container path of requirements.txt (or its folder).")
@@ -651,8 +645,10 @@ def _rule_policy(n: dict, ctx: Context, e: _Errors) -> None:
         # A value below the minimum (0, -1) or too large already has its own message; the cap's would contradict it.
         if res["max_duration"] is None:
             if not e.has("resources.max_duration"):
-                e.add("resources.max_duration", f"The workspace policy requires a maximum duration of at most "
-                      f"{_fmt_minutes(cap)}.")
+                # Keyed at the field (JobMaxRunningTimeMinutes in the API), so the message need not name it.
+                minutes = "" if _fmt_minutes(cap).endswith(("minute", "minutes")) else f" = {cap} minutes"
+                e.add("resources.max_duration", f"Required by this workspace's guardrails (at most "
+                      f"{_fmt_minutes(cap)}{minutes}).")
         elif res["max_duration"] > cap:
             e.add("resources.max_duration", f"The workspace policy allows at most {_fmt_minutes(cap)}.")
     image, prefixes = _env(n)["image"], policy.allowed_image_prefixes
