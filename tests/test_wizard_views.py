@@ -428,3 +428,13 @@ def test_a_blank_create_page_offers_the_workspaces_templates_and_a_pick_starts_f
     started = web.get(URL, {"template": alpha}).content.decode()
     assert "Started from the template" in started and "alpha-eval" in started
     assert 'id="template-picker"' not in started, "a page started from a template offers no other"
+
+
+def test_edit_and_resubmit_of_a_job_that_resets_nothing_shows_the_refusal_and_no_empty_card(web, ws, user):
+    from tests import portal_fixtures as pf
+
+    refused = Job.objects.create(workspace=ws, owner=user, display_name=pf.BODY["DisplayName"], status="SubmitFailed",
+                                 body=pf.BODY, submit_error={"Code": "InvalidParameter.PodCount", "Message": "<= 64"})
+    html = web.get(URL, {"edit": refused.pk}).content.decode()
+    assert re.search(r'id="refusal".*InvalidParameter\.PodCount</span>: &lt;= 64', html, re.S)
+    assert not re.search(r'id="clone-info">\s*</div>', html), "a card with nothing in it"
