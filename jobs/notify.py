@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from jobs import audit, dlc
@@ -506,20 +506,26 @@ def notify_job(job_id: int) -> float | None:
     owed = WebhookDelivery.objects.filter(job_id=job_id, delivered_at__isnull=True, next_attempt_at__isnull=False)
     for delivery in owed.order_by("pk"):
         attempt(delivery, job)
-    owed = owed.order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first()
-    if owed is None:
-        return None
-    return max(0.05, (owed - timezone.now()).total_seconds() + 0.05)
+    return next_try_in(owed)
+
+
+def next_try_in(owed: QuerySet) -> float | None:
+    """Seconds until the earliest of these owed deliveries (webhook or email) is due, or None when none is owed;
+    a hair late rather than early, as Celery's countdown may fire before the time on the row."""
+    due = owed.order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first()
+    return None if due is None else max(0.05, (due - timezone.now()).total_seconds() + 0.05)
+
+
+def overdue_jobs(owed: QuerySet, older_than: timedelta) -> list[int]:
+    """Jobs of these owed deliveries overdue by `older_than` (their task was lost), made in the last day: for
+    the sweep. Both delivery models (webhook, email) have next_attempt_at, created_at and job."""
+    now = timezone.now()
+    return list(owed.filter(next_attempt_at__lt=now - older_than, created_at__gt=now - SWEEP_WINDOW)
+                .order_by().values_list("job_id", flat=True).distinct()[:100])
 
 
 def owed_jobs(older_than: timedelta) -> list[int]:
-    """Jobs with a delivery overdue by `older_than` (its task was lost), made in the last day: for the sweep."""
-    now = timezone.now()
-    return list(
-        WebhookDelivery.objects.filter(
-            next_attempt_at__lt=now - older_than, delivered_at__isnull=True, created_at__gt=now - SWEEP_WINDOW
-        ).order_by().values_list("job_id", flat=True).distinct()[:100]
-    )
+    return overdue_jobs(WebhookDelivery.objects.filter(delivered_at__isnull=True), older_than)
 
 
 def latest_deliveries(webhooks: list[Webhook], count: int = 5) -> dict[int, list[WebhookDelivery]]:

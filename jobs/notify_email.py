@@ -27,7 +27,7 @@ from django.utils import timezone
 from jobs import access, audit, dependencies, dlc, logarchive, logmask
 from jobs import status as st
 from jobs.models import AuditEvent, Job, PodLog
-from jobs.notify import Answer, job_url
+from jobs.notify import Answer, job_url, next_try_in, overdue_jobs
 from jobs.notify_models import EmailDelivery, NotificationPrefs
 from jobs.sweep_models import Sweep, SweepTrial
 
@@ -52,7 +52,6 @@ RETRY_BASE_SECONDS = 30.0  # then 2 min, 8 min, 32 min: an SMTP server down for 
 # A try holds its delivery this long ahead (the claim): longer than an SMTP exchange can take.
 CLAIM = timedelta(seconds=60)
 EARLY = timedelta(milliseconds=200)  # Celery's countdown may fire a hair before the time on the row
-SWEEP_WINDOW = timedelta(days=1)
 LOG_LINES = 20
 LOG_LINE_CHARS = 500
 # A failed job's pod logs are archived DLC_ARCHIVE_DELAY after its end: its mail waits for them, polling, up to
@@ -428,17 +427,8 @@ def deliver(job_id: int) -> float | None:
     owed_rows = EmailDelivery.objects.filter(job_id=job_id, sent_at__isnull=True, next_attempt_at__isnull=False)
     for delivery in owed_rows.select_related("user").order_by("pk"):
         attempt(delivery, job)
-    due = owed_rows.order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first()
-    if due is None:
-        return None
-    return max(0.05, (due - timezone.now()).total_seconds() + 0.05)
+    return next_try_in(owed_rows)
 
 
 def owed_jobs(older_than: timedelta) -> list[int]:
-    """Jobs with a mail overdue by `older_than` (its task was lost), made in the last day: for the sweep."""
-    now = timezone.now()
-    return list(
-        EmailDelivery.objects.filter(
-            next_attempt_at__lt=now - older_than, sent_at__isnull=True, created_at__gt=now - SWEEP_WINDOW
-        ).order_by().values_list("job_id", flat=True).distinct()[:100]
-    )
+    return overdue_jobs(EmailDelivery.objects.filter(sent_at__isnull=True), older_than)

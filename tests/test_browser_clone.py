@@ -11,9 +11,9 @@ from jobs import spec
 from jobs.forms import wizard as glue
 from jobs.models import Job
 from tests.conftest import PASSWORD
-from tests.support.browser import sign_in
+from tests.support.browser import settle, sign_in
 from tests.support.wizard import comparable, form_data, page_form_data
-from tests.test_browser_wizard import settle, wait_for_status
+from tests.test_browser_wizard import wait_for_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 

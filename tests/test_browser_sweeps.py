@@ -8,23 +8,14 @@ from playwright.sync_api import expect
 
 from jobs.models import Sweep
 from tests.conftest import PASSWORD
-from tests.support.browser import sign_in
+from tests.support.browser import settle, sign_in, start_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 
-def settle(page) -> None:
-    page.wait_for_function("!document.querySelector('.htmx-request')")
-
-
 def test_fill_the_sweep_box_submit_and_watch_the_trials_on_the_sweep_page(stack, member, page):
     sign_in(page, stack.url, member.username, PASSWORD)
-    page.goto(f"{stack.url}/jobs/new")
-    page.fill("#id_basic-name", "browser-grid")
-    page.check("input[name=environment-image_type][value=address]")
-    settle(page)
-    page.fill("#id_environment-image", "registry.example.com/team/pytorch:2.3")
-    page.fill("#id_environment-command", 'echo "lr=$LR bs=$BS"')
+    start_job(page, stack.url, "browser-grid", 'echo "lr=$LR bs=$BS"')
     page.select_option("#id_resources-roles-0-instance_type", "ecs.g6.large")
     settle(page)
     # The box sits below the six sections, before the submit button; one value makes one trial: refused there.

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from jobs.models import Job
 from tests.conftest import PASSWORD
-from tests.support.browser import sign_in
+from tests.support.browser import settle, sign_in, start_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -26,11 +26,6 @@ def wait_for_status(job: Job, wanted: str, timeout: float = 90) -> Job:
             return job
         time.sleep(0.5)
     raise AssertionError(f"{job.display_name} is {job.status}, not {wanted}, after {timeout}s ({job.submit_error})")
-
-
-def settle(page) -> None:
-    """Wait until no HTMX request is in flight (a swap replaces the section the next action would touch)."""
-    page.wait_for_function("!document.querySelector('.htmx-request')")
 
 
 def test_fill_every_section_fix_an_error_copy_the_request_submit_and_it_runs(stack, member, page, browser):
@@ -215,12 +210,7 @@ def test_a_secret_variable_turns_into_a_password_field_survives_row_changes_and_
 
     secret = "wandb-browser-" + hashlib.sha256(b"secret-env").hexdigest()[:16]
     sign_in(page, stack.url, member.username, PASSWORD)
-    page.goto(f"{stack.url}/jobs/new")
-    page.fill("#id_basic-name", "secret-env-e2e")
-    page.check("input[name=environment-image_type][value=address]")
-    settle(page)
-    page.fill("#id_environment-image", "registry.example.com/team/pytorch:2.3")
-    page.fill("#id_environment-command", 'echo "sha=$(printf %s "$WANDB_API_KEY" | sha256sum)"')
+    start_job(page, stack.url, "secret-env-e2e", 'echo "sha=$(printf %s "$WANDB_API_KEY" | sha256sum)"')
     page.click("#sec-environment details.more > summary")
     page.click("button[name=_add][value=envs]")
     settle(page)
@@ -268,7 +258,8 @@ def submit_a_clone_go_back_and_submit_again(stack, workspace, member, page) -> t
     settle(page)
     page.click(".actions button[type=submit]")
     page.wait_for_url(re.compile(r"/jobs/\d+$"))
-    clone = Job.objects.exclude(pk=source.pk).get()
+    # By its source, not "every other job": a stray row of another test must not be read as a duplicate.
+    clone = Job.objects.filter(cloned_from=source).get()
     assert clone.body["UserCommand"] == "python fixed.py"
     page.go_back(wait_until="commit")  # a page restored from the back/forward cache fires no "load"
     assert re.search(r"/jobs/new\?clone=\d+$", page.url)
@@ -277,7 +268,7 @@ def submit_a_clone_go_back_and_submit_again(stack, workspace, member, page) -> t
     page.click(".actions button[type=submit]")
     page.wait_for_url(f"{stack.url}{clone.get_absolute_url()}")
     expect(page.locator(".messages")).to_contain_text("This form was already submitted: here is its job.")
-    assert Job.objects.count() == 2, "no second job"
+    assert Job.objects.filter(cloned_from=source).count() == 1, "no second job"
     return clone, shown
 
 

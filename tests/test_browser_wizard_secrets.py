@@ -13,8 +13,8 @@ from playwright.sync_api import expect
 
 from jobs.models import Job
 from tests.conftest import PASSWORD
-from tests.support.browser import sign_in
-from tests.test_browser_wizard import settle, wait_for_status
+from tests.support.browser import settle, sign_in, start_job
+from tests.test_browser_wizard import wait_for_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -32,12 +32,7 @@ def test_a_value_typed_before_ticking_secret_is_kept_hidden_sent_sealed_and_reac
 
     page.on("response", keep)
     sign_in(page, stack.url, member.username, PASSWORD)
-    page.goto(f"{stack.url}/jobs/new")
-    page.fill("#id_basic-name", "secret-late-e2e")
-    page.check("input[name=environment-image_type][value=address]")
-    settle(page)
-    page.fill("#id_environment-image", "registry.example.com/team/pytorch:2.3")
-    page.fill("#id_environment-command", 'echo "sha=$(printf %s "$WANDB_API_KEY" | sha256sum)"')
+    start_job(page, stack.url, "secret-late-e2e", 'echo "sha=$(printf %s "$WANDB_API_KEY" | sha256sum)"')
     page.click("#sec-environment details.more > summary")
     page.click("button[name=_add][value=envs]")
     settle(page)

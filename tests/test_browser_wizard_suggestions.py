@@ -8,8 +8,7 @@ from playwright.sync_api import expect
 
 from jobs.models import Job
 from tests.conftest import PASSWORD
-from tests.support.browser import sign_in
-from tests.test_browser_wizard import settle
+from tests.support.browser import settle, sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 

@@ -64,3 +64,21 @@ def sign_in(page, base_url: str, username: str, password: str) -> None:
     page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_url(f"{base_url}/")
+
+
+def settle(page) -> None:
+    """Wait until no htmx request is in flight (a section re-render, a validation)."""
+    page.wait_for_function("!document.querySelector('.htmx-request')")
+
+
+IMAGE = "registry.example.com/team/pytorch:2.3"
+
+
+def start_job(page, base_url: str, name: str, command: str) -> None:
+    """Open a blank Create job page and fill what every job needs first: a name, an image address, a command."""
+    page.goto(f"{base_url}/jobs/new")
+    page.fill("#id_basic-name", name)
+    page.check("input[name=environment-image_type][value=address]")
+    settle(page)
+    page.fill("#id_environment-image", IMAGE)
+    page.fill("#id_environment-command", command)
