@@ -262,6 +262,10 @@ DLC_SWEEP_MAX_TRIALS = int(os.environ.get("DLC_SWEEP_MAX_TRIALS", "50"))
 DLC_SCHEDULE_INTERVAL = float(os.environ.get("DLC_SCHEDULE_INTERVAL", "30"))
 # Fewest minutes between two runs of a cron schedule (jobs.schedules): "* * * * *" would flood DLC with jobs.
 DLC_SCHEDULE_MIN_MINUTES = int(os.environ.get("DLC_SCHEDULE_MIN_MINUTES", "10"))
+# Seconds between two looks at sweeps' running trials for median early stopping (jobs.early_stop), and how many
+# trials' logs one look reads from DLC at most (each is GetPodLogs calls).
+DLC_EARLY_STOP_INTERVAL = float(os.environ.get("DLC_EARLY_STOP_INTERVAL", "60"))
+DLC_EARLY_STOP_MAX_CHECKS = int(os.environ.get("DLC_EARLY_STOP_MAX_CHECKS", "20"))
 CELERY_BEAT_SCHEDULE = {
     # Periodic tasks expire after one interval: a backlog (worker down) must not replay every missed cycle.
     "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL,
@@ -270,6 +274,8 @@ CELERY_BEAT_SCHEDULE = {
                     "options": {"expires": max(1.0, DLC_SWEEP_INTERVAL)}},
     "run-schedules": {"task": "jobs.tasks.run_schedules", "schedule": DLC_SCHEDULE_INTERVAL,
                       "options": {"expires": max(1.0, DLC_SCHEDULE_INTERVAL)}},
+    "stop-trials-early": {"task": "jobs.tasks.stop_trials_early", "schedule": DLC_EARLY_STOP_INTERVAL,
+                          "options": {"expires": max(1.0, DLC_EARLY_STOP_INTERVAL)}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 

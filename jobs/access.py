@@ -71,6 +71,13 @@ def workspaces_with_roles(user) -> list[Workspace]:
     return [ws for ws, _ in found]
 
 
+def remember_role(user, workspace: Workspace) -> None:
+    """Look the user's role in this workspace up once, so that the checks of a page that asks many (one per job
+    note) need no query each: as workspaces_with_roles does for the top bar."""
+    if user.is_authenticated and getattr(workspace, "role_of", (None,))[0] != user.pk:
+        workspace.role_of = (user.pk, role_in(user, workspace))
+
+
 def jobs_for(user) -> QuerySet[Job]:
     rows = Job.objects.all() if user.is_superuser else Job.objects.filter(workspace__memberships__user=user)
     return _in_scope(user, rows, "workspace_id")
@@ -88,7 +95,8 @@ def jobs_in(user, workspace: Workspace | None) -> QuerySet[Job]:
 
 
 def can(user, action: str, *, workspace: Workspace, job: Job | None = None) -> bool:
-    """Actions: view, create, clone, stop, manage. Members stop their own jobs; admins any job."""
+    """Actions: view, create, clone, stop, manage, note (write notes on the workspace's jobs: members and admins).
+    Members stop their own jobs; admins any job."""
     role = role_in(user, workspace)
     if role is None:
         return False
@@ -97,7 +105,7 @@ def can(user, action: str, *, workspace: Workspace, job: Job | None = None) -> b
     scope = scope_of(user)
     if scope is not None and scope.read_only:
         return False
-    if action in {"create", "clone"}:
+    if action in {"create", "clone", "note"}:
         return RANK[role] >= RANK[Membership.MEMBER]
     if action == "stop":
         if RANK[role] >= RANK[Membership.ADMIN]:
@@ -108,13 +116,34 @@ def can(user, action: str, *, workspace: Workspace, job: Job | None = None) -> b
     return False
 
 
+def can_change_note(user, action: str, note) -> bool:
+    """A job note (jobs.notes): "edit" is its author's alone; "delete" its author's or a workspace admin's. Either
+    needs the right to write notes still (a viewer, a read-only token), as `note.job.workspace` says."""
+    workspace = note.job.workspace
+    if not can(user, "note", workspace=workspace):
+        return False
+    if note.author_id is not None and note.author_id == user.pk:
+        return action in {"edit", "delete"}
+    return action == "delete" and can(user, "manage", workspace=workspace)
+
+
+def require_note(user, action: str, note) -> None:
+    if not can_change_note(user, action, note):
+        raise PermissionDenied(f"You may not {action} this note: only its author may"
+                               f"{' (or a workspace admin)' if action == 'delete' else ''}.")
+
+
+_ACTION_WORDS = {"note": "write notes"}  # how a refusal says an action whose name is not a verb
+
+
 def require(user, action: str, *, workspace: Workspace, job: Job | None = None) -> None:
     if can(user, action, workspace=workspace, job=job):
         return
     scope = scope_of(user)
+    doing = _ACTION_WORDS.get(action, action)
     if scope is not None and scope.read_only and role_in(user, workspace) is not None:
-        raise PermissionDenied(f"This API token is read-only: it may not {action}. Use a read-write token.")
-    raise PermissionDenied(f"You may not {action} here.")
+        raise PermissionDenied(f"This API token is read-only: it may not {doing}. Use a read-write token.")
+    raise PermissionDenied(f"You may not {doing} here.")
 
 
 def get_job(user, pk: int, action: str = "view") -> Job:

@@ -21,14 +21,17 @@ from jobs import access, dependencies, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, Membership, Workspace
 
-API_VERSION = "1.6.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.7.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
 # 1.6: schedules by cron expression (recurrence kind "cron" with "cron"), jobs.api_schedules
+# 1.7: sweep ranking by best or last value and early stopping (EarlyStopping), job notes (/api/v1/jobs/{id}/notes),
+#      list filters answer 400 for an unknown status or framework
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
-               "read-only (every call that changes something answers 403: create, clone, stop, a priority change) or "
+               "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
+               "note) or "
                "read-write; and "
                "an expiry of 7, 30, 90 (the default) or 365 days, or none. An expired token answers 401 with "
                "`\"code\": \"token_expired\"` and `expires_at` (ISO 8601); a revoked or unknown one 401 without "
@@ -512,6 +515,7 @@ def openapi(request: HttpRequest) -> JsonResponse:
 def openapi_document(server: str) -> dict[str, Any]:
     from jobs.api_schedules import schedule_paths, schedule_schemas
     from jobs.api_sweeps import sweep_paths, sweep_schemas
+    from jobs.note_views import note_paths, note_schemas
 
     err = {"$ref": "#/components/responses/Error"}
     roles = [role for role, _ in Membership.ROLES]
@@ -607,6 +611,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
                 "responses": {"200": {"description": "{\"valid\": true}"}, "400": validation, "401": err}}},
+            **note_paths(err, validation),
             **sweep_paths(err, validation, ws_param),
             **schedule_paths(err, validation, ws_param),
         },
@@ -688,6 +693,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                 "JobPage": {"type": "object", "properties": {
                     "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
                     "next": {"type": "string", "nullable": True}, "previous": {"type": "string", "nullable": True}}},
+                **note_schemas(),
                 **sweep_schemas(),
                 **schedule_schemas(),
             },

@@ -18,7 +18,7 @@ from django.http import Http404, HttpRequest, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from jobs import access, api_jobs, jobpage, lifecycle, sweeps, usage
+from jobs import access, api_jobs, early_stop, jobpage, lifecycle, sweeps, usage
 from jobs import status as st
 from jobs.api_jobs import Problem, bad_request, create_request, parse_id, request_workspace
 from jobs.apitokens import api_view
@@ -28,6 +28,7 @@ LIST_SIZE = 50  # as the sweep list page
 PARAMETERS = "Parameters"
 JOB = "Job"
 SEARCH = "Search"
+EARLY_STOPPING = "EarlyStopping"
 SEARCH_KEYS = ("Method", "Trials", "Seed")
 DISTRIBUTION_KEYS = ("Distribution", "Min", "Max")
 # The API's words for the parts of the sweep rules the wizard words for its text box.
@@ -159,6 +160,26 @@ def _shape_problem(raw: Any, values: list[str | None]) -> str | None:
     return None
 
 
+def early_stopping(given: Any) -> tuple[early_stop.Settings | None, dict[str, list[str]]]:
+    """(settings or None, errors keyed EarlyStopping / EarlyStopping.<Key>) of the request's EarlyStopping, by
+    jobs.early_stop's rules (the wizard's)."""
+    if given is None:
+        return None, {}
+    keys = ", ".join(early_stop.API_KEYS)
+    if not isinstance(given, dict):
+        return None, {EARLY_STOPPING: [f'Must be an object of {keys}: {{"Metric": "loss", "Goal": "min", '
+                                       '"AfterSucceeded": 3, "NotBeforeStep": 0}.']}
+    errors = {f"{EARLY_STOPPING}.{key}": [f"Unknown field: send {keys}."] for key in given
+              if key not in early_stop.API_KEYS}
+    if given.get("Metric") in (None, ""):
+        errors[f"{EARLY_STOPPING}.Metric"] = ["Required: the metric the rule compares (as METRIC lines name it)."]
+        return None, errors
+    found, problems = early_stop.parse({field: given.get(key) for key, field in early_stop.API_KEYS.items()})
+    by_field = {field: key for key, field in early_stop.API_KEYS.items()}
+    errors.update({f"{EARLY_STOPPING}.{by_field[field]}": messages for field, messages in problems.items()})
+    return (None, errors) if errors else (found, {})
+
+
 def _in_job(errors: dict[str, list[str]]) -> dict[str, list[str]]:
     # The CreateJob body is the request's "Job": its paths are said from the request's root.
     return {(k if k in QUERY_FIELDS else f"{JOB}.{k}" if k else JOB): v for k, v in errors.items()}
@@ -204,6 +225,7 @@ def sweep_json(sweep: Sweep, request: HttpRequest, trials: list[SweepTrial] | No
         "trial_count": len(statuses or []),
         "tally": _tally(statuses or []),
         "active": any(st.is_active(s) for s in statuses or []),
+        "early_stopping": early_stop.as_json(sweep),
         "url": _link(request, reverse("api_sweep", args=[sweep.pk])),
         "page": _link(request, sweep.get_absolute_url()),
     }
@@ -234,6 +256,7 @@ def _trial_json(trial: SweepTrial, names: list[str], request: HttpRequest) -> di
         "job": {"id": job.pk, "name": job.display_name, "status": job.status, "status_label": job.status_label,
                 "active": job.is_active, "url": _link(request, reverse("api_job", args=[job.pk])),
                 "page": _link(request, job.get_absolute_url())},
+        "stopped_early": trial.stop_reason or None,
     }
 
 
@@ -279,8 +302,9 @@ def _create(request: HttpRequest) -> JsonResponse:
     if not isinstance(payload, dict):
         return bad_request(
             {"": ['Send a JSON object: {"Job": {<CreateJob body>}, "Parameters": {"LR": ["0.1", "0.01"]}}.']})
-    errors: dict[str, list[str]] = {key: [f"Unknown field: send {JOB}, {PARAMETERS} and (optional) {SEARCH}."]
-                                    for key in payload if key not in (JOB, PARAMETERS, SEARCH)}
+    errors: dict[str, list[str]] = {
+        key: [f"Unknown field: send {JOB}, {PARAMETERS} and (optional) {SEARCH} and {EARLY_STOPPING}."]
+        for key in payload if key not in (JOB, PARAMETERS, SEARCH, EARLY_STOPPING)}
     body = payload.get(JOB)
     checked = None
     # Every trial runs after the same job, when the Job body names one (run_after, as POST /api/v1/jobs takes it).
@@ -299,6 +323,8 @@ def _create(request: HttpRequest) -> JsonResponse:
                                         [*_names(body.get("Envs")), *_names(body.get(api_jobs.SECRET_ENVS))],
                                         search=numbers.get(SEARCH))
     errors.update(grid_errors)
+    early, early_errors = early_stopping(payload.get(EARLY_STOPPING))
+    errors.update(early_errors)
     if errors or checked is None or grid is None:
         return bad_request(errors)
     grid, found, problems = sweeps.check_trials(grid, checked.wire, context=checked.context,
@@ -307,7 +333,7 @@ def _create(request: HttpRequest) -> JsonResponse:
         return bad_request({PARAMETERS: problems})
     sweep = sweeps.launch(workspace=workspace, owner=request.api_user, name=checked.wire["DisplayName"], grid=grid,
                           found=found, hints=checked.hints, secrets=checked.secret_envs, run_after=after.upstream,
-                          run_after_when=after.when)
+                          run_after_when=after.when, early=early)
     response = JsonResponse(sweep_json(sweep, request, _trials(sweep)), status=201)
     response["Location"] = _link(request, reverse("api_sweep", args=[sweep.pk]))
     return response
@@ -316,8 +342,28 @@ def _create(request: HttpRequest) -> JsonResponse:
 @api_view
 @require_GET
 def sweep_detail(request: HttpRequest, pk: int) -> JsonResponse:
+    """The sweep and its trials; with ?rank=<metric> (and goal=min|max, value=best|last) ranked as its page ranks
+    them (jobs.sweeps.leaderboard), saying which goal and value were used."""
+    from jobs import scalars
+
     sweep = _get_sweep(request, pk)
-    return JsonResponse(sweep_json(sweep, request, _trials(sweep)))
+    trials = _trials(sweep)
+    out = sweep_json(sweep, request, trials)
+    rank = request.GET.get("rank", "").strip()
+    out["ranking"] = None
+    if rank:
+        rows = [sweeps.TrialRow(t.number, [], {"pk": t.job_id, "status": t.job.status}, "", "") for t in trials]
+        values = scalars.last_values(t.job_id for t in trials)
+        board = sweeps.leaderboard(rows, values, rank, request.GET.get("goal"), request.GET.get("value"))
+        if board.error:
+            return bad_request({board.error_field: [board.error]})
+        out["ranking"] = board.as_json()
+        places = {r.number: r for r in board.rows}
+        for trial, item in zip(trials, out["trials"], strict=True):
+            row, found = places[trial.number], values.get(trial.job_id, {}).get(rank)
+            item["rank"], item["best"] = row.rank, row.best
+            item["ranked_value"] = sweeps.score(found, board.goal, board.value) if found is not None else None
+    return JsonResponse(out)
 
 
 @api_view
@@ -439,8 +485,17 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
                               "400": sweep_errors, "401": err, "403": err, "404": err}},
         },
         "/api/v1/sweeps/{id}": {"get": {
-            "summary": "One sweep with its trials", "parameters": [sweep_id],
-            "responses": {"200": {"description": "The sweep", **_ref("Sweep")}, "401": err, "404": err}}},
+            "summary": "One sweep with its trials, ranked by a metric on ?rank= as its page ranks them",
+            "parameters": [sweep_id,
+                           {"name": "rank", "in": "query", "schema": {"type": "string"},
+                            "description": "A metric the trials print; the ended trials that have it are ranked."},
+                           {"name": "goal", "in": "query", "schema": {"type": "string", "enum": list(sweeps.GOALS)},
+                            "description": "Default: min for a loss, an error or a perplexity, else max."},
+                           {"name": "value", "in": "query",
+                            "schema": {"type": "string", "enum": list(sweeps.VALUES), "default": sweeps.DEFAULT_VALUE},
+                            "description": "best: the best value each trial reached; last: its last value."}],
+            "responses": {"200": {"description": "The sweep", **_ref("Sweep")}, "400": validation, "401": err,
+                          "404": err}}},
         "/api/v1/sweeps/{id}/stop": {"post": {
             "summary": "Stop every active trial (members: their own trials; admins: any), as the sweep page's "
                        "Stop all; a viewer or a read-only token gets 403",
@@ -478,11 +533,26 @@ def sweep_schemas() -> dict[str, Any]:
         "tally": {"type": "object", "additionalProperties": {"type": "integer"},
                   "description": "Trials per job status."},
         "active": {"type": "boolean", "description": "Whether any trial is still active."},
+        "early_stopping": {"$ref": "#/components/schemas/SweepEarlyStopping"},
+        "ranking": {"type": "object", "nullable": True,
+                    "description": "GET /api/v1/sweeps/{id}?rank=<metric>[&goal=min|max][&value=best|last] only: "
+                                   "the metric, goal and value the trials were ranked by (value best by default: "
+                                   "the best value each trial reached) and the ranked trials' numbers, best first.",
+                    "properties": {"metric": {"type": "string"}, "goal": {"type": "string"},
+                                   "value": {"type": "string", "enum": list(sweeps.VALUES)},
+                                   "order": {"type": "array", "items": {"type": "integer"}}}},
         "url": link, "page": link,
         "trials": {"type": "array", "description": "Only on POST /api/v1/sweeps and GET /api/v1/sweeps/{id}.",
                    "items": {"type": "object", "properties": {
                        "number": {"type": "integer"},
                        "values": {"type": "object", "additionalProperties": {"type": "string"}},
+                       "stopped_early": {"type": "string", "nullable": True,
+                                         "description": "Why early stopping stopped it; null if it did not."},
+                       "rank": {"type": "integer", "nullable": True,
+                                "description": "With ?rank=: its place (ties share one: 1, 1, 3); null if unranked."},
+                       "best": {"type": "boolean", "description": "With ?rank=: in the first place."},
+                       "ranked_value": {"type": "number", "nullable": True,
+                                        "description": "With ?rank=: the value it is ranked by."},
                        "job": {"type": "object", "properties": {
                            "id": {"type": "integer"}, "name": {"type": "string"}, "status": {"type": "string"},
                            "status_label": {"type": "string"}, "active": {"type": "boolean"},
@@ -514,7 +584,21 @@ def sweep_schemas() -> dict[str, Any]:
                                                "description": "Required for a random search; refused for a grid."},
                                     "Seed": {"type": "integer", "minimum": 0, "maximum": sweeps.MAX_SEED,
                                              "description": "Random search only; omitted: a new seed, stored."}},
-                                         "example": {"Method": "random", "Trials": 20, "Seed": 7}}}},
+                                         "example": {"Method": "random", "Trials": 20, "Seed": 7}},
+                                EARLY_STOPPING: {"$ref": "#/components/schemas/SweepEarlyStopping"}}},
+        "SweepEarlyStopping": {
+            "type": "object", "required": ["Metric"], "additionalProperties": False, "nullable": True,
+            "description": "Median early stopping (Katib's medianstop): a running trial whose best value so far is "
+                           "worse than the median of the succeeded trials' running averages up to its last step is "
+                           "stopped through the console's stop, with the reason on the trial and in the audit log.",
+            "properties": {
+                "Metric": {"type": "string", "description": "As the trials' METRIC lines name it."},
+                "Goal": {"type": "string", "enum": list(sweeps.GOALS),
+                         "description": "Default: min for a loss, an error or a perplexity, else max."},
+                "AfterSucceeded": {"type": "integer", "minimum": 1, "default": early_stop.DEFAULT_AFTER,
+                                   "description": "Succeeded trials that reported the metric before any is stopped."},
+                "NotBeforeStep": {"type": "integer", "minimum": 0, "default": early_stop.DEFAULT_STEP,
+                                  "description": "No trial is stopped before it reports this step."}}},
         "SweepDistribution": {"type": "object", "required": list(DISTRIBUTION_KEYS), "additionalProperties": False,
                               "properties": {"Distribution": {"type": "string", "enum": list(sweeps.DISTRIBUTIONS)},
                                              "Min": {"type": "number"}, "Max": {"type": "number"}},

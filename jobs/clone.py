@@ -118,6 +118,8 @@ POLICY: dict[str, tuple[str, str]] = {
     # The Job row itself
     "job.idempotency_tag": (RESET, "a new Job row gets a new tag"),
     "job.run_after": (RESET, "a clone waits for no job unless Run after names one (the wizard's ?run_after=<id>)"),
+    # Notes (jobs.notes) are about the run they were written on: neither a clone nor a config export takes them.
+    "job.notes": (RESET, "a clone starts with no notes: they are about the source's run"),
 }
 
 # Reset in a clone but kept by edit and resubmit (the failed source never ran).

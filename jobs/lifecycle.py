@@ -627,13 +627,15 @@ def _project(value: Any, schema: Any) -> Any:
 # -- stop ------------------------------------------------------------------------------------------------
 
 
-def request_stop(user, job: Job) -> str:
+def request_stop(user, job: Job, *, reason: str = "") -> str:
     """A user asks to stop a job: "stopping", "stopped" (it never reached DLC), "already-finished",
     "not-permitted" or "failed: <error>". The StopJob call itself goes through Celery; the row shows
-    "Stopping" until a sync sees DLC confirm.
+    "Stopping" until a sync sees DLC confirm. With `reason` and no user, the console itself stops it (a sweep's
+    early stopping, jobs.early_stop): no permission to check, and the reason goes into the audit event.
     """
-    if not access.can(user, "stop", workspace=job.workspace, job=job):
+    if not (user is None and reason) and not access.can(user, "stop", workspace=job.workspace, job=job):
         return "not-permitted"
+    why = {"reason": reason} if reason else {}
     now = timezone.now()
     with transaction.atomic():
         row = Job.objects.select_for_update().get(pk=job.pk)
@@ -648,7 +650,7 @@ def request_stop(user, job: Job) -> str:
         if not row.dlc_job_id and not row.submit_attempts:
             _cancel_unsent(row, now)
             row.save(update_fields=fields)
-            audit.record(user, "stopped", workspace=job.workspace, job=row, result="stopped before submission")
+            audit.record(user, "stopped", workspace=job.workspace, job=row, result="stopped before submission", **why)
             return "stopped"
         if row.dlc_job_id:
             row.status = "Stopping"
@@ -656,7 +658,7 @@ def request_stop(user, job: Job) -> str:
             transaction.on_commit(lambda: _enqueue_stop(row.pk))
         # Not on DLC yet but maybe on its way: the submit stops it as soon as it has its id.
         row.save(update_fields=fields)
-        audit.record(user, "stopped", workspace=job.workspace, job=row, dlc_job_id=row.dlc_job_id)
+        audit.record(user, "stopped", workspace=job.workspace, job=row, dlc_job_id=row.dlc_job_id, **why)
     job.refresh_from_db()
     return "stopping"
 
@@ -792,9 +794,10 @@ def _enqueue_notify(workspace_id: int, job_ids: list[int], found: list[int] | No
         job_ids = [*job_ids, *Job.objects.filter(pk__in=found, imported=False).values_list("pk", flat=True)]
     # The deliveries are made here, with the end they report, not by the task: should the broker be down, they
     # are owed rows all the same, and the sweep (notify.owed_jobs) enqueues them.
-    for job in Job.objects.filter(pk__in=job_ids):
-        notify.deliveries_for(job)
-    for job_id in job_ids:
+    # A sweep's one delivery is keyed on its first trial's job, not on the trial that ended last: enqueue the jobs
+    # the deliveries are keyed on.
+    owed = {d.job_id for job in Job.objects.filter(pk__in=job_ids) for d in notify.deliveries_for(job)}
+    for job_id in sorted(owed):
         transaction.on_commit(lambda job_id=job_id: _enqueue("notify_job", job_id))
 
 

@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import catalog
+from jobs import catalog, notes
 from jobs import status as st
 from jobs.jobpage import human_duration
 from jobs.models import Job, Workspace
@@ -155,12 +155,22 @@ def _day_in_range(day: date | None) -> date | None:
     return day
 
 
+def _unknown(what: str, choices: list[tuple[str, str]]) -> str:
+    """A ChoiceField's invalid_choice message naming the values it takes (Django fills in %(value)s)."""
+    values = ", ".join(value.replace("%", "%%") for value, _ in choices if value)
+    return f"Unknown {what} '%(value)s'. Choose one of: {values}."
+
+
 class ListFilters(forms.Form):
     """The list's GET parameters. Invalid values are reported at their field and otherwise ignored."""
 
     q = forms.CharField(required=False, max_length=256, label="Name")
-    status = forms.ChoiceField(required=False, choices=STATUS_CHOICES)
-    framework = forms.ChoiceField(required=False, choices=FRAMEWORK_CHOICES, label="Job type")
+    # Django's own "Select a valid choice" names neither the field nor what it takes: a hand-edited or old link
+    # (a job type no longer offered) says both. The API answers the same messages.
+    status = forms.ChoiceField(required=False, choices=STATUS_CHOICES, error_messages={
+        "invalid_choice": _unknown("status", STATUS_CHOICES)})
+    framework = forms.ChoiceField(required=False, choices=FRAMEWORK_CHOICES, label="Job type", error_messages={
+        "invalid_choice": _unknown("job type", FRAMEWORK_CHOICES)})
     owner = forms.CharField(required=False, max_length=150)
     created_from = forms.DateField(required=False, label="Created from",
                                    error_messages={"invalid": "Enter a date as YYYY-MM-DD."})
@@ -429,8 +439,9 @@ class Page:
 
 
 def for_rows(jobs: QuerySet[Job]) -> QuerySet[Job]:
-    """Only what a list row shows (ROW_FIELDS), its owner's name included, in the same query."""
-    return jobs.select_related("owner").only(*ROW_FIELDS)
+    """Only what a list row shows (ROW_FIELDS), its owner's name and its number of notes included, in the same
+    query (the count: a subquery per row on the notes' (job, created) index, see bench/RESULTS.md)."""
+    return jobs.select_related("owner").only(*ROW_FIELDS).annotate(note_count=notes.count_per_job())
 
 
 def page(jobs: QuerySet[Job], f: Filters, *, user=None) -> Page:
@@ -670,6 +681,8 @@ class Row(TypedDict):
     checked: bool
     waits_for: int  # a Waiting job's upstream (jobs.dependencies), else 0
     waits_for_url: str
+    notes: int  # the job's notes (for_rows' note_count), 0 for a job read without it
+    notes_label: str
 
 
 def rows(jobs: Iterable[Job], checked: Iterable[int] = ()) -> list[Row]:
@@ -687,6 +700,7 @@ def rows(jobs: Iterable[Job], checked: Iterable[int] = ()) -> list[Row]:
             duration = "—"
         stop_error = job.stop_error if isinstance(job.stop_error, dict) else {}
         waits_for = job.run_after_id if job.run_after_id and job.status == st.WAITING else 0
+        note_count = getattr(job, "note_count", 0) or 0
         out.append(Row(
             pk=job.pk,
             name=job.display_name,
@@ -707,6 +721,8 @@ def rows(jobs: Iterable[Job], checked: Iterable[int] = ()) -> list[Row]:
             checked=job.pk in checked,
             waits_for=waits_for,
             waits_for_url=f"{url_pattern[0]}{waits_for}{url_pattern[2]}" if waits_for else "",
+            notes=note_count,
+            notes_label=notes.count_label(note_count) if note_count else "",
         ))
     return out
 

@@ -13,8 +13,10 @@ Tokens are cut twice: at SEPARATORS, and finer, also at URL_SEPARATORS (`/ ? & #
 value's if it is one under either cut: the finer cut finds a value in a URL (`?k=VALUE/%2B`, `user:VALUE@host`),
 the coarse one a value that itself holds such characters (`ab/cd+ef==`, a JWT's dots).
 
-What is caught: the value printed as a whole token (echo, a repr, key=value, JSON, between ANSI colour codes,
-a URL's query, path or password), and a value ending in separators (base64's `==`) as its core. What is not: a
+What is caught: the value printed as a whole token (echo, a repr, key=value, JSON, between ANSI colour codes or
+split by one, as the terminal shows it, a URL's query, path or password), and a value ending in separators
+(base64's `==`) as its core. Masking is done on the raw line (the download keeps its codes), and the page renders
+the masked line's colours (jobs.ansi), so no order of the two can show a value. What is not: a
 value glued to other characters (`tokenABC...`), printed transformed (base64, URL-encoded, JSON-escaped,
 hex), cut across lines or tokens, or shorter than MIN_CHARS (too short to tell from ordinary words); a job
 submitted before the marks existed has none. The download is masked too; so is the archive, as it is written.
@@ -29,7 +31,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from jobs import secretbox
+from jobs import ansi, secretbox
 
 MASK = "********"
 # Shorter values are not fingerprinted: "secret", "admin1" would mask ordinary words all over a log.
@@ -45,14 +47,13 @@ _PURPOSE = "jobs.logmask fingerprints v1"
 SEPARATORS = "\"'=:,;()[]{}<>"  # and whitespace
 # The finer cut's extra separators: what glues a value into a URL (path, query, fragment, userinfo, encoding).
 URL_SEPARATORS = "/?&#@+%."
-_ANSI = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\|$)|[@-Z\\-_])"
 # Tokens are what lies between separators: whitespace, punctuation around values, and whole ANSI sequences (a
 # value coloured by `\x1b[32m...\x1b[0m` is a token of its own: a line's ANSI sequences are first blanked in
-# place, so a token's position in the blanked text is its position in the line).
+# place, so a token's position in the blanked text is its position in the line); a line with sequences is also
+# cut as a terminal shows it (Masker._coloured).
 _TOKEN_CHAR = f"[^\\s{re.escape(SEPARATORS)}]"
 _FINE_CHAR = f"[^\\s{re.escape(SEPARATORS + URL_SEPARATORS)}]"
 _ASSIGN = re.compile("[=:]")
-_ANSI_RE = re.compile(_ANSI)
 
 
 def _key() -> bytes:
@@ -126,14 +127,17 @@ class Masker:
     def line(self, text: str) -> str:
         if len(text) < self.shortest:
             return text
+        if "\x1b" in text:
+            return self._coloured(text)
         if self.lengths:
-            text = self._tokens(text)
+            text = _replace(text, self._token_spans(text))
         if self.phrase_lengths and len(text) > self.shortest_phrase:
-            text = self._phrase(text)
+            span = self._phrase_span(text)
+            if span is not None:
+                text = _replace(text, [span])
         return text
 
-    def _tokens(self, text: str) -> str:
-        blank = _ANSI_RE.sub(lambda m: " " * len(m.group()), text) if "\x1b" in text else text
+    def _token_spans(self, blank: str) -> list[tuple[int, int]]:
         spans = self._spans(self.token_re, blank)
         # The finer cut only where it cuts differently. Most lines hold a `.` or `/`, so it is not free: 100k mixed
         # lines, 4 values, 0.33 s -> 0.55 s; still in C, and each distinct token is hashed once per masker.
@@ -141,20 +145,44 @@ class Masker:
             fine = self._spans(self.fine_re, blank)
             if fine:
                 spans = _outermost(spans + fine)
-        if not spans:
+        return spans
+
+    def _coloured(self, text: str) -> str:
+        """A line with escape sequences: its values are looked for twice, with each sequence as a separator (a value
+        right after a colour code, `\x1b[1mVALUE`) and in the text a terminal shows, sequences removed (a value
+        split by a colour change, `VA\x1b[31mLUE`, or coloured after `password: `). A masked span keeps the
+        sequences it held, after MASK: the colours after it stay as the program set them."""
+        if "\x1b]" in text:  # an OSC's text (a title, a link's URL) is not shown, but the download keeps it
+            text = _OSC.sub(lambda osc: osc.group(1) + self.line(osc.group(2)) + osc.group(3), text)
+        plain = ansi.SEQUENCE.sub("", text)
+        spans: list[tuple[int, int]] = []
+        found: list[tuple[int, int]] = []  # in the plain text
+        if self.lengths:
+            spans += self._token_spans(ansi.SEQUENCE.sub(lambda code: " " * len(code.group()), text))
+            found += self._token_spans(plain)
+        if self.phrase_lengths and len(plain) > self.shortest_phrase:
+            phrase = self._phrase_span(plain)
+            if phrase is not None:
+                found.append(phrase)
+        if not spans and not found:  # most lines: no mapping built
             return text
-        out, done = [], 0
-        for at, end in spans:
-            out += [text[done:at], MASK]
-            done = end
-        return "".join(out) + text[done:]
+        sequences = [code.span() for code in ansi.SEQUENCE.finditer(text)]
+        if found:
+            where: list[int] = []  # the position in `text` of each character of the plain text
+            done = 0
+            for at, end in [*sequences, (len(text), len(text))]:
+                where.extend(range(done, at))
+                done = end
+            spans += [(where[at], where[end - 1] + 1) for at, end in found]
+        return _replace(text, _union(spans), sequences)
 
     def _spans(self, token_re: re.Pattern[str], blank: str) -> list[tuple[int, int]]:
         return [found.span() for found in token_re.finditer(blank)
                 if len(found.group()) in self.lengths and self._secret(found.group())]
 
-    def _phrase(self, text: str) -> str:
-        """The rest of the line after a `=` or `:`, when it is a secret value with spaces or separators in it."""
+    def _phrase_span(self, text: str) -> tuple[int, int] | None:
+        """Where the rest of the line after a `=` or `:` is, when it is a secret value with spaces or separators in
+        it."""
         for found in _ASSIGN.finditer(text):
             rest = text[found.end():]
             if len(rest) < self.shortest_phrase:
@@ -162,22 +190,46 @@ class Masker:
             value = rest.strip()
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
                 value = value[1:-1]
-            if len(value) in self.phrase_lengths and self._secret(value):
+            if value and len(value) in self.phrase_lengths and self._secret(value):
                 at = found.end() + rest.index(value)
-                return text[:at] + MASK + text[at + len(value):]
-        return text
+                return at, at + len(value)
+        return None
 
     def lines(self, lines: list[str]) -> list[str]:
         return [self.line(text) for text in lines]
 
 
 _URL_CHAR_RE = re.compile(f"[{re.escape(URL_SEPARATORS)}]")
+# An OSC sequence (as jobs.ansi.SEQUENCE reads one): its opening, its text (no ESC in it), its end if any.
+_OSC = re.compile(r"(\x1b\])([^\x07\x1b]*)((?:\x07|\x1b\\)?)")
 
 
 def _token_re(char: str, lengths: frozenset[int]) -> re.Pattern[str]:
     # Only the tokens of a length in the listed range are even looked at (a regex, in C: a split of every line in
     # Python costs twice as much on a long log).
     return re.compile(f"(?<!{char}){char}{{{min(lengths, default=1)},{max(lengths, default=1)}}}(?!{char})")
+
+
+def _replace(text: str, spans: list[tuple[int, int]], sequences: list[tuple[int, int]] | None = None) -> str:
+    """The text with each span (in order, apart) as MASK, followed by the escape sequences the span held."""
+    if not spans:
+        return text
+    out, done = [], 0
+    for at, end in spans:
+        out += [text[done:at], MASK, *(text[a:b] for a, b in sequences or () if at <= a and b <= end)]
+        done = end
+    return "".join(out) + text[done:]
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans in order, overlapping ones merged."""
+    merged: list[tuple[int, int]] = []
+    for at, end in sorted(spans):
+        if merged and at < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((at, end))
+    return merged
 
 
 def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -215,11 +267,7 @@ def after_carriage_return(text: str) -> str:
     return text.rstrip("\r").rsplit("\r", 1)[-1]
 
 
-def strip_ansi(text: str) -> str:
-    """The line without ANSI escape sequences (colours, cursor moves, OSC titles and links' markers)."""
-    return _ANSI_RE.sub("", text) if "\x1b" in text else text
-
-
 def shown(text: str) -> str:
-    """A log line as the page shows and searches it: what a terminal would display, without escape codes."""
-    return strip_ansi(after_carriage_return(text))
+    """A log line as the page shows and searches it, as plain text: what a terminal would display (jobs.ansi: the
+    part after the last carriage return that has any text, without escape codes). A mail quotes it so."""
+    return ansi.plain(text)

@@ -238,3 +238,25 @@ from jobs.portal_models import (  # noqa: E402,F401
 from jobs.scalar_models import JobScalar  # noqa: E402,F401
 from jobs.schedule_models import Schedule, ScheduledRun  # noqa: E402,F401
 from jobs.sweep_models import Sweep, SweepTrial  # noqa: E402,F401
+
+
+class JobNote(models.Model):
+    """A comment on a job ("diverged: LR too high"), console-side only: never sent to DLC, never cloned or exported.
+    The rules (who writes, edits, deletes; the text's limits) are in jobs.notes and jobs.access."""
+
+    # No index of its own: job_note_order below starts with the job, and serves the job page's thread and the job
+    # list's count per row (jobs.listing) alike.
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="notes", db_index=False)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    text = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    edited_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["job", "created_at", "id"], name="job_note_order")]
+
+    def __str__(self) -> str:
+        return f"note {self.pk} on job {self.job_id}"

@@ -2,6 +2,14 @@
 
 Plain functions; jobs.tasks.notify_job is the thin Celery task over notify_job(). A job end makes at most one
 WebhookDelivery per webhook (its unique key), tried until the receiver answers 2xx or the attempts run out.
+
+Two kinds of end have events of their own. A job skipped because the job it was to run after did not succeed
+(jobs.dependencies.SKIPPED) is "job.skipped", not "job.stopped". A sweep's trials are, for a webhook set to one
+event per sweep (Webhook.sweeps), one "sweep.ended" when the last trial ends, decided by the same rule as the
+sweep's mail (jobs.notify_email.finished_sweeps) and keyed like it on the first trial's job.
+
+Every delivery carries an event_id; a resend of a given-up delivery (an admin's "Resend") carries the same one,
+so that a receiver can drop a copy of what it got after all.
 """
 
 from __future__ import annotations
@@ -26,10 +34,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from jobs import audit, dlc
+from jobs import audit, dependencies, dlc
 from jobs import status as st
 from jobs.models import AuditEvent, Job, Webhook, WebhookDelivery
-from jobs.notify_models import EVENTS
+from jobs.notify_models import EVENTS, PER_SWEEP, SKIPPED, SWEEP_ENDED
+from jobs.sweep_models import Sweep, SweepTrial
 
 EVENT_STATUSES = frozenset(value for value, _ in EVENTS)
 TIMEOUT = 5.0  # seconds: a receiver slower than this is retried later, it does not hold a worker
@@ -46,7 +55,16 @@ SIGNATURE_HEADER = "X-DLC-Signature"
 
 
 def event_name(status: str) -> str:
-    return f"job.{status.lower()}"
+    """The payload's "event" for a delivery's status: job.succeeded ... job.skipped, or sweep.ended."""
+    return "sweep.ended" if status == SWEEP_ENDED else f"job.{status.lower()}"
+
+
+def end_of(job: Job) -> str:
+    """The end a webhook hears of: the job's status, or SKIPPED for a job that never ran because its upstream did
+    not succeed (Stopped in the job list, but no one stopped it)."""
+    if job.status == "Stopped" and job.reason_code == dependencies.SKIPPED:
+        return SKIPPED
+    return job.status
 
 
 def job_url(job: Job) -> str:
@@ -57,15 +75,17 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def payload(job: Job, *, status: str | None = None, sent_at: datetime | None = None) -> dict[str, Any]:
+def payload(job: Job, *, status: str | None = None, sent_at: datetime | None = None,
+            event_id: Any = None) -> dict[str, Any]:
     """The JSON a webhook receives for a job's end (`status`: the end's, should the job have moved on since)."""
-    status = status or job.status
+    status = status or end_of(job)
     return {
         "event": event_name(status),
+        "event_id": str(event_id) if event_id else None,
         "job": {
             "id": job.pk,
             "name": job.display_name,
-            "status": status,
+            "status": "Stopped" if status == SKIPPED else status,
             "dlc_job_id": job.dlc_job_id,
             "workspace": job.workspace.name,
             "owner": job.owner.get_username() if job.owner else None,
@@ -74,9 +94,47 @@ def payload(job: Job, *, status: str | None = None, sent_at: datetime | None = N
             "finished_at": _iso(job.finished_at),
             "reason_code": job.reason_code,
             "reason_message": job.reason_message,
+            # The job it ran (or was to run) after: for job.skipped, the one that did not succeed.
+            "upstream_job_id": job.run_after_id,
         },
         "sent_at": _iso(sent_at or timezone.now()),
     }
+
+
+def sweep_payload(sweep: Sweep, *, sent_at: datetime | None = None, event_id: Any = None) -> dict[str, Any]:
+    """The JSON of "sweep.ended": the sweep, its trials' ends counted, and each trial's job and end (as a job event
+    would name it: Skipped apart from Stopped)."""
+    trials = list(SweepTrial.objects.filter(sweep=sweep).select_related("job").order_by("number"))
+    counts: dict[str, int] = {}
+    for trial in trials:
+        counts[end_of(trial.job)] = counts.get(end_of(trial.job), 0) + 1
+    return {
+        "event": event_name(SWEEP_ENDED),
+        "event_id": str(event_id) if event_id else None,
+        "sweep": {
+            "id": sweep.pk,
+            "name": sweep.name,
+            "workspace": sweep.workspace.name,
+            "owner": sweep.owner.get_username() if sweep.owner else None,
+            "url": settings.DLC_BASE_URL + sweep.get_absolute_url(),
+            "created_at": _iso(sweep.created_at),
+            "trial_count": len(trials),
+            "counts": counts,
+            "trials": [{"number": t.number, "job_id": t.job_id, "name": t.job.display_name, "status": end_of(t.job),
+                        "url": job_url(t.job)} for t in trials],
+        },
+        "sent_at": _iso(sent_at or timezone.now()),
+    }
+
+
+def delivery_payload(delivery: WebhookDelivery, job: Job) -> dict[str, Any]:
+    """What a delivery POSTs: its sweep's summary, or its job's end."""
+    if delivery.status == SWEEP_ENDED:
+        trial = SweepTrial.objects.filter(job=job).select_related("sweep__workspace", "sweep__owner").first()
+        if trial is not None:
+            return sweep_payload(trial.sweep, event_id=delivery.event_id)
+    return payload(job, status=delivery.status if delivery.status != SWEEP_ENDED else None,
+                   event_id=delivery.event_id)
 
 
 def ping_payload(webhook: Webhook) -> dict[str, Any]:
@@ -409,21 +467,45 @@ def has_webhooks(workspace_id: int) -> bool:
     return Webhook.objects.filter(workspace_id=workspace_id, enabled=True).exists()
 
 
+def sweep_notifies(webhook: Webhook, statuses: list[str]) -> bool:
+    """Whether a sweep whose trials all ended with `statuses` makes a "sweep.ended" for this webhook: set to one
+    event per sweep, enabled, and one of its job ends among the trials' (a webhook for failures only hears of a
+    sweep that had one)."""
+    return webhook.enabled and webhook.sweeps == PER_SWEEP and any(s in (webhook.events or []) for s in statuses)
+
+
+def _owe(webhook: Webhook, job_id: int, status: str) -> WebhookDelivery:
+    key = {"webhook": webhook, "job_id": job_id, "status": status, "resend_of__isnull": True}
+    try:
+        delivery, _ = WebhookDelivery.objects.get_or_create(**key, defaults={"next_attempt_at": timezone.now()})
+    except IntegrityError:  # a concurrent task made it a moment ago
+        delivery = WebhookDelivery.objects.get(**key)
+    return delivery
+
+
 def deliveries_for(job: Job) -> list[WebhookDelivery]:
-    """The deliveries a job's end owes: one per enabled webhook whose events include its status; made once."""
-    if job.status not in EVENT_STATUSES:
+    """The deliveries a job's end owes, made once: one per enabled webhook whose events include its end; for a
+    sweep's trial and a webhook set to one event per sweep, none, or the sweep's one once its last trial ended
+    (keyed on the first trial's job: the caller enqueues the deliveries' jobs, not only this one)."""
+    end = end_of(job)
+    if end not in EVENT_STATUSES:
         return []
+    webhooks = list(Webhook.objects.filter(workspace_id=job.workspace_id, enabled=True))
+    sweep_id = None
+    if any(w.sweeps == PER_SWEEP for w in webhooks):
+        sweep_id = SweepTrial.objects.filter(job=job).values_list("sweep_id", flat=True).first()
+    sweep_end = None
+    if sweep_id is not None:
+        from jobs.notify_email import finished_sweeps  # it imports this module
+
+        sweep_end = next(iter(finished_sweeps({sweep_id})), None)
     found = []
-    for webhook in Webhook.objects.filter(workspace_id=job.workspace_id, enabled=True):
-        if not notifies(webhook, job.status):
-            continue
-        try:
-            delivery, _ = WebhookDelivery.objects.get_or_create(
-                webhook=webhook, job=job, status=job.status, defaults={"next_attempt_at": timezone.now()}
-            )
-        except IntegrityError:  # a concurrent task made it a moment ago
-            delivery = WebhookDelivery.objects.get(webhook=webhook, job=job, status=job.status)
-        found.append(delivery)
+    for webhook in webhooks:
+        if sweep_id is not None and webhook.sweeps == PER_SWEEP:
+            if sweep_end is not None and sweep_notifies(webhook, sweep_end.statuses):
+                found.append(_owe(webhook, sweep_end.first_job_id, SWEEP_ENDED))
+        elif notifies(webhook, end):
+            found.append(_owe(webhook, job.pk, end))
     return found
 
 
@@ -451,9 +533,10 @@ def attempt(delivery: WebhookDelivery, job: Job) -> str:
     webhook = Webhook.objects.get(pk=delivery.webhook_id)
     attempts = delivery.attempts + 1
     if not webhook.enabled:
-        WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=None, last_error="webhook disabled")
-        return "failed"
-    answer = _send(webhook, payload(job, status=delivery.status))
+        # Held, not given up: paused (or disabled) is a state the admin ends by enabling it (resume()).
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=None, held_at=now)
+        return "held"
+    answer = _send(webhook, delivery_payload(delivery, job))
     done = timezone.now()
     fields: dict[str, Any] = {"attempts": attempts, "last_code": answer.code, "last_error": answer.error}
     if answer.ok:
@@ -528,9 +611,57 @@ def owed_jobs(older_than: timedelta) -> list[int]:
     return overdue_jobs(WebhookDelivery.objects.filter(delivered_at__isnull=True), older_than)
 
 
+def enqueue(job_ids: list[int]) -> None:
+    """These jobs' notify tasks, once committed, through lifecycle's enqueue (a broker that is down leaves them to
+    the beat's sweep: the rows say what is owed)."""
+    from jobs import lifecycle  # it imports this module
+
+    for job_id in job_ids:
+        transaction.on_commit(lambda job_id=job_id: lifecycle._enqueue("notify_job", job_id))
+
+
+def resume(webhook: Webhook) -> tuple[list[int], int]:
+    """After an admin enabled the webhook again: its held deliveries go on, due now; those made more than
+    SWEEP_WINDOW ago are dropped instead (a receiver back after days is not owed a flood of stale ends: an admin
+    can still resend one). (jobs whose notify task to enqueue, count dropped)."""
+    now = timezone.now()
+    held = WebhookDelivery.objects.filter(webhook=webhook, held_at__isnull=False, delivered_at__isnull=True)
+    dropped = held.filter(created_at__lte=now - SWEEP_WINDOW).update(
+        held_at=None, last_error="dropped: the webhook was paused for over a day; resend it if still wanted")
+    job_ids = sorted(set(held.values_list("job_id", flat=True)))
+    held.update(held_at=None, next_attempt_at=now)
+    return job_ids, dropped
+
+
+def resend(webhook: Webhook, delivery_id: int) -> WebhookDelivery | None:
+    """A given-up delivery sent again: a new delivery of the same end under the same event id, due now. None if it
+    is not given up (delivered, owed, held) or was resent already: the conditional update lets one click of two
+    (or two workers) through. The caller enqueues the job's notify task once committed."""
+    now = timezone.now()
+    with transaction.atomic():
+        took = WebhookDelivery.objects.filter(
+            pk=delivery_id, webhook=webhook, delivered_at__isnull=True, next_attempt_at__isnull=True,
+            held_at__isnull=True, resent_at__isnull=True,
+        ).update(resent_at=now)
+        if not took:
+            return None
+        original = WebhookDelivery.objects.get(pk=delivery_id)
+        return WebhookDelivery.objects.create(webhook=webhook, job_id=original.job_id, status=original.status,
+                                              event_id=original.event_id, resend_of=original, next_attempt_at=now)
+
+
 def latest_deliveries(webhooks: list[Webhook], count: int = 5) -> dict[int, list[WebhookDelivery]]:
-    """Each webhook's newest deliveries, for the settings page (a query per webhook: a workspace has few)."""
-    return {
-        w.pk: list(WebhookDelivery.objects.filter(webhook=w).select_related("job").order_by("-id")[:count])
-        for w in webhooks
-    }
+    """Each webhook's newest deliveries, for the settings page (a query per webhook: a workspace has few); a
+    sweep's delivery with its sweep (`sweep`, for the link)."""
+    found = {}
+    for w in webhooks:
+        rows = list(WebhookDelivery.objects.filter(webhook=w).select_related("job").order_by("-id")[:count])
+        sweeps = {}
+        if any(d.is_sweep for d in rows):
+            sweeps = {t.job_id: t.sweep for t in SweepTrial.objects.filter(
+                job_id__in=[d.job_id for d in rows if d.is_sweep]).select_related("sweep")}
+        for d in rows:
+            d.webhook = w  # its state reads whether the webhook is enabled
+            d.sweep = sweeps.get(d.job_id)
+        found[w.pk] = rows
+    return found

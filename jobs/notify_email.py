@@ -14,6 +14,7 @@ opt-ins: Failed if any trial failed, else Succeeded if any succeeded, else Stopp
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -316,21 +317,38 @@ def owed(job_ids: list[int], found: list[int] | None = None) -> list[int]:
     return [pk for pk, _, _ in rows]
 
 
-def _sweeps_finished(sweep_ids: set[int]) -> list[tuple[int, int, str]]:
-    """(first trial's job, owner, outcome) of those sweeps whose trials have all ended, for an owner who opted in
-    to that outcome."""
+@dataclass(frozen=True)
+class SweepEnd:
+    """A sweep whose trials have all ended: its one summary (mail, webhook) is keyed on `first_job_id`, the same
+    row whichever trial's end is seen last, so two syncs seeing the sweep finish make one."""
+
+    sweep_id: int
+    first_job_id: int
+    owner_id: int | None
+    statuses: list[str]
+
+
+def finished_sweeps(sweep_ids: set[int]) -> list[SweepEnd]:
+    """Those of these sweeps whose last trial has ended (every trial in a terminal status); one query. Shared by
+    the mails and the webhooks (jobs.notify): one rule for "the sweep ended"."""
     by_sweep: dict[int, list[tuple[int, int, int | None, str]]] = {}
     for sweep_id, number, job_id, owner, status in (
             SweepTrial.objects.filter(sweep_id__in=sweep_ids).order_by()
             .values_list("sweep_id", "number", "job_id", "job__owner_id", "job__status")):
         by_sweep.setdefault(sweep_id, []).append((number, job_id, owner, status))
-    finished = []
-    for trials in by_sweep.values():
+    ended = []
+    for sweep_id, trials in by_sweep.items():
         statuses = [status for _, _, _, status in trials]
-        if not all(status in st.TERMINAL for status in statuses):
-            continue
-        _, job_id, owner, _ = min(trials)
-        finished.append((job_id, owner, sweep_outcome(statuses)))
+        if all(status in st.TERMINAL for status in statuses):
+            _, job_id, owner, _ = min(trials)
+            ended.append(SweepEnd(sweep_id, job_id, owner, statuses))
+    return ended
+
+
+def _sweeps_finished(sweep_ids: set[int]) -> list[tuple[int, int, str]]:
+    """(first trial's job, owner, outcome) of those sweeps whose trials have all ended, for an owner who opted in
+    to that outcome."""
+    finished = [(end.first_job_id, end.owner_id, sweep_outcome(end.statuses)) for end in finished_sweeps(sweep_ids)]
     owners = {owner for _, owner, _ in finished if owner is not None}
     prefs = {p.user_id: p for p in NotificationPrefs.objects.filter(user_id__in=owners, user__email__gt="")}
     return [(job_id, owner, outcome) for job_id, owner, outcome in finished

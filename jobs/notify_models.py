@@ -6,6 +6,8 @@ Imported at the bottom of jobs/models.py so Django registers them in the `jobs` 
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -13,13 +15,23 @@ from django.utils import timezone
 from jobs import secretbox
 from jobs import status as st
 
-# The job ends a webhook may be told about: the terminal statuses (jobs.status.TERMINAL), in page order.
+# A job that ended Stopped without ever running because the job it was to run after did not succeed
+# (jobs.dependencies.SKIPPED): an end of its own for webhooks ("job.skipped"), so that receivers can tell it from a
+# real stop. A delivery's `status` holds it in place of the job's status.
+SKIPPED = "Skipped"
+# A delivery's `status` for a sweep's one summary ("sweep.ended"), keyed on the sweep's first trial's job.
+SWEEP_ENDED = "SweepEnded"
+
+# The job ends a webhook may be told about: the terminal statuses (jobs.status.TERMINAL) and Skipped, in page order.
 EVENTS = [
     ("Succeeded", "Succeeded"),
     ("Failed", "Failed"),
     ("Stopped", "Stopped"),
     (st.SUBMIT_FAILED, st.label(st.SUBMIT_FAILED)),
+    (SKIPPED, "Skipped (the job it was to run after did not succeed)"),
 ]
+PER_TRIAL, PER_SWEEP = "trial", "sweep"
+SWEEP_CHOICES = [(PER_TRIAL, "An event per trial"), (PER_SWEEP, "One event when the sweep ends")]
 
 
 class Webhook(models.Model):
@@ -41,6 +53,9 @@ class Webhook(models.Model):
     failures_in_a_row = models.PositiveIntegerField(default=0)
     paused_at = models.DateTimeField(null=True, blank=True)
     paused_reason = models.CharField(max_length=300, blank=True)
+    # A sweep's trials: each trial's end, or one "sweep.ended" once the last trial ended (jobs.notify). Rows made
+    # before this choice existed keep PER_TRIAL (migration 0025): their receivers expect those events.
+    sweeps = models.CharField("Sweeps", max_length=8, choices=SWEEP_CHOICES, default=PER_SWEEP)
 
     class Meta:
         ordering = ["name", "id"]
@@ -72,10 +87,14 @@ class Webhook(models.Model):
 
 
 class WebhookDelivery(models.Model):
-    """One job end told to one webhook: made at most once (the unique key), tried until a 2xx or out of attempts.
+    """One job end (or a sweep's end) told to one webhook: made at most once (the unique key), tried until a 2xx or
+    out of attempts.
 
-    `next_attempt_at` is when the next try is due; None once delivered or given up. A try in progress holds it a
-    little ahead (jobs.notify.attempt's claim), so two workers never POST the same delivery at once.
+    `next_attempt_at` is when the next try is due; None once delivered, given up or held. A try in progress holds
+    it a little ahead (jobs.notify.attempt's claim), so two workers never POST the same delivery at once. `held_at`:
+    its webhook was paused or disabled when its turn came; enabling the webhook sends it on (jobs.notify.resume).
+    A given-up delivery can be resent by an admin: a new row (`resend_of` it) with the same `event_id`, so that a
+    receiver that got it after all can tell the copy; `resent_at` on the original lets that happen once.
     """
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
@@ -87,11 +106,18 @@ class WebhookDelivery(models.Model):
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    event_id = models.UUIDField(default=uuid.uuid4, editable=False)
+    held_at = models.DateTimeField(null=True, blank=True)
+    resend_of = models.OneToOneField("self", on_delete=models.CASCADE, null=True, blank=True,
+                                     related_name="resent_as")
+    resent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
         constraints = [
-            models.UniqueConstraint(fields=["webhook", "job", "status"], name="one_delivery_per_job_end"),
+            # Resends are copies of an end already made: the end itself is made once.
+            models.UniqueConstraint(fields=["webhook", "job", "status"], condition=models.Q(resend_of__isnull=True),
+                                    name="one_delivery_per_job_end"),
         ]
         indexes = [
             # The sweep's "owed and overdue" range: delivered and given-up rows hold NULL there.
@@ -105,11 +131,25 @@ class WebhookDelivery(models.Model):
 
     @property
     def state(self) -> str:
+        """delivered, pending, retrying, paused (owed, its webhook not enabled: nothing is sent meanwhile), or
+        failed (given up: out of attempts, or dropped)."""
         if self.delivered_at:
             return "delivered"
+        if self.held_at:
+            return "paused"
         if self.next_attempt_at:
+            if not self.webhook.enabled:
+                return "paused"
             return "retrying" if self.attempts else "pending"
         return "failed"
+
+    @property
+    def resendable(self) -> bool:
+        return self.state == "failed" and self.resent_at is None
+
+    @property
+    def is_sweep(self) -> bool:
+        return self.status == SWEEP_ENDED
 
 
 class NotificationPrefs(models.Model):

@@ -4,8 +4,11 @@ tail; filtered by a search, matches marked.
 The archive is the whole log, so its lines keep their numbers (1 = the first line the pod printed). A pod
 that DLC still holds is never read whole for the page: the first view is the last FIRST_VIEW_LINES lines up
 to a time cursor, and each tail request asks DLC for the lines stamped after the cursor it carries, up to a
-new one. Those lines have no number (DLC's answer does not say where in the log they are). An ended job whose
-log is not archived yet gets the same window, up to now, and no tail.
+new one. DLC's answer does not say where in the log its lines are, so they are numbered only when that is known
+exactly: a first view that came back short holds the log from its first line, and each tail request carries the
+number of the last line read (`n`) and adds the lines it reads; a full first view (earlier lines unread) or a
+tail that left lines unread (a burst past TAIL_MAX_LINES) has no numbers from there on, rather than guessed ones.
+An ended job whose log is not archived yet gets the same window, up to now, and no tail.
 
 Earlier lines are one click away ("Load older lines", `older`): the archive's by line number; DLC's by the
 window's end and how many of its last lines are shown already. GetPodLogs has no offset, only a time range and
@@ -14,23 +17,25 @@ MaxLines (its last lines), so a page before those is read from the end of the ra
 about the same few calls however far back it is.
 
 Every line leaving here is masked (jobs.logmask: the job's secret values as ********; the archive is masked when
-written), and a shown or searched line is what a terminal shows (no ANSI codes, the text after a `\r`). The
-download keeps the codes and `\r`s (a terminal shows them right), masked too.
+written), then shown as a terminal shows it (jobs.ansi: its colours as classes, the text after a `\r`, other
+escape codes dropped) and searched in the text shown, never in the codes. The colours in force carry from line to
+line, as in a terminal: through a chunk (an archived view starts from those in force before it, ansi.style_at),
+and from one tail request to the next (`sgr`); a window or page of DLC's that starts mid-log starts uncoloured.
+The download keeps the codes and `\r`s (a terminal shows them right), masked too.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 from django.utils import timezone
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
-from jobs import dlc, logarchive, logmask
+from jobs import ansi, dlc, logarchive, logmask
 from jobs.jobpage import PodRow
 from jobs.models import Job
 
@@ -62,6 +67,9 @@ END_SLACK = SETTLE + timedelta(seconds=1)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CURSOR = re.compile(r"[0-9]{1,17}")
+# What a tail request carries besides its cursor: the number of the last line read, the colours in force then.
+_LINE_NUMBER = re.compile(r"[0-9]{1,12}")
+_SGR = re.compile(r"[0-9;]{0,40}")
 
 
 class BadCursor(ValueError):
@@ -78,7 +86,7 @@ class BadQuery(ValueError):
 
 @dataclass
 class Chunk:
-    lines: list[tuple[int | None, SafeString]]  # (line number, or None in a live window; escaped, marked text)
+    lines: list[tuple[int | None, SafeString]]  # (line number, or None when not known; the line as HTML)
     total: int = 0  # archived: lines in the whole log
     skipped: int = 0  # matching lines left out: the start of an archived first view, or of a huge tail burst
     cut: bool = False  # tail: lines before those read were not even read (how many is not known)
@@ -86,11 +94,23 @@ class Chunk:
     read: int = 0  # first view from DLC: lines read (the window a search covered)
     full: bool = False  # first view from DLC: the window came back full, so the log has earlier lines
     older: str = ""  # the query string of the request for the page before these lines; "" at the log's start
+    number: int | None = None  # live: the number of the last line read (0: none yet); None when not known
+    style: ansi.Style = ansi.DEFAULT  # live: the colours in force after the last line read
 
     @property
     def live(self) -> bool:
         """Read up to a cursor, so a tail can go on from it."""
         return self.cursor is not None
+
+    @property
+    def tail_query(self) -> str:
+        """The query string of the next tail request: the cursor, and the line number and colours to go on from."""
+        params: dict[str, int | str] = {"since": self.cursor or 0}
+        if self.number is not None:
+            params["n"] = self.number
+        if self.style != ansi.DEFAULT:
+            params["sgr"] = self.style.sgr()
+        return urlencode(params)
 
 
 def encode_cursor(instant: datetime) -> int:
@@ -133,6 +153,18 @@ def parse_cursor(raw: str, job: Job, pod_id: str, now: datetime | None = None) -
     if instant < _floor(job, pod_id):
         raise BadCursor("`since` is before this pod could have logged anything; reload the page.")
     return instant
+
+
+def parse_carried(params: Mapping[str, str]) -> tuple[int | None, ansi.Style]:
+    """What a tail request carries besides its cursor (`n`, `sgr`, both optional), checked: what this console sends.
+    A forged value misnumbers or miscolours only the forger's own page."""
+    raw_number, raw_sgr = params.get("n"), params.get("sgr", "")
+    if raw_number is not None and not _LINE_NUMBER.fullmatch(raw_number):
+        raise BadCursor("`n` must be the line number the page sends; reload the page.")
+    if not _SGR.fullmatch(raw_sgr):
+        raise BadCursor("`sgr` must be the colour codes the page sends; reload the page.")
+    style = ansi.apply(raw_sgr, ansi.DEFAULT) if raw_sgr else ansi.DEFAULT
+    return (None if raw_number is None else int(raw_number)), style
 
 
 def _read(job: Job, pod_id: str) -> tuple[list[str] | None, list[str]]:
@@ -186,41 +218,66 @@ def first_view(job: Job, pod_id: str, query: str = "", now: datetime | None = No
     return chunk
 
 
-def _shown(lines: list[str], query: str) -> list[tuple[int, str]]:
-    """(index, the line as shown) of the lines that match the query as shown (jobs.logmask.shown)."""
-    return [(i, text) for i, text in enumerate(map(logmask.shown, lines)) if matches(text, query)]
+def _shown(lines: list[str], query: str, style: ansi.Style = ansi.DEFAULT,
+           ) -> tuple[list[tuple[int, SafeString]], ansi.Style]:
+    """(index, the line as HTML, matches marked) of the lines whose text as shown (jobs.ansi) matches the query, and
+    the colours in force after the last line; the lines start in `style`."""
+    found = []
+    for i, line in enumerate(lines):
+        if query and not matches(ansi.plain(line), query):
+            style = ansi.advance(line, style)
+            continue
+        html, style = ansi.render(line, style, query)
+        found.append((i, html))
+    return found, style
 
 
 def window(lines: list[str], cursor: datetime | None, query: str = "", *, size: int = FIRST_VIEW_LINES) -> Chunk:
     """A first view from DLC: the lines it answered (its last `size` up to the cursor), those matching the query.
-    Without a cursor (an ended job), there is no tail."""
-    shown = [(None, highlight(text, query)) for _, text in _shown(lines, query)]
-    return Chunk(shown, cursor=None if cursor is None else encode_cursor(cursor), read=len(lines),
-                 full=len(lines) >= size)
+    Without a cursor (an ended job), there is no tail. A window that came back short is the log from its start:
+    its lines are numbered, and the tail goes on counting from them."""
+    full = len(lines) >= size
+    found, style = _shown(lines, query)
+    return Chunk([(None if full else i + 1, html) for i, html in found],
+                 cursor=None if cursor is None else encode_cursor(cursor), read=len(lines), full=full,
+                 number=None if full else len(lines), style=style)
 
 
-def tail(job: Job, pod_id: str, since: datetime, query: str = "", now: datetime | None = None) -> Chunk:
-    """The lines stamped in (since, settled now], those matching the query, and the new cursor.
+def tail(job: Job, pod_id: str, since: datetime, query: str = "", now: datetime | None = None, *,
+         number: int | None = None, style: ansi.Style = ansi.DEFAULT) -> Chunk:
+    """The lines stamped in (since, settled now], those matching the query, and the new cursor; numbered on from
+    `number` (the last line's before them, when known), coloured on from `style` (see parse_carried).
 
     One GetPodLogs call, unless the range comes back full (a burst): then it is paged, so no line is lost, up to
     TAIL_MAX_LINES lines: beyond, only the newest are read (from the end) and sent, and the gap is said.
     """
     until = settled(now)
     if until <= since or not job.dlc_job_id or _pod(job, pod_id) is None:
-        return Chunk([], cursor=encode_cursor(since))
+        return unchanged(since, number, style)
     lines, cut = logarchive.fetch_newest(job.workspace, job.dlc_job_id, pod_id, since + timedelta(microseconds=1),
                                          until, limit=TAIL_MAX_LINES, page_lines=TAIL_PAGE_LINES)
-    return burst(logmask.mask(lines, job.secret_marks), until, query, limit=TAIL_MAX_LINES, cut=cut)
+    return burst(logmask.mask(lines, job.secret_marks), until, query, limit=TAIL_MAX_LINES, cut=cut, number=number,
+                 style=style)
+
+
+def unchanged(since: datetime, number: int | None = None, style: ansi.Style = ansi.DEFAULT) -> Chunk:
+    """A tail answer with no lines (none yet, or DLC could not be read): the next request asks from the same
+    cursor, with the same line number and colours."""
+    return Chunk([], cursor=encode_cursor(since), number=number, style=style)
 
 
 def burst(lines: list[str], cursor: datetime, query: str = "", *, limit: int = TAIL_MAX_LINES,
-          cut: bool = False) -> Chunk:
+          cut: bool = False, number: int | None = None, style: ansi.Style = ansi.DEFAULT) -> Chunk:
     """New lines for the tail: those matching the query among the newest `limit` lines read; the matching ones
-    read before those are counted as skipped. `cut`: lines before all those read were not read at all."""
+    read before those are counted as skipped. `cut`: lines before all those read were not read at all, so how many
+    lines came before them (their numbers) and the colours set there are not known."""
+    if cut:
+        number, style = None, ansi.DEFAULT
     newest = max(0, len(lines) - limit)
-    found = _shown(lines, query)
-    return Chunk([(None, highlight(text, query)) for i, text in found if i >= newest],
-                 skipped=sum(1 for i, _ in found if i < newest), cut=cut, cursor=encode_cursor(cursor))
+    found, style = _shown(lines, query, style)
+    return Chunk([(None if number is None else number + i + 1, html) for i, html in found if i >= newest],
+                 skipped=sum(1 for i, _ in found if i < newest), cut=cut, cursor=encode_cursor(cursor),
+                 number=None if number is None else number + len(lines), style=style)
 
 
 # --- older lines -----------------------------------------------------------------------------------------
@@ -268,11 +325,11 @@ def older(job: Job, pod_id: str, at: Older, query: str = "") -> Chunk:
     start, want = _floor(job, pod_id), at.skip + size
     lines, whole = logarchive.fetch_before(job.workspace, job.dlc_job_id, pod_id, start, at.until, limit=want)
     page = logmask.mask(lines[max(0, len(lines) - want):max(0, len(lines) - at.skip)], job.secret_marks)
-    found = _shown(page, query)
+    found, _ = _shown(page, query)  # from DLC's window: the colours before the page are not known
     # More matches than shown: the next page ends right before the first one shown, so none is lost.
     used = len(page) - found[-OLDER_PAGE][0] if len(found) > OLDER_PAGE else len(page)
     done = at.skip + used
-    chunk = Chunk([(None, highlight(text, query)) for _, text in found[-OLDER_PAGE:]], read=used)
+    chunk = Chunk([(None, html) for _, html in found[-OLDER_PAGE:]], read=used)
     if done < len(lines) or not whole or whole[0][0] > start:
         # The next page ends before the earliest range read whole whose lines are all shown by now, and skips
         # those shown before it: it skips less than a page and a range, however far back it is.
@@ -300,13 +357,13 @@ def cut(lines: list[str], query: str = "", *, first_view: int = FIRST_VIEW_LINES
     """An archived log's first view: the lines that match `query`, numbered, the last `first_view` of them; the
     link to the earlier ones, if any."""
     if query:
-        fresh = [(i + 1, text) for i, text in _shown(lines, query)]
-        skipped = max(0, len(fresh) - first_view)
-        fresh = fresh[skipped:]
-    else:  # every line matches: only those shown are made to look as in a terminal (a 100k-line archive)
+        found, _ = _shown(lines, query)
+        skipped = max(0, len(found) - first_view)
+        shown = [(i + 1, html) for i, html in found[skipped:]]
+    else:  # every line matches: only those shown are rendered (a 100k-line archive), in the colours set before them
         skipped = max(0, len(lines) - first_view)
-        fresh = [(n, logmask.shown(text)) for n, text in enumerate(lines[skipped:], skipped + 1)]
-    shown = [(n, highlight(text, query)) for n, text in fresh]
+        found, _ = _shown(lines[skipped:], "", ansi.style_at(lines, skipped))
+        shown = [(i + skipped + 1, html) for i, html in found]
     return Chunk(shown, total=len(lines), skipped=skipped,
                  older=urlencode({"upto": shown[0][0]}) if skipped and shown else "")
 
@@ -324,19 +381,8 @@ def matches(text: str, query: str) -> bool:
 
 
 def highlight(text: str, query: str) -> SafeString:
-    """Escape the line and wrap each case-insensitive occurrence of query in <mark>."""
-    if not query:
-        return escape(text)
-    folded, needle = text.casefold(), query.casefold()
-    if len(folded) != len(text):  # casefold changed lengths (e.g. ß): mark nothing rather than the wrong span
-        return escape(text)
-    out, start = [], 0
-    while (found := folded.find(needle, start)) != -1:
-        out.append(escape(text[start:found]))
-        out.append(f"<mark>{escape(text[found:found + len(needle)])}</mark>")
-        start = found + len(needle)
-    out.append(escape(text[start:]))
-    return mark_safe("".join(out))  # noqa: S308 - every piece is escaped above
+    """The line as HTML (jobs.ansi: escaped, coloured) with each case-insensitive occurrence of query in <mark>."""
+    return ansi.render(text, query=query)[0]
 
 
 def stream(lines: list[str], batch: int = 1000, masker: logmask.Masker | None = None) -> Iterator[str]:

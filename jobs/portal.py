@@ -367,7 +367,19 @@ def _webhook_record(webhook: Webhook) -> dict[str, Any]:
     receiver's secret (chat webhooks); a signing secret only as on or off."""
     return {"name": webhook.name, "url_host": notify.host_of(webhook.url),
             "url_digest": hashlib.sha256(webhook.url.encode()).hexdigest()[:12], "events": list(webhook.events),
-            "enabled": webhook.enabled, "signing": "on" if webhook.has_secret else "off"}
+            "sweeps": webhook.sweeps, "enabled": webhook.enabled, "signing": "on" if webhook.has_secret else "off"}
+
+
+def _resumed(webhook: Webhook) -> str:
+    """Its held deliveries sent on (jobs.notify.resume), in words for the message."""
+    job_ids, dropped = notify.resume(webhook)
+    notify.enqueue(job_ids)
+    words = ""
+    if job_ids:
+        words += " Its paused deliveries are sent now."
+    if dropped:
+        words += f" {dropped} paused for over a day {'was' if dropped == 1 else 'were'} dropped: Resend if wanted."
+    return words
 
 
 def _notifications_page(request: HttpRequest, workspace: Workspace, form: WebhookForm,
@@ -416,7 +428,8 @@ def webhook_edit(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
             if changed:
                 audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="webhook-changed",
                              webhook=webhook.name, changes=changed)
-        messages.success(request, f"Webhook {webhook.name} saved." if changed else "Nothing changed.")
+            resumed = _resumed(webhook) if webhook.enabled and not before["enabled"] else ""
+        messages.success(request, (f"Webhook {webhook.name} saved." if changed else "Nothing changed.") + resumed)
         return redirect("notifications", ws=workspace.pk)
     return _notifications_page(request, workspace, form, editing=webhook)
 
@@ -433,7 +446,31 @@ def webhook_toggle(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
         webhook.save(update_fields=["enabled", "failures_in_a_row", "paused_at", "paused_reason", "updated_at"])
         audit.record(request.user, AuditEvent.CHANGED, workspace=workspace,
                      event="webhook-enabled" if webhook.enabled else "webhook-disabled", webhook=webhook.name)
-    messages.success(request, f"Webhook {webhook.name} {'enabled' if webhook.enabled else 'disabled'}.")
+        resumed = _resumed(webhook) if webhook.enabled else ""
+    messages.success(request, f"Webhook {webhook.name} {'enabled' if webhook.enabled else 'disabled'}.{resumed}")
+    return redirect("notifications", ws=workspace.pk)
+
+
+@login_required
+@require_POST
+def webhook_resend(request: HttpRequest, ws: int, pk: int, delivery: int) -> HttpResponse:
+    """Send a given-up delivery again: a new delivery under the same event id (jobs.notify.resend); a second click
+    finds it resent and makes nothing."""
+    workspace, webhook = _webhook(request, ws, pk)
+    if not webhook.enabled:
+        messages.error(request, f"Enable {webhook.name} first: a paused webhook sends nothing.")
+        return redirect("notifications", ws=workspace.pk)
+    with transaction.atomic():
+        copy = notify.resend(webhook, delivery)
+        if copy is not None:
+            audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, job=copy.job,
+                         event="webhook-delivery-resent", webhook=webhook.name, delivery=delivery,
+                         event_id=str(copy.event_id))
+            notify.enqueue([copy.job_id])
+    if copy is None:
+        messages.info(request, "That delivery was resent already, or is not given up: nothing sent.")
+    else:
+        messages.success(request, f"Resending to {webhook.name} (same event id).")
     return redirect("notifications", ws=workspace.pk)
 
 

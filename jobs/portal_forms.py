@@ -306,10 +306,13 @@ class WebhookForm(forms.ModelForm):
 
     class Meta:
         model = Webhook
-        fields = ["name", "url", "events", "enabled"]
-        widgets = {"url": forms.TextInput(attrs={"placeholder": "https://hooks.example.com/dlc"})}
+        fields = ["name", "url", "events", "sweeps", "enabled"]
+        widgets = {"url": forms.TextInput(attrs={"placeholder": "https://hooks.example.com/dlc"}),
+                   "sweeps": forms.RadioSelect}
         help_texts = {"url": "http:// or https://; redirects are not followed. Not to this server itself, "
-                             "link-local or cloud metadata addresses."}
+                             "link-local or cloud metadata addresses.",
+                      "sweeps": "How a sweep's trials are told: each trial's end as a job event, or one sweep.ended "
+                                "once the last trial ended (if a trial ended as one of the job ends ticked above)."}
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -317,6 +320,8 @@ class WebhookForm(forms.ModelForm):
         if self.instance.pk is None:
             # A new webhook starts with every job end ticked: an empty choice could only be refused.
             self.fields["events"].initial = [value for value, _ in notify.EVENTS]
+        # Left out (a form from before the choice, a script): the webhook keeps its own, a new one the default.
+        self.fields["sweeps"].required = False
         if self.instance.has_secret:
             self.fields["secret"].help_text = "A secret is set and stays hidden; type a new one to replace it."
         else:
@@ -330,6 +335,9 @@ class WebhookForm(forms.ModelForm):
         if taken.exists():
             raise forms.ValidationError("This workspace already has a webhook of that name.")
         return name
+
+    def clean_sweeps(self) -> str:
+        return self.cleaned_data["sweeps"] or self.instance.sweeps
 
     def clean_secret(self) -> str:
         secret = self.cleaned_data["secret"]

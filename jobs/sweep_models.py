@@ -29,6 +29,11 @@ class Sweep(models.Model):
     trials_asked = models.PositiveIntegerField(null=True, blank=True)
     seed = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Median early stopping (jobs.early_stop), off while the metric is blank.
+    early_stop_metric = models.CharField(max_length=64, blank=True, default="")
+    early_stop_goal = models.CharField(max_length=3, blank=True, default="")
+    early_stop_after = models.PositiveIntegerField(default=3)
+    early_stop_step = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -56,6 +61,10 @@ class Sweep(models.Model):
         return [(str(p[0]), ", ".join(str(v) for v in p[1])) for p in self.parameters
                 if isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[1], list)]
 
+    @property
+    def early_stopping(self) -> bool:
+        return bool(self.early_stop_metric)
+
 
 class SweepTrial(models.Model):
     """One trial of a sweep: its job and the parameter values it runs with ({name: value})."""
@@ -64,6 +73,11 @@ class SweepTrial(models.Model):
     job = models.OneToOneField("jobs.Job", on_delete=models.CASCADE, related_name="sweep_trial")
     number = models.PositiveIntegerField()
     values = models.JSONField(default=dict)
+    # Median early stopping: when the rule last read this trial's metrics (the oldest are read first), and when
+    # and why it stopped the trial ("Stopped early: best loss 0.52 at step 300, behind the median ...").
+    early_checked_at = models.DateTimeField(null=True, blank=True)
+    stopped_early_at = models.DateTimeField(null=True, blank=True)
+    stop_reason = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
         ordering = ["sweep", "number"]

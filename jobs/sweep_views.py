@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import access, jobpage, lifecycle, scalars, sweeps
+from jobs import access, early_stop, jobpage, lifecycle, scalars, sweeps
 from jobs import status as st
 from jobs.models import Sweep, SweepTrial
 from jobs.views import can_select, current_workspace, show_workspace, wants_partial
@@ -30,13 +30,16 @@ def _get_sweep(request: HttpRequest, pk: int) -> Sweep:
 
 def _clone_url(request: HttpRequest, sweep: Sweep, first_job: int | None) -> str:
     """The wizard cloning trial 1, its sweep box filled in: the same grid, or the same random search (its trials and
-    seed too, so submitting it unchanged samples the same values), ready to change."""
+    seed too, so submitting it unchanged samples the same values), and its early stopping, ready to change."""
     if first_job is None or not access.can(request.user, "clone", workspace=sweep.workspace):
         return ""
     search = sweeps.search_of(sweep)
     query = {"clone": first_job, sweeps.FIELD: search.as_text()}
     if search.method == sweeps.RANDOM:
         query |= {sweeps.TRIALS_FIELD: search.count, sweeps.SEED_FIELD: search.seed}
+    if sweep.early_stopping:
+        query |= {early_stop.METRIC_FIELD: sweep.early_stop_metric, early_stop.GOAL_FIELD: sweep.early_stop_goal,
+                  early_stop.AFTER_FIELD: sweep.early_stop_after, early_stop.STEP_FIELD: sweep.early_stop_step}
     return f"{reverse('job_create')}?{urlencode(query)}"
 
 
@@ -79,9 +82,9 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     sweep = _get_sweep(request, pk)
     rows = sweeps.trial_rows(sweep)
     first = rows[0].row["pk"] if rows else None  # trial 1, whatever the ranking
-    # The trials' metrics in one query; ?rank=<metric>&goal=min|max puts the best ended trial first.
+    # The trials' metrics in one query; ?rank=<metric>&goal=min|max&value=best|last puts the best ended trial first.
     board = sweeps.leaderboard(rows, scalars.last_values(r.row["pk"] for r in rows), request.GET.get("rank"),
-                               request.GET.get("goal"))
+                               request.GET.get("goal"), request.GET.get("value"))
     rows = board.rows
     context = {"sweep": sweep, "rows": rows, "board": board, "tally": sweeps.tally(rows),
                "active": sweeps.any_active(rows), "polling": sweeps.polling(rows),

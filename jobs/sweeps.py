@@ -550,11 +550,13 @@ def trial_tag(token: uuid.UUID, number: int) -> uuid.UUID:
 
 
 def launch(*, workspace, owner, name: str, grid: Search, found: list[Trial], hints: dict, secrets: dict[str, str],
-           cloned_from=None, run_after=None, run_after_when: str = "succeeded", token: uuid.UUID | None = None):
+           cloned_from=None, run_after=None, run_after_when: str = "succeeded", token: uuid.UUID | None = None,
+           early=None):
     """Save the Sweep and its trial jobs in one transaction: each job through save_and_enqueue (audited, and
     enqueued on commit), so no worker starts a trial of a sweep that is not all saved. With `run_after` every trial
     waits for that one upstream job (jobs.dependencies). With the wizard's submission `token`, each trial's tag is
-    trial_tag(token, number), so the same form posted again collides (IntegrityError) instead of a second sweep."""
+    trial_tag(token, number), so the same form posted again collides (IntegrityError) instead of a second sweep.
+    `early`: the sweep's median early stopping (jobs.early_stop.Settings), None for none."""
     from django.db import transaction
 
     from jobs import secretbox
@@ -563,7 +565,8 @@ def launch(*, workspace, owner, name: str, grid: Search, found: list[Trial], hin
     from jobs.views import save_and_enqueue
 
     with transaction.atomic():
-        sweep = Sweep.objects.create(workspace=workspace, owner=owner, name=name, **grid.fields())
+        sweep = Sweep.objects.create(workspace=workspace, owner=owner, name=name, **grid.fields(),
+                                     **(early.fields() if early is not None else {}))
         for trial in found:
             # A value named like a secret is sealed, as for a single job; every trial gets the same secrets.
             body, named = take_secrets(trial.body)
@@ -591,10 +594,13 @@ class TrialRow:
     row: dict  # jobs.listing.Row: name, url, status badge, duration
     started: str
     started_iso: str
-    metrics: list[str] = dataclasses.field(default_factory=list)  # last values of Leaderboard.names ("" if none)
+    # Leaderboard.names' values ("" if none): the last, the ranked metric's the one it is ranked by
+    metrics: list[str] = dataclasses.field(default_factory=list)
     rank: int | None = None  # 1 = best, when the trials are ranked and this one is
-    best: bool = False
+    best: bool = False  # in the first place (with others, when `tied`)
+    tied: bool = False
     archiving: bool = False  # ended, its metrics still to come from the log archive (see `polling`)
+    stop_reason: str = ""  # why early stopping stopped it (jobs.early_stop), "" if it did not
 
 
 def trial_rows(sweep) -> list[TrialRow]:
@@ -615,7 +621,8 @@ def trial_rows(sweep) -> list[TrialRow]:
                      and job.finished_at is not None and job.finished_at > recent)
         out.append(TrialRow(trial.number, [str((trial.values or {}).get(n, "")) for n in names], rows[trial.job_id],
                             f"{started:%Y-%m-%d %H:%M:%S}" if started else "—",
-                            started.isoformat() if started else "", archiving=archiving))
+                            started.isoformat() if started else "", archiving=archiving,
+                            stop_reason=trial.stop_reason))
     return out
 
 
@@ -665,6 +672,19 @@ def default_goal(name: str) -> str:
     return "max"
 
 
+VALUES = ("best", "last")
+DEFAULT_VALUE = "best"  # as Katib ranks trials: by the best value the objective reached, not where it ended
+
+
+def score(found: Any, goal: str, value: str) -> float:
+    """The number a trial is ranked by: of its metric's summary (a JobScalar or a scalars.Summary), the best value
+    it reached (the lowest for goal min, the highest for max) or its last one. The page, the API and the compare
+    link all rank with this."""
+    if value == "last":
+        return found.last
+    return found.min if goal == "min" else found.max
+
+
 @dataclass
 class Leaderboard:
     rows: list[TrialRow]  # ranked: the ranked trials best first, then the others in trial order
@@ -672,29 +692,52 @@ class Leaderboard:
     all_names: list[str]  # every metric a trial has (what one may rank by)
     rank: str = ""
     goal: str = ""
+    value: str = DEFAULT_VALUE  # best | last: which of each trial's values ranks it
     error: str = ""
+    error_field: str = ""  # the query parameter the error is about: rank | goal | value
+
+    def _query(self, rank: str, goal: str, value: str) -> str:
+        # The default value stays out of the query, so links made before it existed keep their meaning.
+        query = {"rank": rank, "goal": goal} | ({"value": value} if value != DEFAULT_VALUE else {})
+        return f"?{urlencode(query)}"
 
     @property
     def query(self) -> str:
         """The ranking's query string (for the table's poll), "" when not ranked."""
-        return f"?{urlencode({'rank': self.rank, 'goal': self.goal})}" if self.rank else ""
+        return self._query(self.rank, self.goal, self.value) if self.rank else ""
 
     def choices(self) -> list[tuple[str, str, bool]]:
-        """(name, query, chosen) of each metric to rank by, at its default goal."""
-        return [(n, f"?{urlencode({'rank': n, 'goal': default_goal(n)})}", n == self.rank) for n in self.names]
+        """(name, query, chosen) of each metric to rank by, at its default goal (and the value chosen)."""
+        return [(n, self._query(n, default_goal(n), self.value), n == self.rank) for n in self.names]
 
     @property
     def other_goal(self) -> str:
         """The query of the chosen metric ranked the other way."""
-        return f"?{urlencode({'rank': self.rank, 'goal': 'max' if self.goal == 'min' else 'min'})}"
+        return self._query(self.rank, "max" if self.goal == "min" else "min", self.value)
+
+    def value_choices(self) -> list[tuple[str, str, bool]]:
+        """(value, query, chosen) of "best" and "last" for the chosen metric and goal."""
+        return [(v, self._query(self.rank, self.goal, v), v == self.value) for v in VALUES]
+
+    @property
+    def tied(self) -> bool:
+        """Whether more than one trial shares the first place."""
+        return sum(1 for r in self.rows if r.best) > 1
+
+    def as_json(self) -> dict[str, Any]:
+        """What the API says of the ranking: the metric, goal and value used, and the trials' order."""
+        return {"metric": self.rank, "goal": self.goal, "value": self.value,
+                "order": [r.number for r in self.rows if r.rank is not None]}
 
 
 def leaderboard(rows: list[TrialRow], values: Mapping[int, Mapping[str, Any]], rank: str | None = None,
-                goal: str | None = None) -> Leaderboard:
-    """The trials with their metrics' last values (`values`: jobs.scalars.last_values of their jobs), ranked by
-    `rank` when asked: the ended trials that have it, best first by `goal` (min | max, by default min for a loss,
-    an error or a perplexity, else max), ties in trial order; the others below, in trial order. A rank or goal
-    that cannot be used is the board's error, and the trials stay in order."""
+                goal: str | None = None, value: str | None = None) -> Leaderboard:
+    """The trials with their metrics' values (`values`: jobs.scalars.last_values of their jobs), ranked by `rank`
+    when asked: the ended trials that have it, best first by `goal` (min | max, by default min for a loss, an
+    error or a perplexity, else max) of `value` (best: the best value each reached, the default; last: the last
+    one); the others below, in trial order. Ties share a place (standard competition ranking: 1, 1, 3), in trial
+    order; every trial in the first place is the best. A rank, goal or value that cannot be used is the board's
+    error, and the trials stay in order."""
     from jobs import scalars
     from jobs import status as st
 
@@ -702,27 +745,40 @@ def leaderboard(rows: list[TrialRow], values: Mapping[int, Mapping[str, Any]], r
     all_names = sorted({name for found in per_trial for name in found})
     names = scalars.common_names(per_trial, METRIC_COLUMNS)
     board = Leaderboard(list(rows), names, all_names)
-    rank, goal = (rank or "").strip(), (goal or "").strip()
+    rank, goal, value = (rank or "").strip(), (goal or "").strip(), (value or "").strip()
     if rank and rank not in all_names:
-        board.error = (f"No trial has a metric named {rank[:64]!r}" + (
-            f": rank by one of {', '.join(all_names)}." if all_names else " (no trial printed METRIC lines yet)."))
+        board.error, board.error_field = (f"No trial has a metric named {rank[:64]!r}" + (
+            f": rank by one of {', '.join(all_names)}." if all_names else " (no trial printed METRIC lines yet)."),
+            "rank")
     elif rank and goal and goal not in GOALS:
         board.error = f"Rank {rank} by min (lowest first) or max (highest first), not {goal[:20]!r}."
+        board.error_field = "goal"
+    elif rank and value and value not in VALUES:
+        board.error = f"Rank {rank} by each trial's best or last value, not {value[:20]!r}."
+        board.error_field = "value"
     elif rank:
-        board.rank, board.goal = rank, goal or default_goal(rank)
+        board.rank, board.goal, board.value = rank, goal or default_goal(rank), value or DEFAULT_VALUE
         if rank not in names:
             board.names = names[:METRIC_COLUMNS - 1] + [rank]
     for row, found in zip(rows, per_trial, strict=True):
-        row.metrics = [scalars.fmt(found[n].last) if n in found else "" for n in board.names]
-        row.rank, row.best = None, False
+        # The ranked column shows the number it is ranked by; the others their last value.
+        row.metrics = [scalars.fmt(score(found[n], board.goal, board.value) if n == board.rank else found[n].last)
+                       if n in found else "" for n in board.names]
+        row.rank, row.best, row.tied = None, False, False
     if not board.rank:
         return board
-    ranked = [(found[rank].last, row.number, row) for row, found in zip(rows, per_trial, strict=True)
+    ranked = [(score(found[rank], board.goal, board.value), row.number, row)
+              for row, found in zip(rows, per_trial, strict=True)
               if rank in found and st.is_terminal(row.row["status"])]
     ranked.sort(key=lambda t: (t[0] if board.goal == "min" else -t[0], t[1]))
-    for place, (_, _, row) in enumerate(ranked, 1):
+    place = 0
+    for index, (number, _, row) in enumerate(ranked, 1):
+        if index == 1 or number != ranked[index - 2][0]:
+            place = index
         row.rank, row.best = place, place == 1
+    first = [row for _, _, row in ranked if row.best]
+    for row in first:
+        row.tied = len(first) > 1
     placed = {id(row) for _, _, row in ranked}
     board.rows = [row for _, _, row in ranked] + [row for row in rows if id(row) not in placed]
     return board
-

@@ -7,7 +7,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from jobs import dependencies, dlc, lifecycle, logarchive, notify, notify_email, schedules
+from jobs import dependencies, dlc, early_stop, lifecycle, logarchive, notify, notify_email, schedules
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -120,3 +120,10 @@ def run_schedules() -> int:
     """Start the jobs of due schedules. Safe to run twice or at once on two beats: each slot is one ScheduledRun
     row (unique), so a repeat finds its slot taken and starts nothing."""
     return len(schedules.run_due())
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def stop_trials_early() -> int:
+    """Median early stopping of sweeps' running trials (jobs.early_stop.check): at most DLC_EARLY_STOP_MAX_CHECKS
+    trials' logs read per run. Safe to run twice or at once: each stop is claimed on its trial's row."""
+    return len(early_stop.check())

@@ -1,7 +1,7 @@
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from jobs import api, sweep_views, views, wizard
+from jobs import api, note_views, sweep_views, views, wizard
 
 urlpatterns = [
     path("", views.job_list, name="job_list"),
@@ -26,6 +26,11 @@ urlpatterns = [
     path("jobs/<int:pk>/scalars", views.job_scalars, name="job_scalars"),
     path("jobs/<int:pk>/logs", views.job_logs, name="job_logs"),
     path("jobs/<int:pk>/pods/<str:pod_id>/logs/download", views.pod_log_download, name="pod_log_download"),
+    # Notes on a job (jobs.notes): the job page's card, and the API's.
+    path("jobs/<int:pk>/notes", note_views.job_notes, name="job_notes"),
+    path("jobs/<int:pk>/notes/<int:note_id>", note_views.job_note_edit, name="job_note_edit"),
+    path("jobs/<int:pk>/notes/<int:note_id>/delete", note_views.job_note_delete, name="job_note_delete"),
+    path("api/v1/jobs/<int:pk>/notes", note_views.api_job_notes, name="api_job_notes"),
     path("workspace", views.switch_workspace, name="switch_workspace"),
     path("sweeps/", sweep_views.sweep_list, name="sweep_list"),
     path("sweeps/<int:pk>", sweep_views.sweep_detail, name="sweep_detail"),

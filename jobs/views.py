@@ -25,6 +25,7 @@ from jobs import (
     jobpage,
     lifecycle,
     listing,
+    notes,
     podlogs,
     priority,
     scalars,
@@ -294,6 +295,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context["sections"] = jobpage.sections(job)
     context["priority"] = priority.control(request.user, job)
     context["pod_id"] = request.GET.get("pod", "")
+    context["notes_card"] = notes.card(request.user, job)
     return render(request, "jobs/detail.html", context)
 
 
@@ -443,17 +445,18 @@ def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
         return _log_panel(request, job, pod)
     try:
         since = podlogs.parse_cursor(request.GET["since"], job, pod_id)
+        number, style = podlogs.parse_carried(request.GET)
     except podlogs.BadCursor as err:
         return HttpResponse(str(err), status=400, content_type="text/plain; charset=utf-8")
     query, query_error = _log_query(request)
     if query_error:  # the page never sends one (its panel refuses it): a hand-made URL
         return HttpResponse(query_error, status=400, content_type="text/plain; charset=utf-8")
     try:
-        chunk, error = podlogs.tail(job, pod_id, since, query), None
+        chunk, error = podlogs.tail(job, pod_id, since, query, number=number, style=style), None
         following = podlogs.following(job, pod, chunk.cursor)
     except dlc.DLCError as err:
         # Ask again from the same cursor while the pod runs; an ended pod's log may be gone for good.
-        chunk, error = podlogs.Chunk([], cursor=podlogs.encode_cursor(since)), err
+        chunk, error = podlogs.unchanged(since, number, style), err
         following = job.is_active and pod.live
     return render(request, "jobs/_log_chunk.html",
                   {"job": job, "pod": pod, "q": query, "chunk": chunk, "error": error, "following": following})

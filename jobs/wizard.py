@@ -27,6 +27,7 @@ from jobs import (
     access,
     clone,
     dependencies,
+    early_stop,
     export,
     portal_wizard,
     secretbox,
@@ -229,7 +230,9 @@ def _reprompts(wizard: glue.Wizard, start: Start) -> list[tuple[str, str]]:
 
 
 # The sweep box's fields: (name, label in the error summary).
-_SWEEP_FIELDS = ((sweeps.FIELD, "Sweep"), (sweeps.TRIALS_FIELD, "Trials"), (sweeps.SEED_FIELD, "Seed"))
+_SWEEP_FIELDS = ((sweeps.FIELD, "Sweep"), (sweeps.TRIALS_FIELD, "Trials"), (sweeps.SEED_FIELD, "Seed"),
+                 (early_stop.METRIC_FIELD, "Early stopping metric"), (early_stop.GOAL_FIELD, "Early stopping goal"),
+                 (early_stop.AFTER_FIELD, "After N succeeded trials"), (early_stop.STEP_FIELD, "Not before step"))
 
 
 def _sweep_input(params: QueryDict) -> dict[str, str]:
@@ -273,7 +276,9 @@ def _context(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | No
                   "seed": sweep_input.get(sweeps.SEED_FIELD, ""), "errors": sweep_errors.get(sweeps.FIELD, []),
                   "trials_errors": sweep_errors.get(sweeps.TRIALS_FIELD, []),
                   "seed_errors": sweep_errors.get(sweeps.SEED_FIELD, []),
-                  "error_count": len(sweeps.flat(sweep_errors)), "max_trials": sweeps.max_trials()},
+                  "error_count": sum(map(len, sweep_errors.values())), "max_trials": sweeps.max_trials(),
+                  "stop": {name: sweep_input.get(name, "") for name in early_stop.FIELDS},
+                  "stop_errors": {name: sweep_errors.get(name, []) for name in early_stop.FIELDS}},
         "start": start,
         "workspace": start.workspace,
         "hidden": start.hidden,
@@ -369,10 +374,12 @@ def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given
     if wizard.action != "submit" or not wizard.is_valid:
         # The sweep's own problems are shown with the form's, so one round trip shows them all.
         errors = sweeps.parse_form(text, trials, seed, env_names=body.get("Envs") or {})[1] \
-            if wizard.action == "submit" else {}
+            | early_stop.parse(given)[1] if wizard.action == "submit" else {}
         return _page(request, _context(wizard, start, given, errors))
     grid, found, errors = sweeps.check_form(text, body, context=wizard.context, hints=wizard.hints(),
                                             locked=wizard.locked, trials=trials, seed=seed)
+    early, early_errors = early_stop.parse(given)
+    errors = {**errors, **early_errors}
     if errors or start.after_choice.errors:
         return _page(request, _context(wizard, start, given, errors))
     # Every trial waits on the same upstream, if one was chosen.
@@ -381,7 +388,7 @@ def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given
         sweep = sweeps.launch(workspace=start.workspace, owner=request.user, name=body["DisplayName"], grid=grid,
                               found=found, hints=wizard.hints(), secrets=wizard.secrets(), cloned_from=start.source,
                               run_after=start.after_choice.upstream, run_after_when=start.after_choice.when,
-                              token=token)
+                              token=token, early=early)
     except IntegrityError:
         if (answer := _made_meanwhile(request, start, token)) is None:
             raise
@@ -483,6 +490,8 @@ def wizard_preview(request: HttpRequest) -> HttpResponse:
     given = _sweep_input(request.POST)
     sweep_errors = sweeps.parse_form(given[sweeps.FIELD], given[sweeps.TRIALS_FIELD], given[sweeps.SEED_FIELD],
                                      env_names=wizard.body().get("Envs") or {})[1]
+    if given[sweeps.FIELD].strip():
+        sweep_errors |= early_stop.parse(given)[1]
     after = start.after = _after_input(request.POST)
     after_errors = dependencies.check(request.user, start.workspace, after[dependencies.FIELD],
                                       after[dependencies.WHEN_FIELD]).errors

@@ -80,6 +80,12 @@ def webhook_toggled(team, role, response):
     assert Webhook.objects.get(name="alpha-hook").enabled == (role != "admin"), role
 
 
+def delivery_resent(team, role, response):
+    from jobs.models import WebhookDelivery
+
+    assert WebhookDelivery.objects.filter(resend_of__isnull=False).exists() == (role == "admin"), role
+
+
 def _changed_by(role) -> bool:
     return role in ("member", "admin")
 
@@ -108,6 +114,32 @@ def own_prefs(team, role, response):
 
     assert list(NotificationPrefs.objects.filter(email_on_failure=True).values_list("user__username", flat=True)) \
         == ([] if role == "anon" else [role]), role
+
+
+def note(team) -> int:
+    """A note of the member's on the team's job (jobs.notes)."""
+    from jobs.models import JobNote
+
+    found, _ = JobNote.objects.get_or_create(job=team.job, author=team.users["member"], text="alpha note")
+    return found.pk
+
+
+def note_added(team, role, response):
+    from jobs.models import JobNote
+
+    assert JobNote.objects.filter(text="matrix note").exists() == _changed_by(role), role
+
+
+def note_edited(team, role, response):
+    from jobs.models import JobNote
+
+    assert JobNote.objects.filter(text="matrix note").exists() == (role == "member"), role  # its author alone
+
+
+def note_deleted(team, role, response):
+    from jobs.models import JobNote
+
+    assert JobNote.objects.filter(text="alpha note").exists() != _changed_by(role), role
 
 
 def wizard_data(t):
@@ -159,6 +191,23 @@ MATRIX: dict[str, list[Case]] = {
     "jobs/<int:pk>/metrics": [Case("GET", lambda t: f"/jobs/{job(t)}/metrics", READ)],
     "jobs/<int:pk>/scalars": [Case("GET", lambda t: f"/jobs/{job(t)}/scalars", READ)],
     "jobs/<int:pk>/logs": [Case("GET", lambda t: f"/jobs/{job(t)}/logs", READ)],
+    # Notes: members and admins write; a note's author edits it; its author or an admin deletes it.
+    "jobs/<int:pk>/notes": [
+        Case("GET", lambda t: f"/jobs/{job(t)}/notes", READ),
+        Case("POST", lambda t: f"/jobs/{job(t)}/notes", roles(403, 302, 302, 404),
+             data=lambda t: {"text": "matrix note"}, check=note_added),
+    ],
+    "jobs/<int:pk>/notes/<int:note_id>": [
+        Case("POST", lambda t: f"/jobs/{job(t)}/notes/{note(t)}", roles(403, 302, 403, 404),
+             data=lambda t: {"text": "matrix note"}, check=note_edited)],
+    "jobs/<int:pk>/notes/<int:note_id>/delete": [
+        Case("POST", lambda t: f"/jobs/{job(t)}/notes/{note(t)}/delete", roles(403, 302, 302, 404),
+             check=note_deleted)],
+    "api/v1/jobs/<int:pk>/notes": [
+        Case("GET", lambda t: f"/api/v1/jobs/{job(t)}/notes", API_READ),
+        Case("POST", lambda t: f"/api/v1/jobs/{job(t)}/notes", roles(403, 201, 201, 404, 401), json=True,
+             data=lambda t: {"text": "matrix note"}, check=note_added),
+    ],
     "jobs/<int:pk>/pods/<str:pod_id>/logs/download": [
         Case("GET", lambda t: f"/jobs/{job(t)}/pods/train-a-worker-0/logs/download", roles(502, 502, 502, 404))],
     "sweeps/": [Case("GET", lambda t: "/sweeps/", everyone(200, LOGIN))],
@@ -195,6 +244,9 @@ MATRIX: dict[str, list[Case]] = {
     # Not an htmx request: the answer is a message on the page the POST redirects to (port 9: refused at once).
     "workspaces/<int:ws>/notifications/<int:pk>/test": [
         Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/notifications/{webhook(t)}/test", ADMIN_POST)],
+    "workspaces/<int:ws>/notifications/<int:pk>/deliveries/<int:delivery>/resend": [
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/notifications/{webhook(t)}/deliveries/"
+                               f"{given_up_delivery(t)}/resend", ADMIN_POST, check=delivery_resent)],
     "workspaces/<int:ws>/schedules": [Case("GET", lambda t: f"/workspaces/{schedule(t) and t.alpha.pk}/schedules",
                                            READ)],
     # The schedule is the member's: its owner and the admins may change it.
@@ -281,6 +333,15 @@ def webhook(team) -> int:
     hook, _ = Webhook.objects.get_or_create(workspace=team.alpha, name="alpha-hook",
                                             defaults={"url": "http://127.0.0.1:9/hook", "events": ["Failed"]})
     return hook.pk
+
+
+def given_up_delivery(team) -> int:
+    """A delivery of Alpha's webhook that ran out of attempts: one an admin may resend."""
+    from jobs.models import WebhookDelivery
+
+    found, _ = WebhookDelivery.objects.get_or_create(webhook_id=webhook(team), job=team.job, status="Failed",
+                                                     defaults={"attempts": 4, "last_code": 500})
+    return found.pk
 
 
 def sweep(team) -> int:

@@ -46,8 +46,11 @@ def test_the_log_tail_shows_lines_as_the_pod_prints_them(stack, member, page, su
     assert distinct == sorted(distinct) and all(0 < n < 24 for n in distinct[:-1])
 
     expect(lines).to_have_count(24, timeout=30_000)
-    texts = lines.evaluate_all("els => els.map(e => e.textContent)")
+    # Without the line number (read from its start, the running log's lines are numbered, the tail's too).
+    without_number = "els => els.map(e => e.textContent.slice((e.querySelector('.no')?.textContent ?? '').length))"
+    texts = lines.evaluate_all(without_number)
     assert texts == [f"tick-{i}" for i in range(1, 25)], "each line once, in order"
+    assert lines.evaluate_all("els => els.map(e => e.dataset.n)") == [str(i) for i in range(1, 25)]
     assert page.get_attribute("#log-lines .ln", "data-mark") == "first", "new lines were appended"
     expect(page.locator("#job-status")).to_have_text("Succeeded", timeout=30_000)
     expect(page.locator("#log-tail")).to_have_attribute("data-following", "no")
@@ -55,8 +58,6 @@ def test_the_log_tail_shows_lines_as_the_pod_prints_them(stack, member, page, su
 
     # The search goes into the URL, and a reload of that URL shows the same search; clearing it clears the URL.
     found = [f"tick-{i}" for i in (2, 20, 21, 22, 23, 24)]
-    # Without the line number an archived log shows (the job has ended, its log may be archived by now).
-    without_number = "els => els.map(e => e.textContent.slice((e.querySelector('.no')?.textContent ?? '').length))"
     page.locator('#log-search input[name="q"]').fill("TICK-2")
     page.locator('#log-search input[name="q"]').press("Enter")
     page.wait_for_url(re.compile(rf"/jobs/{job.pk}\?pod=[^&#]+&q=TICK-2#logs$"))
@@ -166,8 +167,8 @@ def test_older_lines_are_prepended_on_demand_and_lines_show_as_in_a_terminal(sta
                                                                              tmp_path):
     """A running job's log longer than the first view: "Load older lines" at the top of the box puts the lines
     before those shown in front of them (those shown stay, the reader stays on them), down to the start; a
-    coloured line shows without its escape codes, a tqdm line as its last update. At 1280 and 390 px."""
-    job = submit(member, "older", "printf '\\033[32mready\\033[0m\\n'; printf ' 0%%|\\r 50%%|\\r100%%| done\\n'; "
+    coloured line shows in its colour without its escape codes, a tqdm line as its last update. At 1280 and 390 px."""
+    job = submit(member, "older", "printf '\\033[31mready\\033[0m\\n'; printf ' 0%%|\\r 50%%|\\r100%%| done\\n'; "
                                   "seq 1 1500; sleep 60")
     job.refresh_from_db()
     try:
@@ -192,6 +193,9 @@ def test_older_lines_are_prepended_on_demand_and_lines_show_as_in_a_terminal(sta
             expect(page.locator("#log-note")).to_have_text("The whole log is shown.")  # no longer "the last 1000"
             texts = lines.evaluate_all("els => els.map(e => e.textContent)")
             assert texts == ["ready", "100%| done", *map(str, range(1, 1501))], texts[:4]
+            red = page.locator("#log-lines .ln").first.locator("span.ansi-red")
+            expect(red).to_have_text("ready")
+            expect(red).to_have_css("color", "rgb(255, 123, 114)")  # the palette's red: 7:1 on the log box
             assert page.get_attribute('#log-lines .ln[data-mark="first"]', "data-mark") == "first", \
                 "the lines shown stay: the older ones come before them"
             assert abs(page.evaluate(MARKED_TOP) - before) < 30, \

@@ -201,6 +201,8 @@ def test_clone_walks_every_field_copy_reset_or_reprompt_as_the_table_says(web, w
                 continue  # checked on the submitted clone below
             elif path == "job.run_after":
                 continue  # the sources wait for nothing: tests/test_dependencies.py clones one that does
+            elif path == "job.notes":
+                continue  # nothing on the clone page: tests/test_notes.py checks a clone has none
             elif path == f"basic.tags.{dlc.IDEMPOTENCY_TAG_KEY}":
                 keys = [v for k, v in page.items() if re.fullmatch(r"basic-tags-\d+-key", k)]
                 assert dlc.IDEMPOTENCY_TAG_KEY not in keys
@@ -436,9 +438,11 @@ def test_edit_and_resubmit_reopens_a_failed_job_with_every_value_and_creates_a_n
     assert REGISTRY_SECRET not in html and data.get("environment-registry_password", "") == ""
     source = glue.sections_to_data(spec.inverse(failed.body, failed.hints))
     # Every value is back; only the CSRF token, the (empty) password, the sanity check parameters (not
-    # offered on general computing, and empty), the (empty) sweep and run-after boxes differ from the stored job's.
+    # offered on general computing, and empty), the (empty) sweep, early-stopping and run-after boxes differ from
+    # the stored job's.
     skip = {"csrfmiddlewaretoken", "environment-registry_password", "fault_tolerance-sanity_args", "sweep",
-            "sweep_trials", "sweep_seed", "run_after", "run_after_when"}
+            "sweep_trials", "sweep_seed", "sweep_stop_metric", "sweep_stop_goal", "sweep_stop_after",
+            "sweep_stop_step", "run_after", "run_after_when"}
     assert {k: v for k, v in data.items() if not k.startswith("_") and k not in skip} == {
         k: v for k, v in source.items() if not k.startswith("_") and k not in skip}
     data["environment-registry_password"] = "again"

@@ -129,6 +129,47 @@ def test_a_masker_is_made_once_for_a_stream_and_masks_each_batch():
     assert text == "a ********\nb\n********\n"
 
 
+# --- masking and colours ---------------------------------------------------------------------------------
+# Masking is done on the raw line (the download keeps its codes) and the page renders the masked line's colours:
+# a value is looked for both with the codes as separators and in the text a terminal shows (codes removed), and
+# a masked span keeps the codes it held, after the mask, so the colours after it stay right.
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    (f"\x1b[31m{KEY}\x1b[0m", "\x1b[31m********\x1b[0m"),
+    (f"\x1b[31m{KEY[:10]}\x1b[1;32m{KEY[10:]}\x1b[0m tail", "\x1b[31m********\x1b[1;32m\x1b[0m tail"),  # split
+    (f"{KEY[:3]}\x1b[4m{KEY[3:20]}\x1b[24m{KEY[20:]}", "********\x1b[4m\x1b[24m"),  # split twice
+    (f"token\x1b[31m{KEY}", "token\x1b[31m********"),  # a code between: a separator, as before
+    (f"password: \x1b[1m{PHRASE}\x1b[0m", "password: \x1b[1m********\x1b[0m"),  # a phrase in colour
+    (f"WANDB_API_KEY=\x1b[33m{KEY}\x1b[0m and {KEY}", "WANDB_API_KEY=\x1b[33m********\x1b[0m and ********"),
+    (f"\x1b[32m{B64}\x1b[0m", "\x1b[32m********==\x1b[0m"),
+    (f"\x1b]0;{KEY}\x07title", "\x1b]0;********\x07title"),  # in an OSC title: not shown, but downloaded
+    (f"\x1b]8;;https://x.example/?t={KEY}\x1b\\link\x1b]8;;\x1b\\",
+     "\x1b]8;;https://x.example/?t=********\x1b\\link\x1b]8;;\x1b\\"),  # a link's URL
+])
+def test_a_secret_between_or_split_by_colour_codes_is_masked_and_the_codes_stay(line, expected):
+    assert masked(line) == expected
+
+
+@pytest.mark.parametrize("line", [
+    f"x\x1b[31m{KEY[:10]}\x1b[32m{KEY[10:]}",  # glued on the left, as the terminal shows it
+    f"\x1b[31m{KEY[:10]}\x1b[0m {KEY[10:]}",  # split by a space: two tokens
+])
+def test_a_split_value_that_the_terminal_shows_glued_or_apart_is_not_a_token(line):
+    assert masked(line) == line
+
+
+def test_the_page_renders_a_masked_coloured_line_and_never_shows_a_split_value():
+    cursor = podlogs.settled()
+    raw = f"\x1b[31mERR {KEY[:10]}\x1b[1m{KEY[10:]}\x1b[0m ok"
+    lines = logmask.mask([raw, "next"], logmask.marks_for([KEY]))
+    chunk = podlogs.window(lines, cursor)
+    shown = [str(t) for _, t in chunk.lines]
+    assert shown == ['<span class="ansi-red">ERR ********</span> ok', "next"], "the bold set inside it has no text"
+    assert KEY[:10] not in "".join(shown) and KEY[10:] not in "".join(shown)
+    assert podlogs.window(lines, cursor, KEY[5:15]).lines == [], "nor does a search find it"
+
+
 # --- how a line shows ------------------------------------------------------------------------------------
 
 
@@ -143,8 +184,12 @@ def test_a_masker_is_made_once_for_a_stream_and_masks_each_batch():
     ("windows line\r", "windows line"),
     ("\r", ""),
     ("a\r\x1b[32mb\x1b[0m", "b"),
+    ("100%|done\r\x1b[0m", "100%|done"),  # a reset after the last update erases nothing
+    ("\x1b(B\x1b[mreset by tput", "reset by tput"),
+    ("cut off\x1b[3", "cut off"),
 ])
 def test_a_line_shows_what_a_terminal_would(raw, shown):
+    """As the page shows and searches it, and as the failure mail quotes it (plain text: jobs.notify_email)."""
     assert logmask.shown(raw) == shown
 
 
@@ -160,9 +205,10 @@ def test_the_page_shows_and_searches_the_line_as_shown_and_never_the_escape_code
     chunk = podlogs.window(["\x1b[31mError\x1b[0m: boom", " 1%\r100% done"], cursor, "31m")
     assert chunk.lines == [], "the codes are not searched"
     chunk = podlogs.window(["\x1b[31mError\x1b[0m: boom", " 1%\r100% done"], cursor)
-    assert [str(t) for _, t in chunk.lines] == ["Error: boom", "100% done"]
+    assert [str(t) for _, t in chunk.lines] == ['<span class="ansi-red">Error</span>: boom', "100% done"]
     assert [str(t) for _, t in podlogs.cut(["\x1b[1mA\x1b[0m", "b\rc"], "C").lines] == ["<mark>c</mark>"]
-    assert [str(t) for _, t in podlogs.burst(["\x1b[1mA\x1b[0m"], cursor).lines] == ["A"]
+    assert [str(t) for _, t in podlogs.burst(["\x1b[1mA\x1b[0m"], cursor).lines] == ['<span class="ansi-bold">A</span>']
+    assert "\x1b" not in "".join(str(t) for _, t in podlogs.burst(["\x1b[2K\x1b]0;t\x07\x1b[31"], cursor).lines)
 
 
 # --- against the real stack -------------------------------------------------------------------------------

@@ -315,7 +315,7 @@ def test_payload_names_the_job_and_links_its_page(team, settings):
         "id": job.pk, "name": "train-x", "status": "Failed", "dlc_job_id": job.dlc_job_id, "workspace": "Alpha",
         "owner": "member", "url": f"https://console.example/jobs/{job.pk}",
         "created_at": job.created_at.isoformat(), "finished_at": job.finished_at.isoformat(),
-        "reason_code": "JobFailed", "reason_message": "exit 1",
+        "reason_code": "JobFailed", "reason_message": "exit 1", "upstream_job_id": None,
     }
     assert notify.payload(job, status="SubmitFailed")["event"] == "job.submitfailed"
 
@@ -427,19 +427,28 @@ def test_a_submit_failed_end_adopted_by_a_job_already_ended_at_dlc_is_not_told(t
     assert [json.loads(body)["event"] for _, body in receiver.posts("/ends")] == ["job.succeeded"]
 
 
-def test_a_webhook_disabled_meanwhile_closes_its_owed_delivery(team, receiver, settings):
+def test_a_webhook_disabled_meanwhile_holds_its_owed_delivery_until_enabled(team, receiver, settings):
     from jobs import notify
     from jobs.models import WebhookDelivery
 
     settings.DLC_WEBHOOK_RETRY_BASE_SECONDS = 0
-    receiver.script = {"/x": [500]}
+    receiver.script = {"/x": [500, 200]}
     webhook = make_webhook(team.alpha, receiver.url("/x"))
     job = ended_job(team.alpha)
     notify.notify_job(job.pk)
+    assert WebhookDelivery.objects.get(job=job).state == "retrying"
     webhook.enabled = False
     webhook.save()
+    assert WebhookDelivery.objects.get(job=job).state == "paused"  # before its turn: not "retrying"
+    assert notify.notify_job(job.pk) is None  # its turn: held, nothing sent, the task ends
+    delivery = WebhookDelivery.objects.get(job=job)
+    assert delivery.state == "paused" and delivery.held_at and len(receiver.posts("/x")) == 1
+    webhook.resume()
+    webhook.save()
+    assert notify.resume(webhook) == ([job.pk], 0)
     assert notify.notify_job(job.pk) is None
-    assert WebhookDelivery.objects.get(job=job).state == "failed" and len(receiver.posts("/x")) == 1
+    delivery.refresh_from_db()
+    assert delivery.state == "delivered" and delivery.attempts == 2 and len(receiver.posts("/x")) == 2
 
 
 def test_the_sweep_finds_overdue_owed_deliveries_of_the_last_day(team):
@@ -678,6 +687,235 @@ def test_disable_and_delete_are_audited(team):
     assert client.post(f"/workspaces/{team.beta.pk}/notifications/{webhook.pk}/delete").status_code == 404
 
 
+# -- skipped dependents, sweeps, resend, paused --------------------------------------------------------------
+
+
+def test_a_skipped_dependent_is_job_skipped_naming_its_upstream_not_a_stop(team, receiver,
+                                                                           django_capture_on_commit_callbacks):
+    from jobs import dependencies, notify
+    from jobs.models import WebhookDelivery
+
+    skips = make_webhook(team.alpha, receiver.url("/skips"), events=["Skipped"], name="skips")
+    make_webhook(team.alpha, receiver.url("/stops"), events=["Stopped"], name="stops")
+    upstream = ended_job(team.alpha, team.users["member"], status="Failed", owe=False)
+    waiting = pf.make_job(team.alpha, team.users["member"], "after-it", status="Waiting", dlc_job_id="", pods=[],
+                          run_after=upstream)
+    with django_capture_on_commit_callbacks(execute=False):
+        assert dependencies.release([upstream.pk]).skipped == [waiting.pk]  # the real path: _skip ends it
+    [delivery] = WebhookDelivery.objects.filter(job=waiting)
+    assert delivery.webhook == skips and delivery.status == "Skipped"
+    notify.notify_job(waiting.pk)
+    [(_, body)] = receiver.posts("/skips")
+    data = json.loads(body)
+    assert data["event"] == "job.skipped" and data["event_id"] == str(delivery.event_id)
+    assert data["job"]["status"] == "Stopped" and data["job"]["upstream_job_id"] == upstream.pk
+    assert data["job"]["reason_code"] == dependencies.SKIPPED
+    assert receiver.posts("/stops") == []  # a receiver of real stops is not told of it
+
+
+def sweep_of_trials(team, statuses: list[str], name: str = "lr"):
+    """A sweep whose trials are jobs with these statuses (an ended one has its finished_at)."""
+    from jobs import status as st
+    from jobs.models import Sweep, SweepTrial
+
+    sweep = Sweep.objects.create(workspace=team.alpha, owner=team.users["member"], name=name,
+                                 parameters=[["LR", [str(n) for n in range(len(statuses))]]])
+    jobs = []
+    for number, status in enumerate(statuses, 1):
+        ended = {"finished_at": timezone.now()} if status in st.TERMINAL else {}
+        job = pf.make_job(team.alpha, team.users["member"], f"{name}-{number}", status=status, **ended)
+        SweepTrial.objects.create(sweep=sweep, job=job, number=number, values={"LR": str(number)})
+        jobs.append(job)
+    return sweep, jobs
+
+
+@pytest.mark.parametrize(("events", "sweeps", "statuses", "notifies"), [
+    (["Succeeded", "Failed"], "sweep", ["Succeeded", "Failed"], True),
+    (["Failed"], "sweep", ["Succeeded", "Succeeded"], False),  # a webhook for failures: no failure, no event
+    (["Failed"], "sweep", ["Succeeded", "SubmitFailed", "Failed"], True),
+    (["Succeeded"], "trial", ["Succeeded"], False),  # per trial: its trials' job events instead
+])
+def test_which_ended_sweeps_make_a_sweep_event(team, events, sweeps, statuses, notifies):
+    from jobs import notify
+
+    webhook = make_webhook(team.alpha, "https://hooks.example.com/x", events=events, sweeps=sweeps)
+    assert notify.sweep_notifies(webhook, statuses) is notifies
+    webhook.enabled = False
+    assert notify.sweep_notifies(webhook, statuses) is False
+
+
+def test_a_sweep_makes_one_delivery_when_its_last_trial_ends_and_per_trial_webhooks_one_per_trial(
+        team, django_capture_on_commit_callbacks):
+    from jobs import lifecycle, notify
+    from jobs.models import WebhookDelivery
+
+    per_sweep = make_webhook(team.alpha, "https://hooks.example.com/s", events=["Succeeded", "Failed"],
+                             name="per-sweep")
+    per_trial = make_webhook(team.alpha, "https://hooks.example.com/t", events=["Succeeded", "Failed"],
+                             sweeps="trial", name="per-trial")
+    assert per_sweep.sweeps == "sweep"  # a new webhook's default
+    sweep, jobs = sweep_of_trials(team, ["Running", "Running", "Running"])
+    for n, (job, status) in enumerate(zip(jobs[::-1], ["Succeeded", "Failed", "Succeeded"], strict=True)):
+        job.status, job.finished_at = status, timezone.now()
+        job.save()
+        with django_capture_on_commit_callbacks(execute=False) as enqueued:
+            lifecycle.enqueue_notify(team.alpha.pk, [job.pk])
+        # The last trial here is trial 1; until then the per-sweep webhook owes nothing.
+        made = WebhookDelivery.objects.filter(webhook=per_sweep)
+        assert made.count() == (1 if n == 2 else 0)
+        assert len(enqueued) == 1  # this job's (for per-trial), which for the last is also the sweep's key
+    [summary] = WebhookDelivery.objects.filter(webhook=per_sweep)
+    assert (summary.job_id, summary.status, summary.is_sweep) == (jobs[0].pk, "SweepEnded", True)
+    assert WebhookDelivery.objects.filter(webhook=per_trial).count() == 3
+    # The end seen again (a second sync): no second summary; a trial other than the first ending last is keyed
+    # on the first all the same, and its notify task is enqueued for that job.
+    for job in jobs:
+        notify.deliveries_for(job)
+    assert WebhookDelivery.objects.filter(webhook=per_sweep).count() == 1
+    _, others = sweep_of_trials(team, ["Succeeded", "Running"], name="other")
+    others[1].status, others[1].finished_at = "Failed", timezone.now()
+    others[1].save()
+    with django_capture_on_commit_callbacks(execute=False) as enqueued:
+        lifecycle.enqueue_notify(team.alpha.pk, [others[1].pk])
+    assert WebhookDelivery.objects.get(webhook=per_sweep, status="SweepEnded", job__display_name="other-1")
+    assert len(enqueued) == 2  # the per-trial delivery's job (other-2) and the summary's (other-1)
+
+
+def test_the_sweep_event_counts_its_trials_ends_and_lists_each_signed_like_a_job_event(team, receiver, settings):
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    settings.DLC_BASE_URL = "https://console.example"
+    webhook = make_webhook(team.alpha, receiver.url("/sweeps"), events=["Failed"], secret="k")
+    sweep, jobs = sweep_of_trials(team, ["Succeeded", "Failed", "Succeeded"], name="grid")
+    [delivery] = notify.deliveries_for(jobs[2])
+    assert notify.notify_job(delivery.job_id) is None
+    [(headers, body)] = receiver.posts("/sweeps")
+    assert headers["X-DLC-Signature"] == "sha256=" + hmac.new(b"k", body, hashlib.sha256).hexdigest()
+    data = json.loads(body)
+    assert data["event"] == "sweep.ended" and data["event_id"] == str(delivery.event_id) and data["sent_at"]
+    assert data["sweep"] == {
+        "id": sweep.pk, "name": "grid", "workspace": "Alpha", "owner": "member",
+        "url": f"https://console.example/sweeps/{sweep.pk}", "created_at": sweep.created_at.isoformat(),
+        "trial_count": 3, "counts": {"Succeeded": 2, "Failed": 1},
+        "trials": [{"number": n, "job_id": j.pk, "name": f"grid-{n}", "status": j.status,
+                    "url": f"https://console.example/jobs/{j.pk}"} for n, j in enumerate(jobs, 1)],
+    }
+    assert WebhookDelivery.objects.get(pk=delivery.pk).state == "delivered"
+    page = pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
+    assert f'href="/sweeps/{sweep.pk}">grid</a>' in page and "sweep ended" in page
+    assert webhook.sweeps == "sweep" and "one event when the sweep ends" in page
+
+
+def test_a_given_up_delivery_is_resent_once_under_the_same_event_id(team, receiver, settings):
+    from jobs import notify
+    from jobs.models import AuditEvent, WebhookDelivery
+
+    settings.DLC_WEBHOOK_ATTEMPTS = 1
+    receiver.script = {"/flaky": [500, 200]}
+    webhook = make_webhook(team.alpha, receiver.url("/flaky"), name="flaky")
+    job = ended_job(team.alpha)
+    notify.notify_job(job.pk)
+    original = WebhookDelivery.objects.get(job=job)
+    assert original.state == "failed" and original.resendable
+    client = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}/deliveries/{original.pk}/resend"
+    page = client.get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
+    assert f'action="{url}"' in page
+    assert client.post(url).status_code == 302
+    assert client.post(url).status_code == 302  # clicked twice: no second copy
+    [copy] = WebhookDelivery.objects.filter(resend_of=original)
+    assert WebhookDelivery.objects.filter(job=job).count() == 2
+    assert copy.event_id == original.event_id and copy.state == "pending"
+    assert notify.resend(webhook, original.pk) is None and notify.resend(webhook, copy.pk) is None  # owed, not given up
+    notify.notify_job(job.pk)
+    bodies = [json.loads(body) for _, body in receiver.posts("/flaky")]
+    assert [b["event_id"] for b in bodies] == [str(original.event_id)] * 2
+    copy.refresh_from_db()
+    assert copy.state == "delivered" and not WebhookDelivery.objects.get(pk=original.pk).resendable
+    [event] = AuditEvent.objects.filter(details__event="webhook-delivery-resent")
+    assert event.job == job and event.details["event_id"] == str(original.event_id)
+    page = client.get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
+    assert f'action="{url}"' not in page and "resent" in page
+
+
+def test_resend_is_for_a_given_up_delivery_of_an_enabled_webhook_of_the_workspace(team, receiver):
+    from jobs.models import WebhookDelivery
+
+    webhook = make_webhook(team.alpha, receiver.url("/x"), enabled=False, name="off")
+    job = ended_job(team.alpha, owe=False)
+    failed = WebhookDelivery.objects.create(webhook=webhook, job=job, status="Succeeded", attempts=4)
+    client = pf.client_for(team.users["admin"])
+    base = f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}/deliveries/{failed.pk}/resend"
+    assert client.post(base, follow=True).content.decode().count("Enable off first") == 1
+    other = make_webhook(team.alpha, receiver.url("/y"), name="other")
+    wrong = f"/workspaces/{team.alpha.pk}/notifications/{other.pk}/deliveries/{failed.pk}/resend"
+    assert client.post(wrong).status_code == 302  # another webhook's delivery: nothing
+    assert WebhookDelivery.objects.count() == 1
+
+
+def test_enabling_a_paused_webhook_sends_its_held_deliveries_and_drops_those_over_a_day_old(team, receiver):
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    webhook = make_webhook(team.alpha, receiver.url("/back"), name="back", enabled=False,
+                           paused_at=timezone.now(), paused_reason="Paused after 20 deliveries in a row failed")
+    fresh, stale = ended_job(team.alpha, owe=False), ended_job(team.alpha, owe=False)
+    now = timezone.now()
+    WebhookDelivery.objects.create(webhook=webhook, job=fresh, status="Succeeded", held_at=now, attempts=1)
+    WebhookDelivery.objects.create(webhook=webhook, job=stale, status="Succeeded", held_at=now, attempts=1,
+                                   created_at=now - timedelta(days=2))
+    client = pf.client_for(team.users["admin"])
+    page = client.get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
+    assert page.count('data-state="paused"') == 2 and "retrying" not in page
+    answer = client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}/toggle", follow=True)
+    text = " ".join(answer.content.decode().split())
+    assert "paused deliveries are sent now" in text and "1 paused for over a day was dropped: Resend" in text
+    assert WebhookDelivery.objects.get(job=fresh).state == "retrying"  # its second attempt, due now
+    stale_row = WebhookDelivery.objects.get(job=stale)
+    assert stale_row.state == "failed" and "dropped" in stale_row.last_error
+    assert f"/deliveries/{stale_row.pk}/resend" in text
+    notify.notify_job(fresh.pk)
+    assert [json.loads(b)["job"]["id"] for _, b in receiver.posts("/back")] == [fresh.pk]
+
+
+def test_the_form_sets_the_sweep_choice_and_keeps_it_when_left_out(team):
+    from jobs.models import AuditEvent, Webhook
+
+    client = pf.client_for(team.users["admin"])
+    base = {"name": "s", "url": "https://hooks.example.com/s", "events": ["Failed"], "enabled": "on"}
+    assert client.post(f"/workspaces/{team.alpha.pk}/notifications", {**base, "sweeps": "trial"}).status_code == 302
+    webhook = Webhook.objects.get(name="s")
+    assert webhook.sweeps == "trial"
+    client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}", base)  # an older form, no choice
+    assert Webhook.objects.get(pk=webhook.pk).sweeps == "trial"
+    client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}", {**base, "sweeps": "sweep"})
+    assert Webhook.objects.get(pk=webhook.pk).sweeps == "sweep"
+    assert AuditEvent.objects.filter(details__event="webhook-changed").last().details["changes"]["sweeps"] == {
+        "from": "trial", "to": "sweep"}
+    bad = client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}", {**base, "sweeps": "both"})
+    assert bad.status_code == 200 and "valid choice" in " ".join(bad.context["form"].errors["sweeps"])
+    assert 'id="field-sweeps"' in bad.content.decode()
+
+
+def test_webhooks_made_before_keep_an_event_per_trial_and_hear_of_skipped_jobs(team):
+    """Migration 0025: existing rows are added with "trial" (what their receivers get now), and a webhook that
+    heard of skipped dependents as Stopped ends hears of them as Skipped. Its data step, run on today's models."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("jobs.migrations.0025_webhook_sweep_summary")
+    added = migration.Migration.operations[0]
+    assert (added.name, added.field.default) == ("sweeps", "trial")
+    assert migration.Migration.operations[1].field.default == "sweep"
+    stops = make_webhook(team.alpha, "https://hooks.example.com/a", events=["Stopped"], name="a")
+    fails = make_webhook(team.alpha, "https://hooks.example.com/b", events=["Failed"], name="b")
+    migration.keep_old_behaviour(apps, None)
+    migration.keep_old_behaviour(apps, None)  # twice: no second Skipped
+    stops.refresh_from_db()
+    fails.refresh_from_db()
+    assert (stops.events, fails.events) == (["Stopped", "Skipped"], ["Failed"])
 # -- with the real stack --------------------------------------------------------------------------------------
 
 
@@ -730,6 +968,41 @@ def test_jobs_that_end_notify_each_webhook_once_with_a_valid_signature(stack, me
     delivery.refresh_from_db()
     assert delivery.attempts == 2 and delivery.last_code == 200 and delivery.state == "delivered"
     assert receiver.posts("/off") == [] and len(receiver.posts("/all")) == 3  # nothing more came meanwhile
+
+
+@pytest.mark.integration
+def test_a_sweep_is_one_sweep_ended_for_a_per_sweep_webhook_and_a_job_event_per_trial_for_the_other(
+        stack, member, workspace, receiver):
+    """Three trials run by the stack's worker and synced by its beat: the webhook set to one event per sweep gets
+    exactly one sweep.ended, the one set per trial exactly three job events, none of them twice."""
+    import time
+
+    from jobs import sweeps
+    from tests.test_lifecycle import job_body, use_broker, wait_for
+    from tests.test_sync import status_of
+
+    make_webhook(workspace, receiver.url("/sweep"), events=["Succeeded", "Failed"], name="per-sweep")
+    make_webhook(workspace, receiver.url("/trial"), events=["Succeeded", "Failed"], sweeps="trial", name="per-trial")
+    grid, errors = sweeps.parse("SEED = 1, 2, 3", limit=50)
+    assert not errors
+    body = job_body('echo "seed $SEED"; test "$SEED" != 2', "hooked")
+    with use_broker(stack.redis_url):
+        sweep = sweeps.launch(workspace=workspace, owner=member, name="hooked", grid=grid,
+                              found=sweeps.trials(body, grid), hints={}, secrets={})
+    jobs = [t.job for t in sweep.trials.select_related("job").order_by("number")]
+    wait_for(lambda: [status_of(j) for j in jobs] == ["Succeeded", "Failed", "Succeeded"], timeout=90,
+             what="the sweep's trials ended")
+    wait_for(lambda: receiver.posts("/sweep") and len(receiver.posts("/trial")) >= 3, timeout=30,
+             what="webhooks called")
+    time.sleep(1.5)  # a second sweep.ended or a trial's event to the per-sweep webhook would be in by now
+    [(_, body)] = receiver.posts("/sweep")
+    data = json.loads(body)
+    assert data["event"] == "sweep.ended" and data["sweep"]["id"] == sweep.pk
+    assert data["sweep"]["counts"] == {"Succeeded": 2, "Failed": 1}
+    assert [(t["job_id"], t["status"]) for t in data["sweep"]["trials"]] == [
+        (jobs[0].pk, "Succeeded"), (jobs[1].pk, "Failed"), (jobs[2].pk, "Succeeded")]
+    trial_events = sorted((json.loads(b)["job"]["id"], json.loads(b)["event"]) for _, b in receiver.posts("/trial"))
+    assert trial_events == [(jobs[0].pk, "job.succeeded"), (jobs[1].pk, "job.failed"), (jobs[2].pk, "job.succeeded")]
 
 
 # Last in the module: quiet_stack pauses the stack's beat until the module ends, and the test above needs it.

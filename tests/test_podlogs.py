@@ -1,13 +1,15 @@
-"""jobs.podlogs without a request or DLC: the time cursor and its checks, the live window and tail chunks, the
-archive's numbered first view, when a tail stops following, search and marking."""
+"""jobs.podlogs without a request or DLC: the time cursor and its checks, the live window and tail chunks (their
+line numbers where known, their colours carried from request to request), the archive's numbered first view, when
+a tail stops following, search and marking."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qsl
 
 import pytest
 
-from jobs import logarchive, podlogs
+from jobs import ansi, logarchive, podlogs
 from jobs.jobpage import PodRow
 from jobs.models import Job
 
@@ -91,15 +93,18 @@ def test_a_cursor_sent_before_the_pod_restarted_is_still_accepted():
 # --- live chunks -----------------------------------------------------------------------------------------
 
 
-def test_a_live_window_has_no_numbers_carries_its_cursor_and_says_whether_it_came_back_full():
+def test_a_live_window_carries_its_cursor_says_whether_it_came_back_full_and_is_numbered_only_if_not():
     cursor = podlogs.settled(NOW)
     short = podlogs.window(["a", "b <b>"], cursor, size=3)
-    assert short.lines == [(None, "a"), (None, "b &lt;b&gt;")] and short.live
+    assert short.lines == [(1, "a"), (2, "b &lt;b&gt;")] and short.live, "short: the log from its first line"
     assert short.cursor == podlogs.encode_cursor(cursor) and short.read == 2 and not short.full
+    assert short.number == 2, "the tail numbers on from here"
     full = podlogs.window(["a", "b", "c"], cursor, size=3)
     assert full.full and full.read == 3 and full.skipped == 0
+    assert full.lines == [(None, "a"), (None, "b"), (None, "c")] and full.number is None, \
+        "earlier lines were not read: their count, so these lines' numbers, are not known"
     ended = podlogs.window(["a"], None)
-    assert not ended.live and ended.cursor is None and ended.lines == [(None, "a")], "an ended job: no tail"
+    assert not ended.live and ended.cursor is None and ended.lines == [(1, "a")], "an ended job: no tail"
     assert not podlogs.following(job("Succeeded", finished_at=NOW), pod(), ended.cursor)
 
 
@@ -126,6 +131,63 @@ def test_a_tail_chunk_sends_the_matching_lines_and_skips_beyond_its_limit_saying
     assert podlogs.burst([], cursor).lines == []
     cut = podlogs.burst(["l8", "l9"], cursor, cut=True)
     assert cut.cut and texts(cut) == ["l8", "l9"] and not chunk.cut, "lines before those read were never read"
+
+
+def test_tail_lines_are_numbered_on_from_the_number_carried_and_not_after_lines_left_unread():
+    cursor = podlogs.settled(NOW)
+    chunk = podlogs.burst(["x", "y", "z"], cursor, number=10)
+    assert chunk.lines == [(11, "x"), (12, "y"), (13, "z")] and chunk.number == 13
+    searched = podlogs.burst(["tick", "tock", "tick"], cursor, "tick", number=10)
+    assert [n for n, _ in searched.lines] == [11, 13] and searched.number == 13, "every line read counts"
+    over = podlogs.burst([f"l{i}" for i in range(10)], cursor, limit=4, number=0)
+    assert [n for n, _ in over.lines] == [7, 8, 9, 10] and over.number == 10, "skipped lines were read: counted"
+    cut = podlogs.burst(["l8", "l9"], cursor, cut=True, number=5)
+    assert [n for n, _ in cut.lines] == [None, None] and cut.number is None, "lines never read: no guess"
+    unknown = podlogs.burst(["a"], cursor)
+    assert unknown.lines == [(None, "a")] and unknown.number is None
+    assert podlogs.burst([], cursor, number=7).number == 7
+
+
+def test_colours_carry_from_a_window_through_each_tail_request():
+    cursor = podlogs.settled(NOW)
+    first = podlogs.window(["plain", "\x1b[1;31mTraceback:"], cursor, size=5)
+    assert texts(first)[1] == '<span class="ansi-bold ansi-red">Traceback:</span>'
+    assert first.style == ansi.Style(fg=1, bold=True)
+    query = dict(parse_qsl(first.tail_query))
+    assert query == {"since": str(first.cursor), "n": "2", "sgr": "1;31"}
+    number, style = podlogs.parse_carried(query)
+    assert (number, style) == (2, first.style)
+    more = podlogs.burst(["  File x.py", "boom\x1b[0m", "after"], cursor, number=number, style=style)
+    assert texts(more) == ['<span class="ansi-bold ansi-red">  File x.py</span>',
+                           '<span class="ansi-bold ansi-red">boom</span>', "after"]
+    assert more.style == ansi.DEFAULT and more.tail_query == f"since={more.cursor}&n=5", "no colours to carry"
+    searched = podlogs.burst(["\x1b[32mok", "nope", "match\x1b[0m", "match"], cursor, "match")
+    assert texts(searched) == ['<span class="ansi-green"><mark>match</mark></span>', "<mark>match</mark>"], \
+        "lines not shown still set the colours"
+    again = podlogs.unchanged(NOW, 7, ansi.Style(fg=2))
+    assert again.lines == [] and again.tail_query == f"since={podlogs.encode_cursor(NOW)}&n=7&sgr=32"
+
+
+@pytest.mark.parametrize(("params", "says"), [
+    ({"n": "-1"}, "`n`"), ({"n": "1.5"}, "`n`"), ({"n": ""}, "`n`"), ({"n": "9" * 13}, "`n`"),
+    ({"sgr": "1;31m"}, "`sgr`"), ({"sgr": "<b>"}, "`sgr`"), ({"sgr": "1;" * 30}, "`sgr`"),
+])
+def test_a_malformed_line_number_or_colour_state_is_refused_with_a_reason(params, says):
+    with pytest.raises(podlogs.BadCursor, match=says):
+        podlogs.parse_carried(params)
+    assert podlogs.parse_carried({}) == (None, ansi.DEFAULT), "both optional: a page from before them still tails"
+    assert podlogs.parse_carried({"n": "0", "sgr": "38;5;196"}) == (0, ansi.Style(fg=9))
+
+
+def test_the_tail_asks_with_its_line_number_and_colours():
+    from django.template.loader import render_to_string
+
+    chunk = podlogs.burst(["\x1b[33mwarn"], podlogs.settled(NOW), number=41)
+    running = job(pk=5)
+    html = render_to_string("jobs/_log_chunk.html", {"job": running, "pod": pod(), "q": "", "chunk": chunk,
+                                                     "following": True, "error": None})
+    assert f"?since={chunk.cursor}&amp;n=42&amp;sgr=33" in html
+    assert '<div class="ln" data-n="42"><span class="no">42</span><span class="ansi-yellow">warn</span></div>' in html
 
 
 def test_no_time_has_settled_since_the_cursor_means_no_dlc_call_and_the_same_cursor():
@@ -176,6 +238,13 @@ def test_an_archived_log_is_numbered_from_its_first_line_and_shows_its_last_line
     searched = podlogs.cut(lines, "LINE 1", first_view=4)
     assert [n for n, _ in searched.lines] == [1, 10] and searched.skipped == 0
     assert podlogs.cut([], "x").lines == []
+
+
+def test_an_archived_view_starts_in_the_colours_set_before_it_and_a_search_follows_them_through_every_line():
+    lines = ["\x1b[31mred from here", *[f"line {i}" for i in range(2, 9)], "\x1b[0mplain", "last"]
+    assert texts(podlogs.cut(lines, first_view=3)) == ['<span class="ansi-red">line 8</span>', "plain", "last"]
+    assert texts(podlogs.cut(lines, "LINE 7")) == ['<span class="ansi-red"><mark>line 7</mark></span>']
+    assert texts(podlogs.cut(lines, "plain")) == ["<mark>plain</mark>"]
 
 
 def test_an_archived_view_links_to_the_lines_before_it_by_number_and_the_start_has_no_link():

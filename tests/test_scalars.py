@@ -350,8 +350,9 @@ def test_ended_trials_are_ranked_best_first_the_others_below_in_trial_order():
     board = sweeps.leaderboard(rows, values, "loss")
     assert (board.rank, board.goal, board.error) == ("loss", "min", "")
     assert board.names == ["acc", "loss"]  # four trials have each; then by name
+    # 3 and 4 tie: both first (standard competition ranking), in trial order
     assert [(r.number, r.rank, r.best) for r in board.rows] == [
-        (3, 1, True), (4, 2, False), (1, 3, False), (2, None, False), (5, None, False)]
+        (3, 1, True), (4, 1, True), (1, 3, False), (2, None, False), (5, None, False)]
     assert board.rows[0].metrics == ["0.8", "0.3"] and board.rows[-1].metrics == ["0.1", ""]
     assert board.query == "?rank=loss&goal=min" and board.other_goal == "?rank=loss&goal=max"
 

@@ -409,3 +409,104 @@ def test_a_narrow_range_gets_the_digits_to_keep_its_samples_apart_and_inside():
     narrow = sample_of("loguniform(0.00010001, 0.00010002)")
     assert all(0.00010001 <= float(v) <= 0.00010002 for v in narrow) and len(set(narrow)) > 40
     assert sweeps.digits_for(1e-5, 1e-1) == 4 and sweeps.digits_for(-0.5, 0.5) == 4
+
+
+# --- ranking: by the best or the last value, ties sharing a place -----------------------------------------------
+
+
+def _row(number: int, status: str = "Succeeded") -> sweeps.TrialRow:
+    return sweeps.TrialRow(number, [], {"pk": 100 + number, "status": status}, "—", "")
+
+
+def _scalar(last: float, low: float, high: float):
+    from jobs.models import JobScalar
+
+    return JobScalar(name="loss", last=last, min=low, max=high, count=3, last_step=30)
+
+
+def test_trials_rank_by_their_best_value_by_default_and_by_the_last_one_when_asked():
+    rows = [_row(1), _row(2)]
+    # Trial 1 reached 0.1 and ended at 0.5 (overfitting); trial 2 went no lower than its last 0.3.
+    values = {101: {"loss": _scalar(0.5, 0.1, 0.9)}, 102: {"loss": _scalar(0.3, 0.3, 0.8)}}
+    board = sweeps.leaderboard(rows, values, "loss")
+    assert (board.goal, board.value, [r.number for r in board.rows]) == ("min", "best", [1, 2])
+    assert [r.metrics for r in board.rows] == [["0.1"], ["0.3"]], "the ranked column shows what it is ranked by"
+    assert board.query == "?rank=loss&goal=min" and board.as_json() == {
+        "metric": "loss", "goal": "min", "value": "best", "order": [1, 2]}
+    assert [(v, chosen) for v, _q, chosen in board.value_choices()] == [("best", True), ("last", False)]
+    last = sweeps.leaderboard(rows, values, "loss", "min", "last")
+    assert [r.number for r in last.rows] == [2, 1] and [r.metrics for r in last.rows] == [["0.3"], ["0.5"]]
+    assert last.query == "?rank=loss&goal=min&value=last" and last.other_goal == "?rank=loss&goal=max&value=last"
+    assert last.choices() == [("loss", "?rank=loss&goal=min&value=last", True)], "the value is kept"
+    # max: the best is the highest each reached
+    assert [r.number for r in sweeps.leaderboard(rows, values, "loss", "max").rows] == [1, 2]
+    assert sweeps.score(values[101]["loss"], "max", "best") == 0.9
+
+
+def test_ties_share_a_place_in_trial_order_and_every_first_is_best_tied():
+    rows = [_row(n) for n in (1, 2, 3, 4, 5)]
+    values = {101: {"loss": _scalar(0.4, 0.4, 1)}, 102: {"loss": _scalar(0.2, 0.2, 1)},
+              103: {"loss": _scalar(0.3, 0.3, 1)}, 104: {"loss": _scalar(0.2, 0.2, 1)},
+              105: {"loss": _scalar(0.3, 0.3, 1)}}
+    board = sweeps.leaderboard(rows, values, "loss")
+    assert [(r.number, r.rank, r.best, r.tied) for r in board.rows] == [
+        (2, 1, True, True), (4, 1, True, True), (3, 3, False, False), (5, 3, False, False), (1, 5, False, False)]
+    assert board.tied
+    alone = sweeps.leaderboard(rows, values, "loss", "max", "last")
+    assert [(r.number, r.rank, r.best, r.tied) for r in alone.rows] == [
+        (1, 1, True, False), (3, 2, False, False), (5, 2, False, False), (2, 4, False, False), (4, 4, False, False)]
+    assert not alone.tied
+
+
+def test_a_value_that_cannot_be_used_is_an_error_at_value():
+    rows = [_row(1), _row(2)]
+    values = {101: {"loss": _scalar(0.5, 0.1, 0.9)}}
+    board = sweeps.leaderboard(rows, values, "loss", "min", "mean")
+    assert board.error == "Rank loss by each trial's best or last value, not 'mean'." and board.error_field == "value"
+    assert board.rank == "" and all(r.rank is None for r in board.rows)
+    assert sweeps.leaderboard(rows, values, "acc").error_field == "rank"
+    assert sweeps.leaderboard(rows, values, "loss", "up").error_field == "goal"
+
+
+@pytest.fixture
+def team(db):
+    from tests import portal_fixtures as pf
+
+    return pf.make_team()
+
+
+def test_the_page_the_api_and_the_compare_link_rank_alike(team):
+    """A tie for the first place: both marked "Best (tied)" on the page, both first in the API's order (which
+    says the value used) and in the compare link; ?value=last re-ranks all three alike."""
+    from jobs.models import Job, JobScalar, Sweep
+    from tests import portal_fixtures as pf
+    from tests.support.api import Api
+
+    payload = {"Job": {**pf.BODY, "DisplayName": "tie"}, "Parameters": {"Q": ["a", "b", "c"]}}
+    assert Api(team.users["member"]).post(f"/api/v1/sweeps?workspace={team.alpha.pk}", payload).status_code == 201
+    sweep = Sweep.objects.get()
+    jobs = [t.job for t in sweep.trials.select_related("job").order_by("number")]
+    Job.objects.filter(pk__in=[j.pk for j in jobs]).update(status="Succeeded")
+    for job, (last, low) in zip(jobs, [(0.5, 0.2), (0.2, 0.2), (0.1, 0.1)], strict=True):
+        JobScalar.objects.create(job=job, pod_id="p", name="loss", points=[], last=last, min=low, max=1, count=3,
+                                 last_step=30)
+    # best: 3 reached 0.1, first alone; 1 and 2 share the second place at 0.2
+    html = pf.client_for(team.users["viewer"]).get(f"{sweep.get_absolute_url()}?rank=loss").content.decode()
+    assert 'id="best-trial">Best</span> 1' in html and "Best (tied)" not in html
+    assert 'id="rank-value-best"' in html and f'href="/sweeps/{sweep.pk}?rank=loss&amp;goal=min&amp;value=last"' in html
+    got = Api(team.users["viewer"]).get(f"/api/v1/sweeps/{sweep.pk}", rank="loss").json()
+    assert got["ranking"] == {"metric": "loss", "goal": "min", "value": "best", "order": [3, 1, 2]}
+    assert [(t["number"], t["rank"], t["ranked_value"]) for t in got["trials"]] == [(1, 2, 0.2), (2, 2, 0.2),
+                                                                                    (3, 1, 0.1)]
+    # last: 3 ended at 0.1, 2 at 0.2, 1 at 0.5; make 2 and 3 tie
+    JobScalar.objects.filter(job=jobs[1]).update(last=0.1)
+    html = pf.client_for(team.users["viewer"]).get(f"{sweep.get_absolute_url()}?rank=loss&value=last",
+                                                   HTTP_HX_REQUEST="true").content.decode()
+    assert html.count("Best (tied)</span> 1") == 2 and 'aria-pressed="true" id="rank-value-last"' in html
+    link = html.split('id="compare-trials" href="')[1].split('"')[0]
+    assert link.replace("&amp;", "&") == f"/jobs/compare?ids={jobs[1].pk}&ids={jobs[2].pk}&ids={jobs[0].pk}"
+    got = Api(team.users["viewer"]).get(f"/api/v1/sweeps/{sweep.pk}", rank="loss", value="last").json()
+    assert got["ranking"]["order"] == [2, 3, 1] and [t["best"] for t in got["trials"]] == [False, True, True]
+    bad = Api(team.users["viewer"]).get(f"/api/v1/sweeps/{sweep.pk}", rank="loss", value="mean")
+    assert bad.status_code == 400 and "best or last value" in bad.json()["errors"]["value"][0]
+    assert Api(team.users["viewer"]).get(f"/api/v1/sweeps/{sweep.pk}").json()["ranking"] is None

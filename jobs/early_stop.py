@@ -1,0 +1,251 @@
+"""Median early stopping of a sweep's trials, as Katib's "medianstop": a running trial whose best value so far is
+worse than the median of the succeeded trials' running averages at its step is stopped, so the sweep's budget goes
+to the trials that may still win.
+
+Opt-in per sweep (Sweep.early_stop_*): the metric (as METRIC lines name it, jobs.scalars), its goal (min | max),
+after how many succeeded trials the rule starts (N, default 3) and the first step it looks at (S, default 0).
+
+The rule, for a running trial whose last reported step s is at least S: over the succeeded trials that reported the
+metric at or before step s (at least N of them, else nothing is decided), the median of each one's running average
+(the mean of its points with step <= s); the trial is stopped when its best value so far is worse than that median
+(above it for min, below it for max; equal is not worse). A succeeded trial's points are its stored JobScalar
+points, downsampled to jobs.scalars.MAX_POINTS for a long run, so its average is of those.
+
+`parse` checks the settings for the wizard's Sweep box and the API alike; `decide` is the rule, a plain function;
+`check` (the beat task's) reads the running trials' metrics from DLC and stops through jobs.lifecycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from jobs import sweeps
+
+log = logging.getLogger(__name__)
+
+# The wizard's fields (the Sweep box) and the API's keys of "EarlyStopping", in the same order.
+METRIC_FIELD, GOAL_FIELD, AFTER_FIELD, STEP_FIELD = "sweep_stop_metric", "sweep_stop_goal", "sweep_stop_after", \
+    "sweep_stop_step"
+FIELDS = (METRIC_FIELD, GOAL_FIELD, AFTER_FIELD, STEP_FIELD)
+API_KEYS = {"Metric": METRIC_FIELD, "Goal": GOAL_FIELD, "AfterSucceeded": AFTER_FIELD, "NotBeforeStep": STEP_FIELD}
+DEFAULT_AFTER = 3
+DEFAULT_STEP = 0
+RUNNING = "Running"  # only a running trial prints new metrics worth a read
+
+
+def max_checks() -> int:
+    """Running trials whose metrics one cycle reads: each read is GetPodLogs calls (up to jobs.scalars.LIVE_PODS
+    pods of LIVE_LINES lines), so a workspace's API quota bounds it, not the number of running trials. The oldest
+    checked go first, so every trial is read in turn."""
+    return int(getattr(django_settings, "DLC_EARLY_STOP_MAX_CHECKS", 20))
+
+
+@dataclass(frozen=True)
+class Settings:
+    metric: str
+    goal: str  # min | max
+    after: int = DEFAULT_AFTER  # succeeded trials that reported the metric before the rule stops any
+    step: int = DEFAULT_STEP  # no trial is stopped before it reports this step
+
+    def fields(self) -> dict[str, Any]:
+        """The Sweep row's fields."""
+        return {"early_stop_metric": self.metric, "early_stop_goal": self.goal, "early_stop_after": self.after,
+                "early_stop_step": self.step}
+
+
+def settings_of(sweep) -> Settings | None:
+    """A sweep's settings, None when early stopping is off."""
+    if not sweep.early_stop_metric:
+        return None
+    return Settings(sweep.early_stop_metric, sweep.early_stop_goal or sweeps.default_goal(sweep.early_stop_metric),
+                    sweep.early_stop_after, sweep.early_stop_step)
+
+
+def as_json(sweep) -> dict[str, Any] | None:
+    """The API's view of a sweep's early stopping (its EarlyStopping keys), None when off."""
+    found = settings_of(sweep)
+    if found is None:
+        return None
+    return {"Metric": found.metric, "Goal": found.goal, "AfterSucceeded": found.after, "NotBeforeStep": found.step}
+
+
+def _whole(value: Any, low: int, high: int, what: str) -> tuple[int | None, str | None]:
+    """(number, None) of a whole number low..high given as text (a form) or a JSON integer, or (None, why not)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None, f"{what} must be a whole number from {low:,} to {high:,}."
+    text = str(value).strip()
+    if not text.lstrip("+").isdigit() or len(text) > 20:
+        return None, f"{what} must be a whole number from {low:,} to {high:,}, not {text[:24]!r}."
+    number = int(text)
+    if not low <= number <= high:
+        return None, f"{what} must be from {low:,} to {high:,}; {number:,} is out of range."
+    return number, None
+
+
+def parse(given: Mapping[str, Any]) -> tuple[Settings | None, dict[str, list[str]]]:
+    """(settings, errors keyed by FIELDS) of the early-stopping fields (the wizard's names; the API maps its keys
+    to them). A blank metric is no early stopping and the other fields are ignored; a blank goal is the metric's
+    default (min for a loss or an error, as the ranking's); blank N and S their defaults."""
+    from jobs import scalars
+
+    metric = given.get(METRIC_FIELD)
+    metric = metric.strip() if isinstance(metric, str) else metric
+    if metric in (None, ""):
+        return None, {}
+    errors: dict[str, list[str]] = {}
+    if not isinstance(metric, str) or not scalars.NAME_RE.fullmatch(metric) or metric == "step":
+        shown = repr(metric[:64]) if isinstance(metric, str) else "this"
+        errors[METRIC_FIELD] = [f"{shown} is not a metric name as METRIC lines print it: letters, digits and _ . / -, "
+                                "starting with a letter or _, at most 64 characters (and not step, the x-axis)."]
+    goal = given.get(GOAL_FIELD)
+    goal = goal.strip() if isinstance(goal, str) else goal
+    if goal in (None, ""):
+        goal = sweeps.default_goal(metric) if METRIC_FIELD not in errors else "min"
+    elif goal not in sweeps.GOALS:
+        errors[GOAL_FIELD] = [f"The goal is min (lower is better) or max (higher is better), not {str(goal)[:20]!r}."]
+    numbers = {}
+    for field, default, low, high, what in (
+            (AFTER_FIELD, DEFAULT_AFTER, 1, sweeps.max_trials(), "After N succeeded trials"),
+            (STEP_FIELD, DEFAULT_STEP, 0, scalars.MAX_STEP - 1, "Not before step")):
+        raw = given.get(field)
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            numbers[field] = default
+            continue
+        numbers[field], problem = _whole(raw, low, high, what)
+        if problem:
+            errors[field] = [problem]
+    if errors:
+        return None, errors
+    return Settings(metric, goal, numbers[AFTER_FIELD], numbers[STEP_FIELD]), {}
+
+
+def form_input(params: Mapping[str, Any]) -> dict[str, str]:
+    """The fields as typed (a request's GET or POST)."""
+    return {name: str(params.get(name, ""))[:100] for name in FIELDS}
+
+
+# --- the rule ------------------------------------------------------------------------------------------------------
+
+Points = list[tuple[int, float]]
+
+
+def running_average(points: Iterable[tuple[int, float]], step: int) -> float | None:
+    """The mean of the points at or before `step`; None if there are none."""
+    values = [v for s, v in points if s <= step]
+    return sum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True)
+class Decision:
+    stop: bool
+    step: int  # the running trial's last step, where the succeeded trials are compared
+    best: float  # its best value so far
+    median: float  # of the succeeded trials' running averages at `step`
+    count: int  # succeeded trials in the median
+
+    def reason(self, metric: str) -> str:
+        """What the trials table, the job page and the audit log say of a stop."""
+        from jobs.scalars import fmt
+
+        return (f"Stopped early: best {metric} {fmt(self.best)} at step {self.step}, behind the median "
+                f"{fmt(self.median)} of {self.count} succeeded trial{'s' if self.count != 1 else ''}")
+
+
+def decide(points: Points, succeeded: Iterable[Points], found: Settings) -> Decision | None:
+    """The median stopping rule for one running trial's points of the metric (by step) against the succeeded
+    trials' points; None when it cannot be applied yet (no points, its last step before S, fewer than N succeeded
+    trials with points at or before that step)."""
+    if not points:
+        return None
+    step = points[-1][0]
+    if step < found.step:
+        return None
+    averages = [a for a in (running_average(p, step) for p in succeeded) if a is not None]
+    if len(averages) < max(1, found.after):
+        return None
+    median = statistics.median(averages)
+    values = [v for _, v in points]
+    best = min(values) if found.goal == "min" else max(values)
+    worse = best > median if found.goal == "min" else best < median
+    return Decision(worse, step, best, median, len(averages))
+
+
+# --- the beat task's work ------------------------------------------------------------------------------------------
+
+
+def succeeded_points(sweep_id: int, metric: str) -> list[Points]:
+    """The stored points of the metric of the sweep's succeeded trials (their logs archived), in one query."""
+    from jobs.models import JobScalar
+
+    rows = JobScalar.objects.filter(job__sweep_trial__sweep_id=sweep_id, job__status="Succeeded",
+                                    name=metric).values_list("points", flat=True)
+    return [[(int(p[0]), float(p[1])) for p in points if isinstance(p, list) and len(p) == 2] for points in rows]
+
+
+def candidates():
+    """The running trials of sweeps with early stopping on, not stopped yet, the least recently checked first."""
+    from jobs.models import SweepTrial
+
+    return (SweepTrial.objects.filter(sweep__early_stop_metric__gt="", stopped_early_at__isnull=True,
+                                      job__status=RUNNING, job__stop_requested_at__isnull=True)
+            .exclude(job__dlc_job_id="").select_related("sweep", "job", "job__workspace")
+            .order_by(F("early_checked_at").asc(nulls_first=True), "pk"))
+
+
+def stop_trial(trial, reason: str, now: datetime | None = None) -> bool:
+    """Stop a trial through the console's stop path (jobs.lifecycle.request_stop, audited with the reason), and
+    record the reason on it. Idempotent: a trial already stopped early, or whose job ended, is left alone."""
+    from jobs import lifecycle
+    from jobs.models import SweepTrial
+
+    with transaction.atomic():
+        claimed = SweepTrial.objects.filter(pk=trial.pk, stopped_early_at__isnull=True).update(
+            stopped_early_at=now or timezone.now(), stop_reason=reason[:300])
+        if not claimed:
+            return False
+        if lifecycle.request_stop(None, trial.job, reason=reason) not in ("stopping", "stopped"):
+            transaction.set_rollback(True)  # it ended meanwhile: not stopped early after all
+            return False
+    return True
+
+
+def check(limit: int | None = None) -> list[int]:
+    """One cycle: read the metrics of at most `limit` (max_checks()) running trials from DLC and stop those the
+    rule says are behind. Returns the stopped trials' job ids. Safe to run twice or at once: a stop is claimed on
+    the trial's row first."""
+    from jobs import dlc, scalars
+
+    limit = max_checks() if limit is None else limit
+    series: dict[int, list[Points]] = {}
+    stopped: list[int] = []
+    read = 0
+    for trial in candidates():
+        if read >= limit:
+            break
+        found = settings_of(trial.sweep)
+        if trial.sweep_id not in series:
+            series[trial.sweep_id] = succeeded_points(trial.sweep_id, found.metric)
+        if len(series[trial.sweep_id]) < found.after:
+            continue  # the rule cannot stop it yet: no DLC read spent on it
+        read += 1
+        trial.early_checked_at = timezone.now()
+        type(trial).objects.filter(pk=trial.pk).update(early_checked_at=trial.early_checked_at)
+        try:
+            _pod, metrics, _cut = scalars.live(trial.job)
+        except dlc.DLCError as err:
+            log.info("early stopping could not read trial %s of sweep %s: %s", trial.number, trial.sweep_id, err)
+            continue
+        decision = decide(metrics.get(found.metric, []), series[trial.sweep_id], found)
+        if decision is not None and decision.stop and stop_trial(trial, decision.reason(found.metric)):
+            stopped.append(trial.job_id)
+    return stopped

@@ -1,0 +1,238 @@
+"""jobs.early_stop: the median stopping rule on hand-made series, its settings' checks (one source for the wizard
+and the API), the stop through jobs.lifecycle with its reason on the trial, the sweep page, the job page and in the
+audit log; then a sweep run for real on the stack whose bad trial is stopped early while the good ones succeed."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs import api_sweeps, early_stop
+from jobs.early_stop import AFTER_FIELD, GOAL_FIELD, METRIC_FIELD, STEP_FIELD, Settings, decide
+from jobs.models import AuditEvent, Job, JobScalar, Sweep, SweepTrial
+from tests import portal_fixtures as pf
+from tests.support.api import Api
+
+LOSS = Settings("loss", "min", after=3, step=0)
+ACC = Settings("acc", "max", after=3, step=0)
+# Three succeeded runs whose running averages at step 2 are 0.5, 0.4 and 0.3 (median 0.4); at step 4, 0.4, 0.3, 0.2.
+SUCCEEDED = [[(0, 0.6), (2, 0.4), (4, 0.2)], [(0, 0.5), (2, 0.3), (4, 0.1)], [(0, 0.4), (2, 0.2), (4, 0.0)]]
+
+
+# --- the rule, on hand-made series ----------------------------------------------------------------------------------
+
+
+def test_a_trial_whose_best_is_worse_than_the_median_of_running_averages_is_stopped():
+    found = decide([(0, 0.9), (1, 0.7), (2, 0.45)], SUCCEEDED, LOSS)
+    # At its step 2 the succeeded runs averaged (0.6+0.4)/2, (0.5+0.3)/2, (0.4+0.2)/2: median 0.4; its best 0.45.
+    assert found == early_stop.Decision(True, 2, 0.45, pytest.approx(0.4), 3)
+    assert found.reason("loss") == ("Stopped early: best loss 0.45 at step 2, behind the median 0.4 of 3 "
+                                    "succeeded trials")
+
+
+def test_a_trial_at_or_better_than_the_median_keeps_running():
+    assert decide([(0, 0.9), (2, 0.35)], SUCCEEDED, LOSS).stop is False
+    # the best so far counts, not the last value: 0.3 at step 1 beats the median though step 2 is worse
+    assert decide([(0, 0.9), (1, 0.3), (2, 0.8)], SUCCEEDED, LOSS).stop is False
+
+
+def test_a_tie_with_the_median_is_not_behind_it():
+    succeeded = [[(0, 0.5)], [(0, 0.4)], [(0, 0.3)]]
+    assert decide([(0, 0.4)], succeeded, LOSS).stop is False
+    assert decide([(0, 0.4)], succeeded, ACC).stop is False
+    # an even count: the median is the mean of the middle two
+    found = decide([(0, 0.45)], [*succeeded, [(0, 0.6)]], LOSS)
+    assert (found.median, found.stop) == (pytest.approx(0.45), False)
+
+
+def test_max_goal_stops_a_trial_below_the_median():
+    succeeded = [[(0, 0.6), (5, 0.8)], [(0, 0.7), (5, 0.9)], [(0, 0.5), (5, 0.7)]]
+    assert decide([(0, 0.2), (5, 0.5)], succeeded, ACC) == early_stop.Decision(True, 5, 0.5, pytest.approx(0.7), 3)
+    assert decide([(0, 0.2), (5, 0.75)], succeeded, ACC).stop is False
+
+
+def test_only_points_up_to_the_trials_step_count_in_the_averages():
+    # At step 2 the late points (step 4) do not count: the median is 0.4, not the full runs' 0.3.
+    assert decide([(2, 0.35)], SUCCEEDED, LOSS).median == pytest.approx(0.4)
+    assert decide([(4, 0.35)], SUCCEEDED, LOSS).median == pytest.approx(0.3)
+
+
+def test_not_enough_succeeded_trials_decides_nothing():
+    assert decide([(2, 9.0)], SUCCEEDED[:2], LOSS) is None
+    assert decide([(2, 9.0)], SUCCEEDED[:2], Settings("loss", "min", after=2)).stop is True
+    # a succeeded trial with no point at or before the step is not one of the N
+    late = [[(10, 0.1)], *SUCCEEDED[:2]]
+    assert decide([(2, 9.0)], late, LOSS) is None
+    assert decide([], SUCCEEDED, LOSS) is None
+
+
+def test_a_step_below_the_first_step_looked_at_decides_nothing():
+    assert decide([(0, 9.0), (2, 9.0)], SUCCEEDED, Settings("loss", "min", after=3, step=3)) is None
+    assert decide([(0, 9.0), (3, 9.0)], SUCCEEDED, Settings("loss", "min", after=3, step=3)).stop is True
+
+
+# --- the settings ---------------------------------------------------------------------------------------------------
+
+
+def test_a_blank_metric_is_no_early_stopping():
+    assert early_stop.parse({METRIC_FIELD: " ", AFTER_FIELD: "x"}) == (None, {})
+
+
+def test_defaults_and_the_goal_by_the_metrics_name():
+    assert early_stop.parse({METRIC_FIELD: "val/loss"}) == (Settings("val/loss", "min", 3, 0), {})
+    assert early_stop.parse({METRIC_FIELD: "acc", AFTER_FIELD: "1", STEP_FIELD: "300"}) == (
+        Settings("acc", "max", 1, 300), {})
+    assert early_stop.parse({METRIC_FIELD: "acc", GOAL_FIELD: "min"})[0].goal == "min"
+
+
+@pytest.mark.parametrize(("given", "field", "fragment"), [
+    ({METRIC_FIELD: "val loss"}, METRIC_FIELD, "'val loss' is not a metric name as METRIC lines print it"),
+    ({METRIC_FIELD: "1loss"}, METRIC_FIELD, "starting with a letter or _"),
+    ({METRIC_FIELD: "x" * 65}, METRIC_FIELD, "at most 64 characters"),
+    ({METRIC_FIELD: "step"}, METRIC_FIELD, "not step"),
+    ({METRIC_FIELD: "loss", GOAL_FIELD: "down"}, GOAL_FIELD, "min (lower is better) or max"),
+    ({METRIC_FIELD: "loss", AFTER_FIELD: "0"}, AFTER_FIELD, "from 1 to 50; 0 is out of range"),
+    ({METRIC_FIELD: "loss", AFTER_FIELD: "51"}, AFTER_FIELD, "from 1 to 50"),
+    ({METRIC_FIELD: "loss", AFTER_FIELD: "2.5"}, AFTER_FIELD, "whole number"),
+    ({METRIC_FIELD: "loss", STEP_FIELD: "-1"}, STEP_FIELD, "whole number from 0"),
+    ({METRIC_FIELD: "loss", STEP_FIELD: "9" * 30}, STEP_FIELD, "whole number"),
+])
+def test_each_bad_setting_is_an_error_at_its_field(given, field, fragment):
+    found, errors = early_stop.parse(given)
+    assert found is None and fragment in " ".join(errors[field]), errors
+
+
+def test_the_api_takes_the_same_rules_at_its_keys():
+    assert api_sweeps.early_stopping({"Metric": "acc", "AfterSucceeded": 2, "NotBeforeStep": 10}) == (
+        Settings("acc", "max", 2, 10), {})
+    found, errors = api_sweeps.early_stopping({"Metric": "loss", "AfterSucceeded": 0, "Goal": 1, "Patience": 3})
+    assert found is None and set(errors) == {"EarlyStopping.AfterSucceeded", "EarlyStopping.Goal",
+                                             "EarlyStopping.Patience"}
+    assert errors["EarlyStopping.AfterSucceeded"] == early_stop.parse(
+        {METRIC_FIELD: "loss", AFTER_FIELD: "0"})[1][AFTER_FIELD], "one source of truth"
+    assert "whole number" in api_sweeps.early_stopping({"Metric": "loss", "AfterSucceeded": True})[1][
+        "EarlyStopping.AfterSucceeded"][0]
+    assert "Required" in api_sweeps.early_stopping({"Goal": "min"})[1]["EarlyStopping.Metric"][0]
+    assert "Must be an object" in api_sweeps.early_stopping("loss")[1]["EarlyStopping"][0]
+
+
+# --- the API, the stop, the pages (database, no DLC) ---------------------------------------------------------------
+
+
+@pytest.fixture
+def team(db):
+    return pf.make_team()
+
+
+def _sweep(team, early: dict | None = None):
+    payload = {"Job": {**pf.BODY, "DisplayName": "es", "UserCommand": "train --q $Q"},
+               "Parameters": {"Q": ["a", "b", "c"]}} | ({"EarlyStopping": early} if early is not None else {})
+    return Api(team.users["member"]).post(f"/api/v1/sweeps?workspace={team.alpha.pk}", payload)
+
+
+def test_the_api_creates_a_sweep_with_early_stopping_and_shows_it(team):
+    answer = _sweep(team, {"Metric": "loss", "NotBeforeStep": 100})
+    assert answer.status_code == 201, answer.json()
+    assert answer.json()["early_stopping"] == {"Metric": "loss", "Goal": "min", "AfterSucceeded": 3,
+                                               "NotBeforeStep": 100}
+    sweep = Sweep.objects.get()
+    assert (sweep.early_stop_metric, sweep.early_stop_goal, sweep.early_stop_after, sweep.early_stop_step) == (
+        "loss", "min", 3, 100)
+    bad = _sweep(team, {"Metric": "my loss", "AfterSucceeded": -2})
+    assert bad.status_code == 400 and set(bad.json()["errors"]) == {"EarlyStopping.Metric",
+                                                                   "EarlyStopping.AfterSucceeded"}
+    assert Sweep.objects.count() == 1, "nothing saved"
+    assert _sweep(team).json()["early_stopping"] is None
+
+
+def test_a_stop_goes_through_lifecycle_with_its_reason_on_the_trial_the_pages_and_the_audit_log(team):
+    _sweep(team, {"Metric": "loss"})
+    trial = SweepTrial.objects.select_related("job", "sweep").get(number=2)
+    Job.objects.filter(pk=trial.job_id).update(status="Running", dlc_job_id="dlc-es-2")
+    trial.job.refresh_from_db()
+    reason = "Stopped early: best loss 0.9 at step 3, behind the median 0.4 of 3 succeeded trials"
+    assert early_stop.stop_trial(trial, reason) is True
+    assert early_stop.stop_trial(trial, reason) is False, "once"
+    trial.refresh_from_db()
+    assert trial.stop_reason == reason and trial.stopped_early_at is not None
+    job = Job.objects.get(pk=trial.job_id)
+    assert job.status == "Stopping" and job.stop_requested_at is not None
+    event = AuditEvent.objects.get(job=job, action="stopped")
+    assert (event.actor_name, event.details["reason"]) == ("system", reason)
+    client = pf.client_for(team.users["viewer"])
+    assert reason in client.get(trial.sweep.get_absolute_url()).content.decode()
+    page = client.get(job.get_absolute_url()).content.decode()
+    assert f'<strong id="stopped-early">{reason}.</strong>' in page
+    got = Api(team.users["viewer"]).get(f"/api/v1/sweeps/{trial.sweep_id}").json()
+    assert [t["stopped_early"] for t in got["trials"]] == [None, reason, None]
+
+
+def test_a_trial_that_ended_meanwhile_is_not_stopped_early(team):
+    _sweep(team, {"Metric": "loss"})
+    trial = SweepTrial.objects.select_related("job").get(number=1)
+    Job.objects.filter(pk=trial.job_id).update(status="Succeeded")
+    trial.job.refresh_from_db()
+    assert early_stop.stop_trial(trial, "Stopped early: ...") is False
+    trial.refresh_from_db()
+    assert (trial.stop_reason, trial.stopped_early_at) == ("", None)
+
+
+def test_no_dlc_read_while_too_few_trials_have_succeeded(team):
+    """The workspace's endpoint is dead: a read would be an error logged, never a stop; the trial is not even read
+    (its early_checked_at stays empty) while the rule could not stop it."""
+    _sweep(team, {"Metric": "loss", "AfterSucceeded": 2})
+    one, two, _three = SweepTrial.objects.select_related("job").order_by("number")
+    Job.objects.filter(pk=one.job_id).update(status="Succeeded")
+    JobScalar.objects.create(job=one.job, pod_id="p", name="loss", points=[[0, 0.1]], last=0.1, min=0.1, max=0.1,
+                             count=1, last_step=0)
+    Job.objects.filter(pk=two.job_id).update(status="Running", dlc_job_id="dlc-es-2")
+    assert early_stop.check() == []
+    two.refresh_from_db()
+    assert two.early_checked_at is None
+    assert [t.job_id for t in early_stop.candidates()] == [two.job_id]
+
+
+# --- the whole way, on the stack ------------------------------------------------------------------------------------
+
+# Good trials print a falling loss and end; the bad one prints a high loss and would run on for a minute.
+COMMAND = ('if [ "$Q" = bad ]; then for s in 0 1 2 3; do echo "METRIC step=$s loss=5"; done; sleep 60; '
+           'else for s in 0 1 2 3; do echo "METRIC step=$s loss=0.$((5 - s))"; done; fi')
+
+
+@pytest.mark.integration
+def test_a_bad_trial_is_stopped_early_while_the_good_ones_succeed(stack, member, settings):
+    """The wizard's POST with early stopping, the worker's CreateJob per trial, localdlc pods printing METRIC lines,
+    the sync and the log archive storing the good trials' metrics; the check reads the bad trial's log through the
+    real SDK and stops it through the console's stop."""
+    from jobs import status as st
+    from tests.support.waiting import wait_for
+    from tests.support.wizard import form_data
+    from tests.test_lifecycle import use_broker
+    from tests.test_skeleton_flow import csrf, signed_in_session
+
+    settings.LOCALDLC_CREDENTIALS_FILE = str(stack.credentials_file)  # this process reads the logs too
+    web = signed_in_session(stack.url, member.username)
+    create_url = f"{stack.url}/jobs/new"
+    data = form_data(basic__name="es-e2e", environment__image="registry.example/pytorch:2.3",
+                     resources__roles__0__instance_type="ecs.g6.large", environment__command=COMMAND)
+    answer = web.post(create_url, data={**data, "sweep": "Q = good1, bad, good2", METRIC_FIELD: "loss",
+                                        AFTER_FIELD: "2", "csrfmiddlewaretoken": csrf(web, create_url)},
+                      headers={"Referer": create_url})
+    sweep = Sweep.objects.get(name="es-e2e")
+    assert answer.status_code == 200 and (sweep.early_stop_metric, sweep.early_stop_after) == ("loss", 2)
+    good = [t.job for t in sweep.trials.select_related("job").filter(number__in=(1, 3))]
+    bad = sweep.trials.select_related("job", "sweep").get(number=2)
+
+    def stopped() -> bool:
+        early_stop.check()  # the beat's task runs it every minute; the test does not wait for the beat
+        bad.refresh_from_db()
+        return bad.stopped_early_at is not None
+
+    with use_broker(stack.redis_url):  # the stop's StopJob task goes to the stack's worker
+        wait_for(stopped, timeout=60, interval=0.5)
+    assert bad.stop_reason == ("Stopped early: best loss 5 at step 3, behind the median 0.35 of 2 succeeded "
+                               "trials"), bad.stop_reason
+    wait_for(lambda: Job.objects.get(pk=bad.job_id).status == "Stopped", timeout=30)
+    assert [Job.objects.get(pk=j.pk).status for j in good] == ["Succeeded", "Succeeded"]
+    assert all(st.is_terminal(s) for s in sweep.trials.values_list("job__status", flat=True))
+    page = web.get(f"{stack.url}{sweep.get_absolute_url()}").text
+    assert bad.stop_reason in page and "2 Succeeded" in page and "1 Stopped" in page
