@@ -299,8 +299,9 @@ def test_adding_a_note_on_the_job_page_in_chromium(stack, workspace, member, pag
     from tests.conftest import PASSWORD
     from tests.support.browser import sign_in
 
+    # The longest DLC job ID the column holds (64), to see it wrap in the list.
     job = Job.objects.create(workspace=workspace, owner=member, display_name="noted", job_type="PyTorchJob",
-                             status="Succeeded", dlc_job_id="dlc-" + "0123456789abcdef" * 4)
+                             status="Succeeded", dlc_job_id="dlc-" + "0123456789abcdef" * 3 + "0123456789ab")
     sign_in(page, stack.url, member.username, PASSWORD)
     page.goto(f"{stack.url}/jobs/{job.pk}")
     expect(page.locator("#no-notes")).to_be_visible()

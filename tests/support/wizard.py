@@ -154,7 +154,9 @@ def page_form_data(html: str, form_id: str = "wizard-form") -> dict[str, str]:
     return _FormParser(form_id).feed(html)
 
 
-_NOT_SECTIONS = ("csrfmiddlewaretoken", "sweep", "sweep_trials", "sweep_seed", "run_after", "run_after_when")
+# The boxes outside the six sections: sweep (jobs.wizard._SWEEP_FIELDS, early stopping included) and run after.
+_NOT_SECTIONS = ("csrfmiddlewaretoken", "sweep", "sweep_trials", "sweep_seed", "sweep_stop_metric", "sweep_stop_goal",
+                 "sweep_stop_after", "sweep_stop_step", "run_after", "run_after_when")
 
 
 def comparable(data: dict[str, str], skip: set[str] = frozenset()) -> dict[str, str]:
