@@ -63,6 +63,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # After HtmxMiddleware (it reads request.htmx): a sign-in redirect of an htmx request becomes HX-Redirect.
+    "consoleapp.middleware.HtmxSignInRedirectMiddleware",
     # Under /api/: a 404 or 405 in the API's JSON error format, not an HTML page or an empty body.
     "jobs.api.JsonErrorsMiddleware",
 ]
@@ -218,6 +220,8 @@ DLC_IMPORT_LOOKBACK_HOURS = float(os.environ.get("DLC_IMPORT_LOOKBACK_HOURS", "1
 DLC_ARCHIVE_DELAY = float(os.environ.get("DLC_ARCHIVE_DELAY", "5"))
 # The job list counts each status up to this many jobs and shows "1,000+" beyond (jobs.listing.counts).
 DLC_LIST_COUNT_CAP = int(os.environ.get("DLC_LIST_COUNT_CAP", "1000"))
+# How long /healthz keeps each workspace's DLC check (jobs.health): anyone may call it, DLC is called once a period.
+DLC_HEALTH_CACHE_SECONDS = float(os.environ.get("DLC_HEALTH_CACHE_SECONDS", "30"))
 # The console's own address as users reach it, for links in what leaves the console (webhook payloads).
 DLC_BASE_URL = os.environ.get("DLC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 # Webhook deliveries (jobs.notify): attempts per job end, and the first retry's wait in seconds (then x4).

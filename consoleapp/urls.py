@@ -14,3 +14,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("jobs.urls")),
 ]
+
+handler400 = "consoleapp.errors.bad_request"

@@ -10,7 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from jobs import notify_email
+from jobs import notify_email, ratelimit
+from jobs.notify import Answer
 from jobs.notify_models import NotificationPrefs
 
 
@@ -59,17 +60,37 @@ def email_notifications(request: HttpRequest) -> HttpResponse:
         changed = notify_email.save_prefs(request.user, data["email"], data)
         messages.success(request, "Email notifications saved." if changed else "Nothing changed.")
         return redirect("email_notifications")
+    # The server's mail directory is a path on the host: staff only, others are told mail is written as files.
+    staff = request.user.is_staff or request.user.is_superuser
     return render(request, "portal/email_notifications.html", {
-        "form": form, "mode": notify_email.mode(), "mail_dir": getattr(settings, "EMAIL_FILE_PATH", ""),
-        "saved_email": request.user.email,
+        "form": form, "mode": notify_email.mode(),
+        "mail_dir": getattr(settings, "EMAIL_FILE_PATH", "") if staff else "", "saved_email": request.user.email,
     })
+
+
+TEST_MAILS_PER_WINDOW = 5
+TEST_MAIL_WINDOW_SECONDS = 600
+
+
+def _limited(user) -> Answer | None:
+    """The refusal when this user sent too many test mails lately; None when another may go. Presses that cannot
+    send (no address saved, email off) are not counted."""
+    if not (user.email and notify_email.configured()):
+        return None
+    wait = ratelimit.take(f"email-test:{user.pk}", TEST_MAILS_PER_WINDOW, TEST_MAIL_WINDOW_SECONDS)
+    if not wait:
+        return None
+    return Answer(False, None, f"Too many test emails. Try again in {ratelimit.describe(wait)}.")
 
 
 @login_required
 @require_POST
 def email_test(request: HttpRequest) -> HttpResponse:
-    """Send a test mail to the user's saved address now; the answer in place (waits up to EMAIL_TIMEOUT)."""
-    answer = notify_email.send_test(request.user)
+    """Send a test mail to the user's saved address now; the answer in place (waits up to EMAIL_TIMEOUT).
+
+    Only ever to the address saved on this page (never one sent with the request), and at most TEST_MAILS_PER_WINDOW
+    per user in TEST_MAIL_WINDOW_SECONDS: each press is a real mail to whatever address was saved."""
+    answer = _limited(request.user) or notify_email.send_test(request.user)
     if request.htmx:
         return render(request, "portal/_email_test.html", {"answer": answer, "to": request.user.email})
     if answer.ok:

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from jobs import access, dependencies, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
-from jobs.models import Job, JobTemplate, Membership, Workspace
+from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Workspace
 
 API_VERSION = "1.7.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
@@ -34,8 +35,8 @@ TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen 
                "note) or "
                "read-write; and "
                "an expiry of 7, 30, 90 (the default) or 365 days, or none. An expired token answers 401 with "
-               "`\"code\": \"token_expired\"` and `expires_at` (ISO 8601); a revoked or unknown one 401 without "
-               "it. GET /api/v1/workspaces "
+               "`\"code\": \"token_expired\"` and `expires_at` (ISO 8601); a revoked one 401 with `\"code\": "
+               "\"token_revoked\"`; an unknown one 401 without a code. GET /api/v1/workspaces "
                "shows what the token may do in each workspace: `read_only`, and `effective_role` (viewer when "
                "read-only, else your role).")
 
@@ -98,6 +99,13 @@ def parse_id(text: str) -> int:
 
 def bad_request(errors: dict[str, list[str]]) -> JsonResponse:
     return JsonResponse({"errors": errors}, status=400)
+
+
+def unknown_fields(payload: Mapping[str, Any], allowed: Iterable[str]) -> dict[str, list[str]]:
+    """An error at each key of a request object that is not one of `allowed`, naming those: a misspelt key
+    silently ignored would leave the caller believing it took effect."""
+    known = sorted(allowed)
+    return {key: [f"Unknown field: send {', '.join(known)}."] for key in payload if key not in known}
 
 
 class Problem(Exception):
@@ -223,20 +231,45 @@ def template_errors(request: HttpRequest, workspace: Workspace, body: dict[str, 
     """Locked-field errors when the caller says the job starts from ?template=<id>[&version=<n>]."""
     from jobs import templates_lib
 
-    template_id = request.GET.get("template", "")
-    if not template_id:
+    try:
+        template_id, number = templates_lib.parse_start(request.GET.get("template"), request.GET.get("version"))
+    except ValidationError as exc:
+        return exc.message_dict
+    if template_id is None:
         return {}
-    template = JobTemplate.objects.filter(pk=parse_id(template_id), workspace=workspace).first()
+    template = JobTemplate.objects.filter(pk=template_id, workspace=workspace).first()
     if template is None:
         return {"template": ["No such template in this workspace."]}
-    version = request.GET.get("version", "")
     try:
-        chosen = templates_lib.version_of(template, int(version) if version.isdigit() else None)
-    except Exception:  # noqa: BLE001 - DoesNotExist of a version
+        chosen = templates_lib.version_of(template, number)
+    except JobTemplateVersion.DoesNotExist:
         return {"version": ["No such version of the template."]}
     sections = spec.inverse(body)
     return {spec.wire_path(path, sections): messages
             for path, messages in templates_lib.locked_errors(template, chosen, sections).items()}
+
+
+def _template_link(request: HttpRequest, workspace: Workspace) -> dict[str, Any]:
+    """The hints entry of a job created with ?template= (template_errors refuses a bad one), so that the template's
+    locks bind its clones too."""
+    from jobs import templates_lib
+
+    try:
+        template_id, number = templates_lib.parse_start(request.GET.get("template"), request.GET.get("version"))
+        template = JobTemplate.objects.get(pk=template_id, workspace=workspace)
+        return templates_lib.link(template, templates_lib.version_of(template, number))
+    except (ValidationError, JobTemplate.DoesNotExist, JobTemplateVersion.DoesNotExist):
+        return {}
+
+
+def lock_errors(template: JobTemplate, version: JobTemplateVersion, body: Mapping[str, Any],
+                hints: Mapping[str, Any] | None = None) -> dict[str, list[str]]:
+    """templates_lib.locked_errors of a CreateJob body, at its wire fields (a clone's `changes`)."""
+    from jobs import templates_lib
+
+    sections = spec.inverse(body, hints)
+    return {spec.wire_path(path, sections): messages
+            for path, messages in templates_lib.locked_errors(template, version, sections).items()}
 
 
 @dataclass(frozen=True)
@@ -287,9 +320,11 @@ def take_run_after(user, workspace: Workspace, body: Any) -> tuple[Any, dependen
 
 def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | None = None,
                 extra_errors: dict[str, list[str]] | None = None, hints: Mapping[str, Any] | None = None,
-                secret_envs_field: str = SECRET_ENVS) -> tuple[Job | None, dict[str, list[str]]]:
+                secret_envs_field: str = SECRET_ENVS, template_link: Mapping[str, Any] | None = None) \
+        -> tuple[Job | None, dict[str, list[str]]]:
     """Validate a CreateJob body with the workspace's guardrails and save + enqueue it (or hold it, when its
-    run_after job is still active). Returns (job, errors). `hints`, `secret_envs_field`: as check_body's."""
+    run_after job is still active). Returns (job, errors). `hints`, `secret_envs_field`: as check_body's.
+    `template_link`: the template the job starts from (templates_lib.link), kept in its hints for its clones."""
     body, after = take_run_after(user, workspace, body)
     checked, errors = check_body(workspace, body, extra_errors={**(extra_errors or {}), **after.errors},
                                  hints=hints, secret_envs_field=secret_envs_field)
@@ -299,7 +334,8 @@ def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | Non
     secrets.update(checked.secret_envs)
     from jobs.views import save_and_enqueue
 
-    job = save_and_enqueue(workspace=workspace, owner=user, body=clean, hints=checked.hints,
+    hints = {**checked.hints, **(template_link or {})}
+    job = save_and_enqueue(workspace=workspace, owner=user, body=clean, hints=hints,
                            sealed_secrets=secretbox.seal(secrets), cloned_from=cloned_from,
                            run_after=after.upstream, run_after_when=after.when)
     return job, {}
@@ -356,7 +392,8 @@ def _create(request: HttpRequest) -> JsonResponse:
     if refused:
         return refused
     extra = template_errors(request, workspace, body) if isinstance(body, dict) else {}
-    job, errors = submit_body(request.api_user, workspace, body, extra_errors=extra)
+    job, errors = submit_body(request.api_user, workspace, body, extra_errors=extra,
+                              template_link=_template_link(request, workspace))
     if errors:
         return bad_request(errors)
     response = JsonResponse(job_json(job, request), status=201)
@@ -371,7 +408,16 @@ def job(request: HttpRequest, pk: int) -> JsonResponse:
     DLC has."""
     if request.method == "PATCH":
         return _patch(request, pk)
-    return JsonResponse(job_json(access.get_job(request.api_user, pk), request))
+    return JsonResponse(job_detail_json(access.get_job(request.api_user, pk), request))
+
+
+def job_detail_json(job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
+    """One job as GET /api/v1/jobs/{id} shows it: job_json and, while it is queued, its place in its quota's queue
+    (jobs.now; one query, so not in the list)."""
+    from jobs import now
+
+    position = now.queue_position(job)
+    return {**job_json(job, request), "queue_position": position.as_json() if position else None}
 
 
 def _patch(request: HttpRequest, pk: int) -> JsonResponse:
@@ -386,14 +432,14 @@ def _patch(request: HttpRequest, pk: int) -> JsonResponse:
     if not isinstance(payload, dict) or set(payload) != {"priority"}:
         return bad_request({"": ['Send {"priority": <1-9>}: priority is the one field that can be changed.']})
     try:
-        priority.change_priority(request.api_user, target, payload["priority"])
+        priority.change_priority(request.api_user, target, payload["priority"], typed=True)
     except priority.PriorityError as err:
         if err.kind == "forbidden":
             raise PermissionDenied(err.message) from err
         if err.kind == "invalid":
             return bad_request({"priority": [err.message]})
         return JsonResponse({"errors": {"priority": [err.message]}}, status=err.http_status)
-    return JsonResponse(job_json(target, request))
+    return JsonResponse(job_detail_json(target, request))
 
 
 @api_view
@@ -415,7 +461,8 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
 
     `changes` overrides top-level CreateJob fields; secrets are never copied, so each secret the policy
     re-prompts must be sent again (`registry_password`, `ray_redis_password`, and `secret_envs` {NAME: value} for
-    each environment variable the source kept secret).
+    each environment variable the source kept secret). A source started from a template (directly or as a clone)
+    binds the clone to the template's locks, as the wizard's clone is bound.
     """
     source = access.get_job(request.api_user, pk, "clone")
     payload, bad = json_body(request)
@@ -423,9 +470,12 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
         return bad
     if not isinstance(payload, dict):
         return bad_request({"": ["Send a JSON object: {\"changes\": {...}, \"registry_password\": \"...\"}."]})
-    changes = payload.get("changes") or {}
+    refused = unknown_fields(payload, CLONE_FIELDS)
+    changes = payload.get("changes", {})
     if not isinstance(changes, dict):
-        return bad_request({"changes": ["Must be an object of CreateJob fields."]})
+        refused["changes"] = ['Must be an object of top-level CreateJob fields, e.g. {"DisplayName": "x"}.']
+    if refused:
+        return bad_request(refused)
     body, reprompts, hints = clone_start(source)
     body.update(changes)
     # A secret variable of the source is the placeholder in body: its value must come again, in secret_envs.
@@ -437,8 +487,15 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
             errors[key] = ["The source job used this secret; secrets are never copied, send it again."]
         else:
             PUT_SECRET[key](body, payload[key])
+    from jobs import templates_lib
+
+    # The source's template locks hold for its clones: a locked field in `changes` is refused as at a template start.
+    bound = templates_lib.linked(source)
+    if bound:
+        errors.update(lock_errors(*bound, body, hints))
     job, problems = submit_body(request.api_user, source.workspace, body, cloned_from=source, extra_errors=errors,
-                                hints=hints, secret_envs_field="secret_envs")
+                                hints=hints, secret_envs_field="secret_envs",
+                                template_link=templates_lib.link(*bound) if bound else None)
     if problems:
         return bad_request(problems)
     response = JsonResponse(job_json(job, request), status=201)
@@ -483,6 +540,7 @@ def put_ray_password(body: dict[str, Any], password: str) -> None:
 
 
 PUT_SECRET = {"registry_password": put_registry_password, "ray_redis_password": put_ray_password}
+CLONE_FIELDS = {"changes", "secret_envs", *PUT_SECRET}
 
 
 @api_view
@@ -560,7 +618,12 @@ def openapi_document(server: str) -> dict[str, Any]:
                                         {"name": "template", "in": "query", "schema": {"type": "integer"},
                                          "description": "Template the job starts from: its locked fields "
                                                         "must keep their values."},
-                                        {"name": "version", "in": "query", "schema": {"type": "integer"}}],
+                                        {"name": "version", "in": "query",
+                                         "schema": {"type": "integer", "minimum": 1},
+                                         "description": "The template's version (default: its default "
+                                                        "version, else its latest); only with template. Not a "
+                                                        "whole number from 1, or without template: 400 at "
+                                                        "version."}],
                          "requestBody": {"required": True, "content": {"application/json": {
                              "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
                          "responses": {"201": {"description": "Created; the worker submits it to DLC", **job_ok},
@@ -596,8 +659,10 @@ def openapi_document(server: str) -> dict[str, Any]:
                 "summary": "Create a copy of a job (new name `<name>-copy`; secrets must be sent again)",
                 "parameters": [job_id],
                 "requestBody": {"content": {"application/json": {"schema": {
-                    "type": "object", "properties": {
-                        "changes": {"type": "object", "description": "Top-level CreateJob fields to replace."},
+                    # Any other key is refused (400 at the key), as is a `changes` that is not an object.
+                    "type": "object", "additionalProperties": False, "properties": {
+                        "changes": {"type": "object", "description": "Top-level CreateJob fields to replace. A "
+                                    "job started from a template keeps its locks: a locked field is refused (400)."},
                         "registry_password": {"type": "string", "writeOnly": True},
                         "ray_redis_password": {"type": "string", "writeOnly": True},
                         "secret_envs": {"type": "object", "writeOnly": True,
@@ -621,8 +686,9 @@ def openapi_document(server: str) -> dict[str, Any]:
                 "session": {"type": "apiKey", "in": "cookie", "name": "sessionid"},
             },
             "responses": {"Error": {"description": "Error: 401 no or bad credentials (`code` token_expired: the "
-                                                   "token expired), 403 not permitted (also: a read-only token on "
-                                                   "an unsafe call), 404 not found or outside the token's workspace",
+                                                   "token expired; token_revoked: it was revoked), 403 not "
+                                                   "permitted (also: a read-only token on an unsafe call), 404 not "
+                                                   "found or outside the token's workspace",
                                     "content": {"application/json": {"schema": {
                                         "type": "object", "properties": {"error": {"type": "string"},
                                                                          "code": {"type": "string"},
@@ -676,6 +742,14 @@ def openapi_document(server: str) -> dict[str, Any]:
                                   "description": "The job this one runs after (null: none, or deleted)."},
                     "run_after_when": {"type": "string", "enum": list(dependencies.WHEN)},
                     "pods": {"type": "array", "items": {"type": "object"}},
+                    "queue_position": {
+                        "type": "object", "nullable": True,
+                        "description": "GET /api/v1/jobs/{id} only (not in lists): while the job is queued, its "
+                                       "place in its quota's queue in DLC's order (higher priority first, then "
+                                       "earlier submitted); 1 is admitted next. `quota`: the quota's name (null on "
+                                       "public resources). Null when the job is not queued.",
+                        "properties": {"position": {"type": "integer"}, "of": {"type": "integer"},
+                                       "quota": {"type": "string", "nullable": True}}},
                     "created_at": {"type": "string", "format": "date-time"}}},
                 "WorkspaceList": {"type": "object", "properties": {"workspaces": {"type": "array", "items": {
                     "type": "object", "properties": {

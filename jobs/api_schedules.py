@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from jobs import access, schedules
-from jobs.api_jobs import Problem, bad_request, create_request, json_body, request_workspace
+from jobs.api_jobs import Problem, bad_request, create_request, json_body, request_workspace, unknown_fields
 from jobs.apitokens import api_view
 from jobs.models import Schedule
 
@@ -93,7 +93,7 @@ def _create(request: HttpRequest) -> JsonResponse:
         return refused
     if not isinstance(payload, dict):
         return bad_request({"": ['Send a JSON object: {"name": ..., "recurrence": {...}, "job": {<CreateJob body>}}.']})
-    errors = {key: [f"Unknown field: send {', '.join(sorted(FIELDS))}."] for key in payload if key not in FIELDS}
+    errors = unknown_fields(payload, FIELDS)
     recurrence = payload.get(RECURRENCE)
     if not isinstance(recurrence, dict):
         errors[RECURRENCE] = ['Must be an object: {"kind": "hourly", "every_hours": 6}, {"kind": "daily", "at": '
@@ -104,7 +104,7 @@ def _create(request: HttpRequest) -> JsonResponse:
     chosen, problems = schedules.parse_settings(
         payload.get("name"), recurrence.get("kind"), recurrence.get("every_hours"), recurrence.get("at"),
         recurrence.get("weekdays"), payload.get("skip_if_active", True), payload.get("enabled", True),
-        recurrence.get("cron"))
+        recurrence.get("cron"), from_json=True)
     errors.update({key if key in FIELDS else f"{RECURRENCE}.{key}": v for key, v in problems.items()
                    if key in FIELDS or RECURRENCE not in errors})  # not an object: said once, at recurrence
     if not isinstance(payload.get(schedules.JOB), dict):
@@ -198,15 +198,24 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
 def schedule_schemas() -> dict[str, Any]:
     recurrence = {"type": "object", "required": ["kind"], "properties": {
         "kind": {"type": "string", "enum": [k for k, _ in Schedule.KINDS]},
-        "every_hours": {"type": "integer", "minimum": 1, "maximum": schedules.MAX_EVERY_HOURS,
-                        "description": "hourly: hours between runs."},
-        "at": {"type": "string", "pattern": "^[0-2]?[0-9]:[0-5][0-9]$",
-               "description": "daily, weekly: HH:MM in the console's time zone."},
-        "weekdays": {"type": "array", "items": {"type": "string", "enum": schedules.WEEKDAYS},
-                     "description": "weekly: the days."},
+        "every_hours": {"type": "integer", "minimum": 1, "maximum": schedules.MAX_EVERY_HOURS, "nullable": True,
+                        "description": "hourly only: hours between runs, a JSON whole number (\"6\" and 6.0 are "
+                                       "refused, as in the jobs API)."},
+        "at": {"type": "string", "pattern": "^[0-2]?[0-9]:[0-5][0-9]$", "nullable": True,
+               "description": "daily and weekly only: HH:MM in the console's time zone."},
+        "weekdays": {"type": "array", "items": {"oneOf": [
+            {"type": "string", "description": "mon ... sun or monday ... sunday, any case"},
+            {"type": "integer", "minimum": 0, "maximum": 7, "description": "cron's numbers: 0 or 7 = Sunday, "
+                                                                           "1 = Monday ... 6 = Saturday"}]},
+                     "example": ["mon", "thu"],
+                     "description": "weekly only: the days, as names or cron's numbers (1 = Monday, 0 or 7 = "
+                                    "Sunday); shown as mon ... sun."},
         "cron": {"type": "string", "maxLength": schedules.CRON_MAX, "example": "*/30 * * * *", "nullable": True,
                  "description": f"cron: {schedules.CRON_FIELDS} (names such as MON and JAN, ranges, lists, steps; "
-                                "or @hourly, @daily, @weekly, @monthly, @yearly), in the console's time zone."}}}
+                                "or @hourly, @daily, @weekly, @monthly, @yearly), in the console's time zone. A "
+                                "step larger than its field's range (*/99 in minutes) is refused."}},
+        "description": "Send only the fields of the chosen kind (null or [] for the others): a field of another "
+                       "kind is refused (400), not dropped."}
     run = {"type": "object", "properties": {
         "due_at": {"type": "string", "format": "date-time"}, "job": {"type": "integer", "nullable": True},
         "job_status": {"type": "string", "nullable": True},

@@ -39,6 +39,11 @@ class TokenExpired(Exception):
         self.expires_at = expires_at
 
 
+class TokenRevoked(Exception):
+    """A known token its owner revoked: refused with a 401 that says so, so a script's owner knows to make a new
+    one rather than look for a typo (the caller holds the token: nothing is revealed to anyone else)."""
+
+
 def digest(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
@@ -95,12 +100,15 @@ def revoke(user, token_id: int) -> tuple[ApiToken | None, bool]:
 
 def user_for_token(raw: str):
     """The active user a token belongs to, carrying the token's scope (`token_scope`) and the token's row
-    (`api_token`); None for unknown, revoked or inactive-user tokens. Raises TokenExpired for an expired one."""
+    (`api_token`); None for unknown or inactive-user tokens. Raises TokenRevoked for a revoked token, TokenExpired
+    for an expired one."""
     if not raw.startswith(TOKEN_PREFIX):
         return None
-    token = ApiToken.objects.select_related("user").filter(token_hash=digest(raw), revoked_at=None).first()
+    token = ApiToken.objects.select_related("user").filter(token_hash=digest(raw)).first()
     if token is None or not token.user.is_active:
         return None
+    if token.revoked_at is not None:
+        raise TokenRevoked()
     now = timezone.now()
     if token.expires_at is not None and token.expires_at <= now:
         raise TokenExpired(token.expires_at)
@@ -123,7 +131,7 @@ def api_user(request: HttpRequest):
 
     A request that presents a token is judged by the token alone (no fallback to the session), and
     `request.api_token_auth` tells whether it did, since only session requests need a CSRF token. Raises
-    TokenExpired for an expired token.
+    TokenExpired for an expired token, TokenRevoked for a revoked one.
     """
     raw = bearer(request)
     request.api_token_auth = raw is not None
@@ -163,6 +171,10 @@ def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
             return _unauthorized(f"This API token expired at {when}: create a new one on /account/api.",
                                  'error="invalid_token", error_description="The token expired"', code="token_expired",
                                  expires_at=when)
+        except TokenRevoked:
+            return _unauthorized("This API token was revoked: create a new one on /account/api.",
+                                 'error="invalid_token", error_description="The token was revoked"',
+                                 code="token_revoked")
         if user is None:
             return _unauthorized("Authentication required: sign in or send Authorization: Bearer <token>.")
         if not request.api_token_auth:

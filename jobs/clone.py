@@ -10,6 +10,9 @@ fields that need their own treatment have exactly one entry:
 
 Edit and resubmit (a job whose submission failed) uses the same table but keeps the name and the ports:
 the failed job never ran, so nothing it holds can clash.
+
+A source started from a template (jobs.templates_lib.linked) binds its clone and edit to the template's locks; a
+locked field the source does not match (it predates the lock) takes the template's value, listed with the resets.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs import dlc, export, secretbox, spec
+from jobs import dlc, export, secretbox, spec, templates_lib
 from jobs.forms import environment
 from jobs.forms import wizard as glue
 from jobs.policies import format_minutes
@@ -161,6 +164,8 @@ class Prefill:
     not_copied: list[str] = field(default_factory=list)  # wire paths of the source the wizard cannot express
     # Edit and resubmit: secret variables whose sealed value the failed job still holds (kept unless retyped).
     kept_secrets: list[tuple[str, str]] = field(default_factory=list)  # (field name, variable)
+    # (template, version) the source started from (templates_lib.linked): its locks bind the clone as they bound it.
+    template: tuple[Any, Any] | None = None
 
     def rename(self, name: str) -> None:
         """Give the clone another name (the sweep's copy name, the name the page started with): the name field
@@ -200,6 +205,10 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
         result.resets.append(("Tag " + dlc.IDEMPOTENCY_TAG_KEY, "the source's", POLICY[
             f"basic.tags.{dlc.IDEMPOTENCY_TAG_KEY}"][1]))
     basic["tags"] = kept
+
+    result.template = templates_lib.linked(job) if getattr(job, "pk", None) else None
+    if result.template:  # before the secrets below: a locked list of variables re-prompts the template's secrets
+        result.resets.extend(templates_lib.impose(*result.template, sections))
 
     if env.get("registry_password") or "registry_password" in hints_secrets:
         result.reprompts.append((glue.PASSWORD, POLICY["environment.registry_password"][1]))

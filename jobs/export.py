@@ -161,36 +161,81 @@ def _line_value(value: Any) -> str | None:
     return None
 
 
-def to_params_file(body: Mapping) -> str | None:
-    """The params file for `dlc submit`, or None when the body needs more than the documented keys
-    (one Worker role with a quota's CPU/GPU/memory, image, command, quota and workspace)."""
-    if not isinstance(body, Mapping) or body.get("JobType") not in PARAMS_SUBCOMMANDS:
-        return None
+# What the page says a key the params file has no line for is (the wire name follows, for those who know it).
+_PARAMS_MISSING_WORDS = {
+    "Envs": "environment variables", "DataSources": "datasets", "CodeSource": "a code source",
+    "ThirdpartyLibs": "third-party libraries", "ThirdpartyLibDir": "a requirements.txt folder",
+    "UserVpc": "a VPC", "Settings": "advanced settings", "Description": "a description",
+    "ElasticSpec": "elastic training", "DebuggerConfigContent": "debugger settings", "Priority": "a priority",
+    "JobMaxRunningTimeMinutes": "a maximum duration other than 30 days", "EcsSpec": "an instance type",
+    "ImageConfig": "registry credentials", "ResourceConfig": "resources", "SpotSpec": "a spot bid",
+    "UseSpotInstance": "spot instances", "ExtraPodSpec": "extra pod settings", "AssignNodeSpec": "named nodes",
+    "PodCount": "a node count", "Image": "an image", "Type": "a role type", "SharedMemory": "shared memory",
+    "GPUType": "a GPU type",
+}
+_PARAMS_VALUE_WORDS = {"DisplayName": "The job name", "UserCommand": "The startup command", "ResourceId": "The quota",
+                       "WorkspaceId": "The DLC workspace", "Image": "The image"}
+
+
+def _missing(keys: Iterable[str]) -> str:
+    return ", ".join(f"{_PARAMS_MISSING_WORDS.get(k, k)} ({k})" if k in _PARAMS_MISSING_WORDS else k
+                     for k in sorted(keys))
+
+
+def params_file_problem(body: Mapping) -> str:
+    """Why this body cannot be written as a params file for `dlc submit`, in words naming what stands in the way;
+    "" when it can. The file has a line only for the documented keys: one Worker role with CPU, GPU and memory
+    (of a quota), its image, the command, the quota and the workspace."""
+    if not isinstance(body, Mapping):
+        return "The job has no CreateJob body to write."
+    kind = body.get("JobType")
+    if kind not in PARAMS_SUBCOMMANDS:
+        return f"`dlc submit` has no params file for {kind or 'a job without a type'}."
     # The params file has no key for the maximum duration; the console's 30-day default is what a job
     # submitted without one gets [inf], so that value alone does not stop a job from having a params file.
     extra = set(body) - _TOP_KEYS
-    if extra - {"JobMaxRunningTimeMinutes"} or body.get("JobMaxRunningTimeMinutes", C.DEFAULT_MAX_DURATION_MINUTES) \
-            != C.DEFAULT_MAX_DURATION_MINUTES:
-        return None
+    if body.get("JobMaxRunningTimeMinutes", C.DEFAULT_MAX_DURATION_MINUTES) == C.DEFAULT_MAX_DURATION_MINUTES:
+        extra.discard("JobMaxRunningTimeMinutes")
+    if extra:
+        return f"A params file has no line for {_missing(extra)}."
     roles = body.get("JobSpecs")
-    if not isinstance(roles, list) or len(roles) != 1 or not isinstance(roles[0], Mapping):
-        return None
+    if not isinstance(roles, list) or not roles or not all(isinstance(r, Mapping) for r in roles):
+        return "The job has no node role to write."
+    if len(roles) != 1:
+        names = ", ".join(str(r.get("Type") or "?") for r in roles)
+        return f"A params file has one Worker role; this job has {len(roles)} roles ({names})."
     role = roles[0]
+    if role.get("Type") != "Worker":
+        return f"A params file has only a Worker role; this job's role is {role.get('Type') or 'unnamed'}."
     config = role.get("ResourceConfig", {})
-    if role.get("Type") != "Worker" or set(role) - _ROLE_KEYS or not isinstance(config, Mapping) \
-            or set(config) - _CONFIG_KEYS:
+    found = set(role) - _ROLE_KEYS or (
+        set(config) - _CONFIG_KEYS if isinstance(config, Mapping) else {"ResourceConfig"})
+    if found:
+        return ("A params file gives the Worker only an image, a node count and CPU, GPU and memory; this job's "
+                f"Worker also has {_missing(found)}.")
+    for _key, where in PARAMS_KEYS:
+        value = _at(body, role, where)
+        if value is not None and _line_value(value) is None:
+            said = _PARAMS_VALUE_WORDS.get(where[-1], where[-1])
+            return f"{said} is not one line without surrounding spaces, which a params file line needs."
+    return ""
+
+
+def _at(body: Mapping, role: Mapping, where: tuple[str, ...]) -> Any:
+    value: Any = body
+    for step in where:
+        value = role if step == "JobSpecs" else (value.get(step) if isinstance(value, Mapping) else None)
+    return value
+
+
+def to_params_file(body: Mapping) -> str | None:
+    """The params file for `dlc submit`, or None when the body needs more than the documented keys
+    (params_file_problem says what)."""
+    if params_file_problem(body):
         return None
-    lines = []
-    for key, where in PARAMS_KEYS:
-        value: Any = body
-        for step in where:
-            value = role if step == "JobSpecs" else (value.get(step) if isinstance(value, Mapping) else None)
-        if value is None:
-            continue
-        text = _line_value(value)
-        if text is None:
-            return None
-        lines.append(f"{key}={text}")
+    role = body["JobSpecs"][0]
+    lines = [f"{key}={_line_value(value)}" for key, where in PARAMS_KEYS
+             if (value := _at(body, role, where)) is not None]
     return "\n".join(lines) + "\n"
 
 
@@ -317,9 +362,16 @@ class ImportedText:
 
 def looks_like_json(text: str) -> bool:
     """Detect's test: JSON starts with an object or a list (a params file's first line is a comment or key=value;
-    a Markdown code fence around the JSON counts as JSON, so its error is JSON's)."""
+    a Markdown code fence around the JSON counts as JSON, so its error is JSON's). Any other JSON value (null,
+    "text", 1e999) is JSON too, so it is told "Expected a JSON object", not a params file's "key=value"."""
     start = text.lstrip().removeprefix("\ufeff").lstrip()
-    return start.startswith(("{", "[", "```json", "```\n{"))
+    if start.startswith(("{", "[", "```json", "```\n{")):
+        return True
+    try:
+        json.loads(start)
+    except (ValueError, RecursionError):
+        return False  # no key=value line is JSON: a params file stays a params file
+    return True
 
 
 def read_import(text: str, fmt: str = "auto", job_type: str = "", filename: str = "") -> ImportedText:

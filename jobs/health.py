@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import redis
 from django.conf import settings
 from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 
 from consoleapp.celery import app
 from jobs import dlc, syncstate
@@ -42,17 +45,48 @@ def _workspace(ws: Workspace):
     return lambda: dlc.list_ecs_specs(ws, PageSize=1) and None
 
 
-def healthz(request):
+# The DLC checks' results, kept DLC_HEALTH_CACHE_SECONDS: /healthz is open to anyone, and without this every request
+# cost one DLC call per workspace (seconds each while DLC fails). Kept in this process, not in Django's cache: the
+# production cache is the Redis that /healthz checks, and the lock lets a flood of requests wait for one round of
+# calls instead of each starting its own. Several web processes each make at most one round per period.
+_dlc_results: dict[tuple, tuple[float, dict]] = {}
+_dlc_lock = threading.Lock()
+
+
+def _dlc_key(ws: Workspace) -> tuple:
+    # Everything the check's outcome depends on: an edited endpoint or credential is checked afresh at once.
+    return (ws.pk, ws.backend, ws.region, ws.endpoint, ws.dlc_workspace_id, ws.credential_profile, ws.role_arn)
+
+
+def _dlc_checks(workspaces: list[Workspace], pool: ThreadPoolExecutor) -> dict[int, dict]:
+    """Each workspace's DLC check result by pk: the kept one while fresh, else checked now in the pool (beside the
+    other checks). Under the lock, so requests arriving meanwhile wait for this round and then reuse it."""
+    ttl = float(getattr(settings, "DLC_HEALTH_CACHE_SECONDS", 30))
+    with _dlc_lock:
+        now = time.monotonic()
+        for key in [k for k, (expires, _) in _dlc_results.items() if expires <= now]:
+            del _dlc_results[key]  # stale, or of a workspace deleted or edited since
+        stale = [ws for ws in workspaces if _dlc_key(ws) not in _dlc_results]
+        for ws, result in zip(stale, pool.map(_check, [_workspace(ws) for ws in stale]), strict=True):
+            _dlc_results[_dlc_key(ws)] = (time.monotonic() + ttl, result)
+        return {ws.pk: _dlc_results[_dlc_key(ws)][1] for ws in workspaces}
+
+
+@csrf_exempt  # it changes nothing: a POST gets the 405 below, not the HTML page of a CSRF failure
+def healthz(request: HttpRequest) -> JsonResponse:
     """Open to load balancers; only staff see workspace names and error texts, others just the ok flags."""
+    if request.method not in ("GET", "HEAD"):
+        return JsonResponse({"error": f"{request.method} not allowed: /healthz answers GET and HEAD."}, status=405,
+                            headers={"Allow": "GET, HEAD"})
     detailed = request.user.is_authenticated and request.user.is_staff
     # The database is checked on the request's own connection; the rest in parallel, each with a timeout.
     results = {"database": _check(_database)}
     workspaces = list(Workspace.objects.all()) if results["database"]["ok"] else []
-    checks = {"redis": _redis, "worker": _worker} | {
-        f"workspace:{ws.name if detailed else ws.pk}": _workspace(ws) for ws in workspaces
-    }
     with ThreadPoolExecutor(max_workers=8) as pool:
-        results |= dict(zip(checks, pool.map(_check, checks.values()), strict=True))
+        others = {"redis": pool.submit(_check, _redis), "worker": pool.submit(_check, _worker)}
+        dlc_results = _dlc_checks(workspaces, pool)
+        results |= {name: future.result() for name, future in others.items()}
+    results |= {f"workspace:{ws.name if detailed else ws.pk}": dlc_results[ws.pk] for ws in workspaces}
     ok = all(r["ok"] for r in results.values())
     body: dict = {"ok": ok}
     if not detailed:

@@ -12,7 +12,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import access, catalog, dependencies, dlc, spec
+from jobs import access, catalog, dependencies, diagnosis, dlc, export, spec
 from jobs import status as st
 from jobs.models import Job
 
@@ -439,6 +439,8 @@ def waiting_note(job: Job, now: datetime | None = None) -> str:
 
 def live(job: Job, user) -> dict[str, Any]:
     """Everything the self-refreshing part of the job page shows, from the database only."""
+    from jobs import now as queue_now  # which builds on this module's human_duration
+
     visible = access.jobs_for(user)
     source = visible.filter(pk=job.cloned_from_id).only("id", "display_name").first() if job.cloned_from_id else None
     deps = dependencies.page_facts(job, user)
@@ -450,10 +452,17 @@ def live(job: Job, user) -> dict[str, Any]:
         "timeline": timeline(job, released),
         "pods": pods(job),
         "waiting_note": waiting_note(job),
+        "queue_position": queue_now.queue_position(job),
+        # A failed job's likely cause: stored once its logs are archived; before, from DLC's reason (no DLC call).
+        "diagnosis": diagnosis.for_job(job),
         # A stop asked while the job waited to be submitted keeps its status until DLC has the job.
         "can_stop": job.is_stoppable and not (job.stop_requested_at and not job.stop_error)
         and access.can(user, "stop", workspace=job.workspace, job=job),
         "can_clone": access.can(user, "clone", workspace=job.workspace),
+        # The rule template_save checks: a viewer is not offered a link that answers 403.
+        "can_save_template": access.can(user, "create", workspace=job.workspace),
+        # Said on the page, so the link is offered only when it gives a file (jobs.export says why not).
+        "params_problem": export.params_file_problem(spec.strip_secrets(job.body or {})),
         "cloned_from": source,
         "clones": list(visible.filter(cloned_from=job).only("id", "display_name", "status")[:50]),
     }

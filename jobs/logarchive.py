@@ -192,10 +192,12 @@ def archive(job_id: int, *, page_lines: int = PAGE_LINES) -> int:
         )
         archived += 1
     # The training metrics of the job's log (jobs.scalars), from the archive just written; before the job is
-    # marked archived, so a failure here is retried with the archive. Imported here: jobs.scalars reads logs
-    # through this module.
-    from jobs import scalars
+    # marked archived, so a failure here is retried with the archive. Imported here: jobs.scalars and
+    # jobs.diagnosis read logs through this module.
+    from jobs import diagnosis, scalars
 
     scalars.compute(job)
+    # A failed job's likely cause, from the archive just written: the page then reads it, not the log.
+    diagnosis.from_archive(job)
     Job.objects.filter(pk=job.pk).update(logs_archived_at=timezone.now())
     return archived

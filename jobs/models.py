@@ -124,6 +124,8 @@ class Job(models.Model):
     stop_error = models.JSONField(default=dict, blank=True)
     # Set once the pods' logs were copied into PodLog (or found gone), so the sweep stops asking.
     logs_archived_at = models.DateTimeField(null=True, blank=True)
+    # A failed job's likely cause (jobs.diagnosis), computed once from its logs: {} until then.
+    diagnosis = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -34,7 +34,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from jobs import audit, dependencies, dlc
+from jobs import audit, dependencies, diagnosis, dlc
 from jobs import status as st
 from jobs.models import AuditEvent, Job, Webhook, WebhookDelivery
 from jobs.notify_models import EVENTS, PER_SWEEP, SKIPPED, SWEEP_ENDED
@@ -75,6 +75,13 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+def _diagnosis(job: Job, status: str) -> dict[str, str] | None:
+    if status not in diagnosis.DIAGNOSED:
+        return None
+    found = diagnosis.for_job(job, read_dlc=True)
+    return {"id": found.id, "title": found.title} if found is not None else None
+
+
 def payload(job: Job, *, status: str | None = None, sent_at: datetime | None = None,
             event_id: Any = None) -> dict[str, Any]:
     """The JSON a webhook receives for a job's end (`status`: the end's, should the job have moved on since)."""
@@ -96,6 +103,9 @@ def payload(job: Job, *, status: str | None = None, sent_at: datetime | None = N
             "reason_message": job.reason_message,
             # The job it ran (or was to run) after: for job.skipped, the one that did not succeed.
             "upstream_job_id": job.run_after_id,
+            # A failure's likely cause (jobs.diagnosis), null for other ends. Sent before the log archive, so it
+            # may read DLC's log once (then stored on the job).
+            "diagnosis": _diagnosis(job, status),
         },
         "sent_at": _iso(sent_at or timezone.now()),
     }

@@ -25,7 +25,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs import access, audit, dependencies, dlc, logarchive, logmask
+from jobs import access, audit, dependencies, diagnosis, dlc, logarchive, logmask
 from jobs import status as st
 from jobs.models import AuditEvent, Job, PodLog
 from jobs.notify import Answer, job_url, next_try_in, overdue_jobs
@@ -225,6 +225,12 @@ def log_tail(job: Job, count: int = LOG_LINES) -> tuple[str, list[str]] | None:
     return pod_id, [logmask.shown(line)[:LOG_LINE_CHARS] for line in logmask.mask(lines[-count:], job.secret_marks)]
 
 
+def _likely_cause(job: Job, status: str) -> list[str]:
+    """The one "Likely cause" line of a failure's mail (jobs.diagnosis, as the job page says it), or none."""
+    found = diagnosis.for_job(job) if status in diagnosis.DIAGNOSED else None
+    return [f"Likely cause: {_one_line(found.summary)}"] if found is not None else []
+
+
 def body(job: Job, status: str) -> str:
     """The mail's plain text. Only what the job page shows of the job's end: never its spec, environment
     variables (secret or not) or anything sealed."""
@@ -235,6 +241,7 @@ def body(job: Job, status: str) -> str:
         f"Workspace:  {job.workspace.name}",
         f"Status:     {st.label(status)}",
         f"Reason:     {_reason(job, status)}",
+        *_likely_cause(job, status),
         f"Created:    {_when(job.created_at)}",
         f"Started:    {_when(job.started_at)}",
         f"Finished:   {_when(job.finished_at)}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -14,7 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
@@ -138,6 +139,14 @@ class RateLimitedLoginView(auth_views.LoginView):
         ratelimit.succeeded(self.request, form.get_user().get_username())
         return super().form_valid(form)
 
+    def get_redirect_url(self) -> str:
+        # next= naming the sign-in or sign-out page itself would land a fresh sign-in on a Sign out button (or the
+        # form again): those go to LOGIN_REDIRECT_URL, the job list.
+        url = super().get_redirect_url()
+        if url and urlsplit(url).path in (reverse("login"), reverse("logout")):
+            return ""
+        return url
+
 
 login = RateLimitedLoginView.as_view()
 
@@ -153,6 +162,15 @@ class SignOutView(auth_views.LogoutView):
         if not request.user.is_authenticated:
             return redirect("login")
         return render(request, "registration/logout.html")
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = super().post(request, *args, **kwargs)
+        # The browser drops what it cached of the console's private pages. Browsers that also evict their back/forward
+        # cache on it then never show the page just left on Back; for those that keep it (Chromium 156 does),
+        # base.html reloads a page restored after a sign-out. No no-store everywhere: it would lose the wizard's
+        # typed form on Back.
+        response["Clear-Site-Data"] = '"cache"'
+        return response
 
 
 logout = SignOutView.as_view()
@@ -263,7 +281,8 @@ def members(request: HttpRequest, ws: int) -> HttpResponse:
 @login_required
 @require_POST
 def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
-    """Change a member's role (`role=`) or remove them (`remove=1`). The last admin stays."""
+    """Change a member's role (`role=`) or remove them (`remove=1`). The last admin stays. An admin who removes or
+    demotes themselves confirms first (`confirm=1`, a page without JS) and lands where they still may look."""
     workspace = access.get_workspace(request.user, ws, "manage")
     with transaction.atomic():
         membership = get_object_or_404(
@@ -271,7 +290,14 @@ def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
         )
         name = membership.user.get_username()
         last_admin = membership.role == Membership.ADMIN and _admin_count(workspace) <= 1
-        if request.POST.get("remove"):
+        form = MemberRoleForm(request.POST)
+        remove, role = bool(request.POST.get("remove")), form.cleaned_data["role"] if form.is_valid() else None
+        steps_down = membership.user_id == request.user.pk and not last_admin and (
+            remove or role not in (None, Membership.ADMIN))
+        if steps_down and not request.POST.get("confirm"):
+            return render(request, "portal/member_confirm.html", {
+                "workspace": workspace, "membership": membership, "remove": remove, "role": role, "tab": "members"})
+        if remove:
             if last_admin:
                 messages.error(request, f"{name} is the last admin of this workspace and cannot be removed.")
             else:
@@ -280,17 +306,22 @@ def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
                              member=name, role=membership.role)
                 messages.success(request, f"{name} removed.")
         else:
-            form = MemberRoleForm(request.POST)
-            if not form.is_valid():
+            if role is None:
                 messages.error(request, "Choose viewer, member or admin.")
-            elif last_admin and form.cleaned_data["role"] != Membership.ADMIN:
+            elif last_admin and role != Membership.ADMIN:
                 messages.error(request, f"{name} is the last admin of this workspace; make someone else admin first.")
-            elif form.cleaned_data["role"] != membership.role:
-                before, membership.role = membership.role, form.cleaned_data["role"]
+            elif role != membership.role:
+                before, membership.role = membership.role, role
                 membership.save(update_fields=["role"])
                 audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="member-role",
                              member=name, role={"from": before, "to": membership.role})
                 messages.success(request, f"{name} is now {membership.role}.")
+    if steps_down:
+        # The members page is for admins only: a 403 after "done" reads as a failure. A demoted admin still sees
+        # the workspace's jobs, so the list shows that workspace.
+        if not remove:
+            request.session["workspace_id"] = workspace.pk
+        return redirect("workspace_list" if remove else "job_list")
     return redirect("members", ws=workspace.pk)
 
 
@@ -528,8 +559,8 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
 @require_POST
 def api_token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     token, revoked = apitokens.revoke(request.user, pk)
-    if token is None:
-        raise PermissionDenied("Not your token.")
+    if token is None:  # someone else's token is as unknown as one that never was: its id tells nothing
+        raise Http404("No such token.")
     if revoked:
         messages.success(request, f"Token {token.name} revoked.")
     else:
@@ -586,7 +617,10 @@ def template_save(request: HttpRequest) -> HttpResponse:
         except PermissionDenied as exc:
             form.add_error("name", str(exc))
         else:
-            messages.success(request, f"Saved as {version}.")
+            if version.unchanged:
+                messages.info(request, templates_lib.unchanged_message(version))
+            else:
+                messages.success(request, f"Saved as {version}.")
             return redirect("template_detail", pk=version.template_id)
     return render(request, "portal/template_save.html", {"form": form, "job": job})
 
@@ -634,8 +668,9 @@ def template_from_wizard(request: HttpRequest) -> HttpResponse:
             typed += [f"the value of {k.removeprefix(spec.SECRET_ENV_PREFIX)}" for k in secrets
                       if k.startswith(spec.SECRET_ENV_PREFIX)]
             again = f" Type {' and '.join(typed)} again: templates never keep secrets." if typed else ""
-            messages.success(request, f"Saved as template {version}. You are back in the wizard, "
-                                      f"now started from it.{again}")
+            said = templates_lib.unchanged_message(version) if version.unchanged else f"Saved as template {version}."
+            (messages.info if version.unchanged else messages.success)(
+                request, f"{said} You are back in the wizard, now started from it.{again}")
             return redirect(f"{reverse('job_create')}?template={version.template_id}&version={version.number}")
     # Keep the wizard's data (never its secrets) so fixing the name is one more click. glue.mask drops the
     # registry password and the value of every variable ticked Secret.
@@ -762,11 +797,9 @@ def job_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
         content = export.to_python_sdk(body, region=job.workspace.region)
     else:
         content = export.to_params_file(body)
-        if content is None:
-            return HttpResponse(
-                "This job needs more than a params file can say (one Worker role with image, command and "
-                "resources); export it as JSON or Python instead.\n", status=409, content_type="text/plain",
-            )
+        if content is None:  # the job page offers no link then; an old or typed URL gets a page to go back from
+            return render(request, "portal/export_unavailable.html",
+                          {"job": job, "problem": export.params_file_problem(body)}, status=409)
     content_type, ext = EXPORTS[fmt]
     response = HttpResponse(content, content_type=content_type)
     name = slugify(job.display_name) or f"job-{job.pk}"
@@ -782,15 +815,19 @@ def job_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
 def usage_report(request: HttpRequest, ws: int) -> HttpResponse:
     """GPU-, CPU- and node-hours of a workspace's jobs over a period, per owner, per job type and per job; every
     member may see it (a team's use of its shared resources is no secret within the team). `?format=csv`: a file
-    of one line per job."""
-    from jobs import usage
+    of one line per job. An HTMX request gets the "Now" section alone (jobs.now), which refreshes itself."""
+    from jobs import now, usage
     from jobs.forms.wizard import instance_catalog
+    from jobs.views import wants_partial
 
     workspace = access.get_workspace(request.user, ws)
+    catalog = instance_catalog(workspace)
+    if wants_partial(request):
+        return render(request, "portal/_usage_now.html", {
+            "workspace": workspace, "now": now.snapshot(workspace, catalog.by_type()), "catalog_error": catalog.error})
     _show_workspace(request, workspace)
     days = _int(request.GET.get("days"))
     days = days if days in usage.PERIODS else usage.DEFAULT_DAYS
-    catalog = instance_catalog(workspace)
     result = usage.report(workspace, days, specs=catalog.by_type())
     if request.GET.get("format") == "csv":
         response = HttpResponse(usage.to_csv(result), content_type="text/csv; charset=utf-8")
@@ -800,5 +837,6 @@ def usage_report(request: HttpRequest, ws: int) -> HttpResponse:
         return response
     return render(request, "portal/usage.html", {
         "workspace": workspace, "report": result, "periods": usage.PERIODS, "tab": "usage",
+        "now": now.snapshot(workspace, catalog.by_type(), now=result.end),
         "catalog_error": catalog.error, "is_admin": access.can(request.user, "manage", workspace=workspace),
     })

@@ -15,7 +15,7 @@ from jobs import access, catalog, export, notify, spec
 from jobs.forms import environment
 from jobs.forms import wizard as glue
 from jobs.models import AuditEvent, Membership, Webhook, Workspace
-from jobs.templates_lib import LOCKABLE
+from jobs.templates_lib import DESCRIPTION_MAX, LOCKABLE
 
 _region = RegexValidator(r"^[a-z]{2,}(-[a-z0-9]+)+$", "A region id such as cn-hangzhou.")
 _endpoint = RegexValidator(
@@ -142,12 +142,14 @@ class PolicyForm(forms.Form):
     )
     max_nodes = forms.IntegerField(min_value=1, max_value=100000, required=False, label="Maximum nodes per job")
     max_gpus = forms.IntegerField(min_value=0, max_value=100000, required=False, label="Maximum GPUs per job")
-    max_duration = forms.IntegerField(min_value=1, max_value=10**7, required=False, label="Cap on maximum duration")
+    max_duration = forms.IntegerField(min_value=1, required=False, label="Cap on maximum duration",
+                                      help_text=f"At most {spec.MAX_DURATION_DAYS} days, the longest any job may run.")
     max_duration_unit = forms.ChoiceField(choices=[(u, u) for u in catalog.DURATION_UNITS], initial="days",
                                           label="Unit")
     allowed_image_prefixes = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}), required=False, label="Allowed image registries or prefixes",
-        help_text="One per line, e.g. registry.cn-hangzhou.aliyuncs.com/myteam/. Empty: any image.",
+        help_text="One per line, e.g. registry.cn-hangzhou.aliyuncs.com/myteam/, matched from the start of the image "
+                  "(no wildcards). Empty: any image.",
     )
     required_tag_keys = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}), required=False, label="Required tag keys",
@@ -165,11 +167,24 @@ class PolicyForm(forms.Form):
         return [] if set(chosen) == set(catalog.SOURCES) else sorted(chosen)
 
     def clean_allowed_image_prefixes(self) -> list[str]:
+        from jobs.spec.rules import image_prefix_problem
+
         prefixes = [line.strip() for line in self.cleaned_data["allowed_image_prefixes"].splitlines() if line.strip()]
-        bad = [p for p in prefixes if " " in p or len(p) > 255]
-        if bad:
-            raise forms.ValidationError(f"Not an image prefix: {bad[0]!r}.")
+        problems = [problem for p in prefixes if (problem := image_prefix_problem(p))]
+        if problems:
+            raise forms.ValidationError(problems)
         return prefixes
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        value, unit = data.get("max_duration"), data.get("max_duration_unit")
+        # The cap above the job maximum would read as a limit while never limiting anything.
+        if value and unit in catalog.DURATION_UNITS and \
+                value * catalog.DURATION_UNITS[unit] > spec.MAX_DURATION_DAYS * catalog.DURATION_UNITS["days"]:
+            self.add_error("max_duration", f"At most {spec.MAX_DURATION_DAYS} days "
+                           f"({spec.MAX_DURATION_DAYS * catalog.DURATION_UNITS['days']} minutes): no job may run "
+                           "longer, so a larger cap would limit nothing.")
+        return data
 
     def _check_tags(self, rows: list[dict[str, str]]) -> None:
         # Tag keys and values follow the job's own tag rules, which live in jobs.spec.
@@ -274,7 +289,8 @@ class TokenForm(forms.Form):
 
 class TemplateSaveForm(forms.Form):
     name = forms.CharField(max_length=100, help_text="Saving under an existing name adds a version.")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = forms.CharField(required=False, max_length=DESCRIPTION_MAX, widget=forms.Textarea(attrs={"rows": 2}),
+                                  help_text=f"What the template is for; at most {DESCRIPTION_MAX} characters.")
     note = forms.CharField(required=False, max_length=200, help_text="What changed in this version.")
 
 
@@ -397,7 +413,8 @@ class ImportForm(forms.Form):
             except UnicodeDecodeError:
                 self.add_error("file", "The file is not UTF-8 text.")
                 return data
-        if not (data.get("text") or "").strip() and "file" not in self.errors:
+        # A text refused by its own field (too long, a NUL) is not missing: one error, the field's.
+        if not (data.get("text") or "").strip() and "file" not in self.errors and "text" not in self.errors:
             self.add_error("text", "Paste a CreateJob JSON or a params file, or upload one.")
         return data
 

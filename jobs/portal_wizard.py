@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.exceptions import BadRequest, ValidationError
 from django.http import Http404, HttpRequest
 
 from jobs import access, policies, templates_lib
@@ -45,25 +46,19 @@ class PortalStart:
         return templates_lib.lock_paths(self.template) if self.template else []
 
 
-def _number(value: Any) -> int | None:
-    text = str(value or "")
-    if not text:
-        return None
-    if not text.isdigit() or len(text) > 9:
-        raise Http404("No such template or version.")
-    return int(text)
-
-
 def wizard_start(request: HttpRequest, params) -> PortalStart | None:
     """A template or import start for this request, permissions checked (view the template, create in its
     workspace); None when the request is about neither."""
-    template_id = _number(params.get("template") or params.get("_template"))
+    try:
+        template_id, number = templates_lib.parse_start(params.get("template") or params.get("_template"),
+                                                        params.get("version") or params.get("_template_version"))
+    except ValidationError as exc:  # the API answers the same 400 at "version"
+        raise BadRequest(" ".join(exc.messages)) from exc
     if template_id is not None:
         template = access.get_template(request.user, template_id)
         access.require(request.user, "create", workspace=template.workspace)
         try:
-            version = templates_lib.version_of(template, _number(params.get("version") or
-                                                                 params.get("_template_version")))
+            version = templates_lib.version_of(template, number)
         except JobTemplateVersion.DoesNotExist as exc:
             raise Http404("No such version of the template.") from exc
         sections = templates_lib.strip_secrets(version.sections)

@@ -54,9 +54,12 @@ class Change:
         return self.old != self.new
 
 
-def parse(value: Any) -> int:
-    """A priority from a form field or JSON: a whole number from 1 to 9 (text of one is fine)."""
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() and len(value.strip()) <= 2:
+def parse(value: Any, *, typed: bool = False) -> int:
+    """A priority: a whole number from 1 to 9. From a form (text) the digits of one; from JSON (`typed`) a JSON
+    integer only, as a CreateJob body's Priority must be: neither "7" nor 5.0, or the API would take here what
+    POST /api/v1/jobs refuses."""
+    if not typed and isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() \
+            and len(value.strip()) <= 2:
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not LOW <= value <= HIGH:
         raise PriorityError("invalid", f"Priority must be a whole number from {LOW} (lowest) to {HIGH} (highest).")
@@ -102,13 +105,18 @@ def _dlc_message(err: dlc.DLCError) -> str:
     return f"The priority was not changed: {dlc.reason(err)}{said}"
 
 
-def change_priority(user, job: Job, value: Any) -> Change:
+def change_priority(user, job: Job, value: Any, *, typed: bool = False) -> Change:
     """Set a queued quota job's priority on DLC, then in its stored body (so the page and a clone show it), and
-    audit it. Raises PriorityError with a message for the user; nothing is stored unless DLC accepted."""
+    audit it. Raises PriorityError with a message for the user; nothing is stored unless DLC accepted.
+    `typed`: the value comes from JSON (parse's rule)."""
     problem = refusal(user, job)
+    if problem is not None and problem.kind == "forbidden":
+        raise problem  # who may ask comes first: a stranger learns nothing of the value's rule
+    # The value before the job's state: a request that can never be right (priority -1) is a 400 at the field,
+    # whether or not the job still waits; only a valid value hears that the job cannot change now (409).
+    new = parse(value, typed=typed)
     if problem is not None:
-        raise problem  # before the value: a job that cannot change is the answer, whatever was asked
-    new = parse(value)
+        raise problem
     try:
         dlc.update_job(job.workspace, job.dlc_job_id, priority=new)
     except dlc.DLCError as err:

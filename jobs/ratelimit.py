@@ -1,4 +1,5 @@
-"""Sign-in rate limiting: failure counters per client IP + username, and per client IP, in Django's cache.
+"""Rate limits in Django's cache. Sign-in: failure counters per client IP + username, and per client IP;
+take(): a plain count of uses per name (test mails per user).
 
 After LOGIN_MAX_FAILURES failures for one username from one IP (or LOGIN_MAX_FAILURES_PER_IP for any
 usernames from one IP) within LOGIN_WINDOW_SECONDS, further attempts are refused until the window ends,
@@ -87,6 +88,27 @@ def succeeded(request: HttpRequest, username: str) -> None:
         cache.delete_many([pair, pair + ":t"])
     except Exception as exc:  # noqa: BLE001
         log.warning("login rate limiter unavailable: %s", exc)
+
+
+def take(name: str, limit: int, window: int) -> float:
+    """Count one use of `name` (say, one user's test mails) in a fixed window of `window` seconds from its first use:
+    0 while at most `limit` uses, else the seconds until the window ends. Fails open like the sign-in counters."""
+    key = f"dlc-console:rate:{hashlib.sha256(name.encode()).hexdigest()}"
+    try:
+        cache.add(key + ":t", time.time(), window)
+        cache.add(key, 0, window)
+        try:
+            used = cache.incr(key)
+        except ValueError:  # expired between add and incr
+            used = 1
+            cache.set(key, used, window)
+        started = cache.get(key + ":t")
+    except Exception as exc:  # noqa: BLE001
+        log.warning("rate limiter unavailable: %s", exc)
+        return 0.0
+    if used <= limit:
+        return 0.0
+    return max(1.0, (started if isinstance(started, int | float) else time.time()) + window - time.time())
 
 
 def describe(seconds: float) -> str:

@@ -30,12 +30,13 @@ _SECRET_LABELS = {"registry_password": "Registry password", "ray_redis_password"
 class ScheduleForm(forms.Form):
     name = forms.CharField(max_length=schedules.NAME_MAX, help_text="Each run's job is named <name>-YYYYMMDD-HHMM.")
     kind = forms.ChoiceField(label="Repeat", choices=Schedule.KINDS, initial=Schedule.DAILY, widget=forms.RadioSelect)
-    every_hours = forms.CharField(label="Every N hours (1-168)", required=False,
+    # Each label names the kind that uses it: without CSS :has every field shows, whatever the kind.
+    every_hours = forms.CharField(label="Hours between runs (1-168), for Every N hours", required=False,
                                   widget=forms.TextInput(attrs={"inputmode": "numeric", "size": 4}))
-    at = forms.CharField(label="At (HH:MM)", required=False, initial="02:00",
+    at = forms.CharField(label="At (HH:MM), for Daily and Weekly", required=False, initial="02:00",
                          widget=forms.TextInput(attrs={"size": 5, "placeholder": "02:00"}))
     weekdays = forms.MultipleChoiceField(
-        label="On (weekly)", required=False, widget=forms.CheckboxSelectMultiple,
+        label="On, for Weekly", required=False, widget=forms.CheckboxSelectMultiple,
         choices=list(zip(schedules.WEEKDAYS, schedules.WEEKDAY_LABELS, strict=True)))
     cron = forms.CharField(
         label="Cron expression", required=False, max_length=schedules.CRON_MAX,
@@ -135,19 +136,21 @@ def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
             messages.success(request, f"Schedule {schedule.name} created: {schedules.describe(schedule.recurrence)}.")
             return redirect("schedule_list", ws=job.workspace_id)
         _errors_to_form(form, errors, secret_envs)
-    # Without JS the preview still shows once the form comes back with its errors.
+    # Without JS the preview still shows once the form comes back with another field's error; an expression's own
+    # problem is the field's error (shown in the preview's place), so it is said once.
     typed = form.data.get("cron", "") if form.is_bound else ""
-    runs, problem = schedules.cron_preview(typed) if typed.strip() else ([], None)
+    runs, _problem = schedules.cron_preview(typed) if typed.strip() else ([], None)
     return render(request, "jobs/schedule_new.html", {
-        "job": job, "form": form, "time_zone": schedules.zone().key, "cron_runs": runs, "cron_problem": problem,
+        "job": job, "form": form, "time_zone": schedules.zone().key, "cron_runs": runs,
         "cron_min_minutes": settings.DLC_SCHEDULE_MIN_MINUTES})
 
 
 def _cron_preview(request: HttpRequest, typed: str) -> HttpResponse:
-    """The next runs of the typed cron expression (htmx, as it is typed), with the rule that saving applies."""
+    """The next runs of the typed cron expression (htmx, as it is typed), or the problem saving would say, in the
+    place of the field's error."""
     runs, problem = schedules.cron_preview(typed) if typed.strip() else ([], None)
     return render(request, "jobs/_schedule_cron_preview.html",
-                  {"cron_runs": runs, "cron_problem": problem, "time_zone": schedules.zone().key})
+                  {"cron_runs": runs, "cron_errors": [problem] if problem else [], "time_zone": schedules.zone().key})
 
 
 def _errors_to_form(form: ScheduleForm, errors: dict[str, list[str]], secret_envs: list[str]) -> None:

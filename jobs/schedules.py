@@ -42,6 +42,13 @@ log = logging.getLogger(__name__)
 MAX_EVERY_HOURS = 168
 WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 WEEKDAY_LABELS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+WEEKDAY_NAMES = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+WEEKDAYS_RULE = ("Weekdays are day names (mon ... sun or monday ... sunday, any case) or numbers as cron counts "
+                 "them: 0 or 7 = Sunday, 1 = Monday ... 6 = Saturday.")
+# The recurrence fields each kind uses; the API refuses the others rather than dropping them unsaid.
+KIND_FIELDS = {"hourly": ("every_hours",), "daily": ("at",), "weekly": ("weekdays", "at"), "cron": ("cron",)}
+# The values each cron field can take, for the step rule (cron_problem).
+CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))  # day-of-week 7 is Sunday again, as 0
 NAME_MAX = 100
 _TIME_RE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
 STAMP = "-%Y%m%d-%H%M"
@@ -65,7 +72,7 @@ class Recurrence:
     kind: str  # Schedule.HOURLY, DAILY, WEEKLY
     every_hours: int | None = None
     at: time | None = None
-    weekdays: tuple[int, ...] = ()  # 0 = Monday
+    weekdays: tuple[int, ...] = ()  # 0 = Monday (Python's weekday(); the API also takes cron's numbers)
     anchor: datetime | None = None  # hourly: slots are anchor + k x every_hours
     cron: str = ""  # cron: the expression (jobs.schedules.cron_problem accepted it)
 
@@ -129,6 +136,9 @@ def cron_problem(expression: Any, now: datetime | None = None) -> str | None:
     text = " ".join(expression.split())
     if len(CRON_ALIASES.get(text.lower(), text).split()) != 5:
         return f"Give 5 fields: {CRON_FIELDS}, e.g. 30 2 * * MON-FRI (no seconds field), or @daily, @hourly, ..."
+    problem = _step_problem(CRON_ALIASES.get(text.lower(), text))
+    if problem:
+        return problem
     tz = zone()
     now = now or timezone.now()
     try:
@@ -144,6 +154,22 @@ def cron_problem(expression: Any, now: datetime | None = None) -> str | None:
             return (f"Runs must be at least {least} minutes apart: this expression runs at "
                     f"{before.astimezone(tz):%Y-%m-%d %H:%M} and {apart} minute{'s' if apart != 1 else ''} later "
                     f"({tz.key}).")
+    return None
+
+
+def _step_problem(expression: str) -> str | None:
+    """A step larger than its field's whole range ("*/999", "1-59/999") hits one value at most; cron
+    implementations differ on it (some refuse it, others, cronsim too, run once at the range's start), so it is
+    refused with the way to say that one value."""
+    for (low, high), name, field in zip(CRON_RANGES, CRON_FIELDS.split(), expression.split(), strict=False):
+        for term in field.split(","):
+            base, _, step = term.partition("/")
+            if step.isascii() and step.isdigit() and (len(step.lstrip("0")) > 3 or int(step) > high - low):
+                start = base.split("-")[0]
+                start = str(low) if start == "*" else start
+                return (f"The step /{step} of the {name} field is larger than its range ({low}-{high}), so it "
+                        f"would run at one {name} only; cron implementations differ on such steps: write that "
+                        f"{name} itself (e.g. {start}).")
     return None
 
 
@@ -168,6 +194,11 @@ def describe(recurrence: Recurrence) -> str:
             words = _cron_sim(text, timezone.now()).explain()
         except Exception:  # the explanation is a nicety: the expression itself is what runs
             return f"Cron {text}"
+        fields = CRON_ALIASES.get(text.lower(), text).split()
+        if len(fields) == 5 and not fields[2].startswith("*") and not fields[4].startswith("*"):
+            # Both day fields restricted: cron runs on either (cronsim too), its explanation says "and".
+            head, sep, tail = words.rpartition(" and on ")
+            words = f"{head} or on {tail}" if sep else words
         return f"{words} (cron {text})"
     if recurrence.kind == Schedule.HOURLY:
         n = recurrence.every_hours or 1
@@ -179,12 +210,23 @@ def describe(recurrence: Recurrence) -> str:
 
 
 def parse_recurrence(kind: Any, every_hours: Any = None, at: Any = None, weekdays: Any = None, cron: Any = None,
-                     *, anchor: datetime | None = None) -> tuple[Recurrence | None, dict[str, list[str]]]:
-    """(recurrence, errors keyed kind / every_hours / at / weekdays / cron) from a form's or the API's values."""
+                     *, anchor: datetime | None = None, from_json: bool = False) \
+        -> tuple[Recurrence | None, dict[str, list[str]]]:
+    """(recurrence, errors keyed kind / every_hours / at / weekdays / cron) from a form's or the API's values.
+
+    from_json (the API): every_hours must be a JSON whole number, as the jobs API takes numbers (the form's text
+    box gives digits), and a field of another kind is refused rather than dropped (the form shows them all).
+    """
     errors: dict[str, list[str]] = {}
     kinds = [k for k, _ in Schedule.KINDS]
     if kind not in kinds:
         return None, {"kind": [f"Choose one of: {', '.join(kinds)}."]}
+    if from_json:
+        given = {"every_hours": every_hours, "at": at, "weekdays": weekdays, "cron": cron}
+        for field, value in given.items():
+            if field not in KIND_FIELDS[kind] and value not in (None, [], ""):
+                users = [k for k, fields in KIND_FIELDS.items() if field in fields]
+                errors[field] = [f"{field} is only used when kind is {' or '.join(users)}."]
     hours, clock, days, expression = None, None, (), ""
     if kind == Schedule.CRON:
         problem = cron_problem(cron)
@@ -193,12 +235,10 @@ def parse_recurrence(kind: Any, every_hours: Any = None, at: Any = None, weekday
         else:
             expression = " ".join(cron.split())
     elif kind == Schedule.HOURLY:
-        text = str(every_hours).strip() if every_hours is not None and not isinstance(every_hours, bool) else ""
-        # The length first: int() of a text of more than 4,300 digits raises ValueError (a 500).
-        if not (text.isascii() and text.isdigit() and len(text) <= 4 and 1 <= int(text) <= MAX_EVERY_HOURS):
-            errors["every_hours"] = [f"Enter a whole number of hours from 1 to {MAX_EVERY_HOURS}."]
-        else:
-            hours = int(text)
+        hours = _whole_hours(every_hours, from_json)
+        if hours is None:
+            errors["every_hours"] = [f"Enter a whole number of hours from 1 to {MAX_EVERY_HOURS}"
+                                     + (", as a JSON number (e.g. 6)." if from_json else ".")]
     else:
         if isinstance(at, time):
             clock = at.replace(second=0, microsecond=0)
@@ -209,25 +249,46 @@ def parse_recurrence(kind: Any, every_hours: Any = None, at: Any = None, weekday
             else:
                 clock = time(int(found.group(1)), int(found.group(2)))
     if kind == Schedule.WEEKLY:
-        given = weekdays if isinstance(weekdays, list | tuple) else []
         if weekdays is not None and not isinstance(weekdays, list | tuple):
             # "mon,thu" as one string: say the shape, not "choose at least one weekday" to someone who did.
             errors["weekdays"] = ['Give the weekdays as a list, e.g. ["mon", "thu"].']
-        chosen = set()
-        for day in given:
-            value = str(day).strip().lower()[:3]
-            if value.isdigit() and int(value) < 7:
-                chosen.add(int(value))
-            elif value in WEEKDAYS:
-                chosen.add(WEEKDAYS.index(value))
-            else:
-                errors["weekdays"] = [f"Weekdays are {', '.join(WEEKDAYS)}."]
-        if not chosen and "weekdays" not in errors:
+        chosen, bad = _weekdays(weekdays if isinstance(weekdays, list | tuple) else [])
+        if bad:
+            errors["weekdays"] = [f"{WEEKDAYS_RULE} Not a weekday: {', '.join(bad)}."]
+        elif not chosen and "weekdays" not in errors:
             errors["weekdays"] = ["Choose at least one weekday."]
         days = tuple(sorted(chosen))
     if errors:
         return None, errors
     return Recurrence(kind, every_hours=hours, at=clock, weekdays=days, anchor=anchor, cron=expression), {}
+
+
+def _whole_hours(value: Any, from_json: bool) -> int | None:
+    """1..MAX_EVERY_HOURS from a JSON integer, or (the form) from its text; None otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if 1 <= value <= MAX_EVERY_HOURS else None
+    if from_json or not isinstance(value, str):
+        return None  # "6" and 6.0 in JSON: refused as the jobs API refuses them for its whole numbers
+    text = value.strip()
+    # The length first: int() of a text of more than 4,300 digits raises ValueError (a 500).
+    ok = text.isascii() and text.isdigit() and len(text) <= 4 and 1 <= int(text) <= MAX_EVERY_HOURS
+    return int(text) if ok else None
+
+
+def _weekdays(values: list | tuple) -> tuple[set[int], list[str]]:
+    """({0 = Monday ...}, the values that are no weekday) of day names or cron's numbers (0 or 7 = Sunday)."""
+    chosen: set[int] = set()
+    bad: list[str] = []
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 7:
+            chosen.add((value - 1) % 7)  # cron: 1 = Monday ... 6 = Saturday, 0 and 7 = Sunday
+        elif isinstance(value, str) and value.strip().lower() in WEEKDAYS:
+            chosen.add(WEEKDAYS.index(value.strip().lower()))
+        elif isinstance(value, str) and value.strip().lower() in WEEKDAY_NAMES:
+            chosen.add(WEEKDAY_NAMES.index(value.strip().lower()))
+        else:
+            bad.append(repr(value)[:40] if isinstance(value, str) else str(value)[:40])
+    return chosen, bad
 
 
 def name_problem(name: Any) -> str | None:
@@ -276,14 +337,14 @@ class Settings:
 
 
 def parse_settings(name: Any, kind: Any, every_hours: Any = None, at: Any = None, weekdays: Any = None,
-                   skip_if_active: Any = True, enabled: Any = True, cron: Any = None) \
+                   skip_if_active: Any = True, enabled: Any = True, cron: Any = None, *, from_json: bool = False) \
         -> tuple[Settings | None, dict[str, list[str]]]:
     """(settings, errors keyed name / kind / every_hours / at / weekdays / cron / skip_if_active / enabled)."""
     errors: dict[str, list[str]] = {}
     problem = name_problem(name)
     if problem:
         errors["name"] = [problem]
-    recurrence, found = parse_recurrence(kind, every_hours, at, weekdays, cron)
+    recurrence, found = parse_recurrence(kind, every_hours, at, weekdays, cron, from_json=from_json)
     errors.update(found)
     for key, value in (("skip_if_active", skip_if_active), ("enabled", enabled)):
         if not isinstance(value, bool):
@@ -291,6 +352,9 @@ def parse_settings(name: Any, kind: Any, every_hours: Any = None, at: Any = None
     if errors or recurrence is None:
         return None, errors
     return Settings(name, recurrence, skip_if_active, enabled), {}
+
+
+NAME_TAKEN = "A schedule of this workspace has this name already."
 
 
 def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_job: Job | None = None) \
@@ -304,7 +368,7 @@ def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_jo
 
     errors: dict[str, list[str]] = {}
     if Schedule.objects.filter(workspace=workspace, name=chosen.name).exists():
-        errors["name"] = ["A schedule of this workspace has this name already."]
+        errors["name"] = [NAME_TAKEN]
     now = timezone.now()
     recurrence = replace(chosen.recurrence, anchor=now)  # every N hours: the first run N hours from now
     first = next_run(recurrence, now)
@@ -316,16 +380,22 @@ def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_jo
         return None, errors
     clean, secrets = take_secrets(checked.wire)
     secrets.update(checked.secret_envs)
-    with transaction.atomic():
-        schedule = Schedule.objects.create(
-            workspace=workspace, owner=user, name=chosen.name, body=clean, hints=checked.hints,
-            sealed_secrets=secretbox.seal(secrets), kind=recurrence.kind, every_hours=recurrence.every_hours,
-            at=recurrence.at, weekdays=list(recurrence.weekdays), cron=recurrence.cron, anchor=now,
-            skip_if_active=chosen.skip_if_active, enabled=chosen.enabled, next_run_at=first if chosen.enabled else None,
-            source_job=source_job,
-        )
-        audit.record(user, AuditEvent.CHANGED, workspace=workspace, job=source_job, event="schedule-added",
-                     schedule=schedule.name, recurrence=describe(schedule.recurrence))
+    try:
+        # A savepoint: the caller's transaction (a view's, a test's) stays usable after the IntegrityError.
+        with transaction.atomic():
+            schedule = Schedule.objects.create(
+                workspace=workspace, owner=user, name=chosen.name, body=clean, hints=checked.hints,
+                sealed_secrets=secretbox.seal(secrets), kind=recurrence.kind, every_hours=recurrence.every_hours,
+                at=recurrence.at, weekdays=list(recurrence.weekdays), cron=recurrence.cron, anchor=now,
+                skip_if_active=chosen.skip_if_active, enabled=chosen.enabled,
+                next_run_at=first if chosen.enabled else None, source_job=source_job,
+            )
+            audit.record(user, AuditEvent.CHANGED, workspace=workspace, job=source_job, event="schedule-added",
+                         schedule=schedule.name, recurrence=describe(schedule.recurrence))
+    except IntegrityError:
+        # The same name sent twice at once passes the check above twice: the unique constraint decides, and the
+        # loser hears what the check would have said. (The name is the row's one unique field besides its id.)
+        return None, {"name": [NAME_TAKEN]}
     return schedule, {}
 
 

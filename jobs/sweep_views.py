@@ -73,7 +73,8 @@ def sweep_list(request: HttpRequest) -> HttpResponse:
         summaries = status_summaries([s.pk for s in found])
         for s in found:
             s.statuses = summaries.get(s.pk, [])
-    return render(request, "jobs/sweep_list.html", {"workspace": workspace, "sweeps": found, "limit": LIST_SIZE})
+    return render(request, "jobs/sweep_list.html", {"workspace": workspace, "sweeps": found, "limit": LIST_SIZE,
+                                                     "can_create": can_select(request, workspace)})
 
 
 @login_required

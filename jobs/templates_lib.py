@@ -2,7 +2,9 @@
 
 Versions are immutable once saved. Locks live on the template, so starting from an older version cannot
 escape them; a job started from version N must keep version N's value of every locked field, and
-`locked_errors()` is what the wizard and the API ask before accepting such a job.
+`locked_errors()` is what the wizard and the API ask before accepting such a job. The job keeps the template and
+version in its hints (`link()`), and its clones and edits in the wizard and the API are held to the same locks
+(`linked()`), so a clone cannot change what the template start could not.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max, QuerySet
+from django.db.models.functions import Lower
 
 from jobs import access, audit, catalog, spec
 from jobs.models import AuditEvent, Job, JobTemplate, JobTemplateVersion, Workspace
@@ -99,6 +102,16 @@ def _canonical(sections: Mapping) -> dict:
     return spec.inverse(spec.build(clean), spec.hints_from_sections(clean))
 
 
+def same_content(saved: Mapping, sections: Mapping) -> bool:
+    """Whether two wizard contents make the same job: the same CreateJob body and console hints (the locks are
+    the template's, not a version's). Secrets never count: neither side keeps them."""
+    def made(value: Mapping) -> str:
+        clean = strip_secrets(value)
+        return json.dumps([spec.build(clean), spec.hints_from_sections(clean)], sort_keys=True, default=str)
+
+    return made(saved) == made(sections)
+
+
 def _value(canonical: Mapping, path: str) -> Any:
     path = _UNITS.get(path, path)
     section, name = path.split(".", 1)
@@ -131,11 +144,86 @@ def lock_paths(template: JobTemplate) -> list[str]:
     return [p for lock in template.locked if lock in LOCKABLE for p in LOCKABLE[lock][1]]
 
 
+# A job keeps the template and version it started from in its hints (Job.hints: console-only facts next to the body),
+# and its clones and edits carry it on: the template's locks then bind every job of the line, not only the first.
+LINK = "template"
+
+
+def link(template: JobTemplate, version: JobTemplateVersion) -> dict[str, dict[str, Any]]:
+    """The hints entry of a job started from this template version (the name only labels it)."""
+    return {LINK: {"id": template.pk, "version": version.number, "name": template.name}}
+
+
+def linked(job: Job) -> tuple[JobTemplate, JobTemplateVersion] | None:
+    """(template, version) the job started from, directly or through the job it clones; None when it started from
+    none, or the template was deleted since (its locks went with it)."""
+    found = (job.hints or {}).get(LINK) if isinstance(job.hints, Mapping) else None
+    if not isinstance(found, Mapping):
+        return None
+    pk, number = found.get("id"), found.get("version")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (pk, number)):
+        return None
+    template = JobTemplate.objects.filter(pk=pk, workspace_id=job.workspace_id).first()
+    version = template.versions.filter(number=number).first() if template else None
+    return (template, version) if version else None
+
+
+def impose(template: JobTemplate, version: JobTemplateVersion, sections: dict) -> list[tuple[str, str, str]]:
+    """Put the version's value into every locked field of `sections` that differs (a job made before the lock was
+    set, whose clone would otherwise be refused at a field the wizard shows read-only). Returns (label, the value
+    it had, why) for each, as jobs.clone lists resets."""
+    changed: list[tuple[str, str, str]] = []
+    if not template.locked:
+        return changed
+    expected, given = _canonical(version.sections), _canonical(sections)
+    source = strip_secrets(version.sections)
+    for lock in template.locked:
+        if lock not in LOCKABLE:
+            continue
+        label, paths = LOCKABLE[lock]
+        if all(_value(expected, p) == _value(given, p) for p in paths):
+            continue
+        section, name = paths[0].split(".", 1)
+        before = (sections.get(section) or {}).get(name)
+        for path in paths:
+            section, name = path.split(".", 1)
+            if name in (source.get(section) or {}):
+                sections.setdefault(section, {})[name] = copy.deepcopy(source[section][name])
+        changed.append((label, before if isinstance(before, str) else json.dumps(before, default=str),
+                        f"the template's value: locked by the template '{template.name}'"))
+    return changed
+
+
 def templates_in(workspace: Workspace) -> QuerySet[JobTemplate]:
-    """The workspace's templates by name, each with its latest version number. The order is explicit: Django
-    leaves Meta.ordering out of a query with an aggregate (GROUP BY), which would list them in insertion order."""
+    """The workspace's templates by name, each with its latest version number: the list and the wizard's picker. The
+    order is explicit: Django leaves Meta.ordering out of a query with an aggregate (GROUP BY), which would list them
+    in insertion order; and case-insensitive, as people read names (SQLite and PostgreSQL sort "TMPL" before "race").
+    """
     return (JobTemplate.objects.filter(workspace=workspace).annotate(latest=Max("versions__number"))
-            .order_by("name", "id"))
+            .order_by(Lower("name"), "name", "id"))
+
+
+VERSION_NOT_A_NUMBER = "Must be a whole number from 1: the template's version, e.g. ?template=4&version=2."
+VERSION_WITHOUT_TEMPLATE = "A version needs its template: send ?template=<id>&version=<n>, or neither."
+
+
+def parse_start(template: Any, version: Any) -> tuple[int | None, int | None]:
+    """(template id, version number) of a start from a template, `?template=<id>&version=<n>`, as the API and the
+    wizard both take it: None for what is not given. A template id that is not a plausible id names no template
+    (0: the caller's lookup answers "no such template"); a version that is not a whole number from 1, or a version
+    without a template, raises ValidationError at "version" rather than quietly starting from the default."""
+    template_text, version_text = str(template or "").strip(), str(version or "").strip()
+    template_id = None
+    if template_text:
+        template_id = int(template_text) if template_text.isascii() and template_text.isdigit() \
+            and len(template_text) <= 18 else 0
+    if not version_text:
+        return template_id, None
+    if template_id is None:
+        raise ValidationError({"version": VERSION_WITHOUT_TEMPLATE})
+    if not (version_text.isascii() and version_text.isdigit() and len(version_text) <= 9 and int(version_text) >= 1):
+        raise ValidationError({"version": VERSION_NOT_A_NUMBER})
+    return template_id, int(version_text)
 
 
 def version_of(template: JobTemplate, number: int | None = None) -> JobTemplateVersion:
@@ -153,18 +241,28 @@ def version_of(template: JobTemplate, number: int | None = None) -> JobTemplateV
     return latest
 
 
+# A description says what a template is for, in a few lines; the page shows it whole.
+DESCRIPTION_MAX = 2000
+
+
 def save(workspace: Workspace, user, name: str, sections: Mapping, *, description: str = "",
          note: str = "", source: Job | None = None) -> JobTemplateVersion:
     """Save sections as a new template, or as the next version of the workspace's template of that name.
 
     A template with locked fields takes new versions only from admins, or a member could change a locked
     value by saving a version and starting from it.
+
+    Sections that build the same body and hints as the latest version make no new version (a double-clicked
+    Save, a form posted twice): that version is returned with `unchanged` True (False on a new one). The
+    template's row is locked meanwhile, so saves of one template at the same moment compare one after another.
     """
     name = name.strip()
     if not name:
         raise ValidationError({"name": "Enter a template name."})
     if len(name) > 100:
         raise ValidationError({"name": "At most 100 characters."})
+    if len(description) > DESCRIPTION_MAX:
+        raise ValidationError({"description": f"At most {DESCRIPTION_MAX} characters ({len(description)} given)."})
     access.require(user, "create", workspace=workspace)
     for _attempt in range(3):
         try:
@@ -176,17 +274,30 @@ def save(workspace: Workspace, user, name: str, sections: Mapping, *, descriptio
                     raise PermissionDenied(
                         f"The template '{name}' has locked fields; only a workspace admin can add versions."
                     )
-                number = (template.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+                if not created:  # PostgreSQL: the next save of this template waits here, then sees this one's
+                    JobTemplate.objects.select_for_update().filter(pk=template.pk).first()
+                clean = strip_secrets(sections)
+                latest = template.versions.order_by("-number").first()
+                if latest is not None and same_content(latest.sections, clean):
+                    latest.unchanged = True
+                    return latest
+                number = (latest.number if latest else 0) + 1
                 version = JobTemplateVersion.objects.create(
-                    template=template, number=number, sections=strip_secrets(sections), note=note[:200],
-                    created_by=user,
+                    template=template, number=number, sections=clean, note=note[:200], created_by=user,
                 )
                 audit.record(user, AuditEvent.TEMPLATE, workspace=workspace, job=source,
                              event="saved", template=template.name, template_id=template.pk, version=number)
+            version.unchanged = False
             return version
         except IntegrityError:
             continue  # someone saved the same name or version number at the same moment: count again
     raise ValidationError({"name": "The template is being saved by someone else; try again."})
+
+
+def unchanged_message(version: JobTemplateVersion) -> str:
+    """What a save that made no new version says (save() returned the latest with `unchanged`)."""
+    return (f"No change since version {version.number} of the template '{version.template.name}': "
+            "no new version was saved.")
 
 
 def set_locks(template: JobTemplate, user, paths: Iterable[str]) -> list[str]:

@@ -185,7 +185,7 @@ def report(workspace: Workspace, days: int = DEFAULT_DAYS, *, specs: Mapping[str
         if hours <= 0:
             continue
         job = JobUsage(pk, name, owner or "(deleted user)", job_type or "(unknown)", status not in st.TERMINAL,
-                       hours, sizes.get(specs_json) or sizes.setdefault(specs_json, _size(specs_json, specs)))
+                       hours, sizes.get(specs_json) or sizes.setdefault(specs_json, size_of(specs_json, specs)))
         result.jobs.append(job)
         for table, key in ((owners, job.owner), (types, job.job_type)):
             table.setdefault(key, Line(key)).add(job)
@@ -200,7 +200,9 @@ def report(workspace: Workspace, days: int = DEFAULT_DAYS, *, specs: Mapping[str
     return result
 
 
-def _size(specs_json: str | None, specs: Mapping[str, Mapping] | None) -> Resources:
+def size_of(specs_json: str | None, specs: Mapping[str, Mapping] | None) -> Resources:
+    """A job's size from its body's JobSpecs as JSON text (as _rows reads it): the one size computation, which
+    jobs.now uses too."""
     try:
         return resources(json.loads(specs_json) if specs_json else None, specs)
     except ValueError:

@@ -158,6 +158,15 @@ def _ids(values: list[str], limit: int = 500) -> list[int]:
     return [int(v) for v in values[:limit] if v.isascii() and v.isdigit() and len(v) <= 18]
 
 
+def _ignored(values: list[str], shown: int = 10) -> str:
+    """What a bulk action says of the values that are no job id ("" for none): a few of them, each cut short."""
+    if not values:
+        return ""
+    listed = ", ".join(repr(v[:20]) for v in values[:shown]) + (f" and {len(values) - shown} more"
+                                                                   if len(values) > shown else "")
+    return f"Ignored, not job ids: {listed}."
+
+
 def _url(name: str, params: dict[str, str]) -> str:
     query = urlencode(params)
     return reverse(name) + (f"?{query}" if query else "")
@@ -194,6 +203,7 @@ def _list_context(request: HttpRequest, workspace: Workspace | None, filters: li
         "workspace": workspace,
         "can_create": may_create,
         "selectable": may_create,
+        "compare_max": compare.MAX_JOBS,  # the list's Compare button stops at what the page compares
         "filters": filters,
         "page": page,
         "rows": listing.rows(page.jobs),
@@ -254,17 +264,22 @@ def job_row(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def jobs_stop(request: HttpRequest) -> HttpResponse:
-    """Stop the selected jobs; one result per job. Jobs outside the user's workspaces read as not found."""
-    ids = _ids(request.POST.getlist("job"))
+    """Stop the selected jobs; one result per job (a job sent twice is one), and the values that are no job id
+    said as ignored. Jobs outside the user's workspaces read as not found."""
+    given = list(dict.fromkeys(request.POST.getlist("job")))
+    ids = _ids(given)
+    ignored = _ignored([value for value in given[:500] if not _ids([value])])
     found = {job.pk: job for job in access.jobs_for(request.user).filter(pk__in=ids).select_related("workspace")}
     outcome = lifecycle.bulk_stop(request.user, list(found.values())) if found else {}
     results = [jobpage.stop_outcome(outcome.get(pk, "not-found"), found.get(pk), pk) for pk in ids]
     if not wants_partial(request):
         for result in results:
             messages.info(request, f"{result.name}: {result.text}")
+        if ignored:
+            messages.warning(request, ignored)
         return redirect("job_list")
     rows = listing.rows(listing.for_rows(access.jobs_for(request.user).filter(pk__in=found)))
-    return render(request, "jobs/_bulk_result.html", {"results": results, "rows": rows,
+    return render(request, "jobs/_bulk_result.html", {"results": results, "rows": rows, "ignored": ignored,
                                                       "selectable": can_select(request, current_workspace(request))})
 
 

@@ -95,7 +95,11 @@ def _start(request: HttpRequest, params) -> Start | None:
         if params.get("_baseline_name"):
             prefill.rename(params["_baseline_name"])
         hidden["_baseline_name"] = prefill.sections["basic"]["name"]
-        return Start(workspace, source=source, mode=mode, prefill=prefill, hidden=hidden)
+        # A source started from a template binds its clone and edit to the same locks, read from the source on every
+        # request (never from the page), as a template start's are.
+        bound = portal_wizard.PortalStart(workspace, template=prefill.template[0], version=prefill.template[1]) \
+            if prefill.template else None
+        return Start(workspace, source=source, mode=mode, prefill=prefill, portal=bound, hidden=hidden)
     begun = portal_wizard.wizard_start(request, params)
     if begun is not None:
         return Start(begun.workspace, hidden=begun.hidden, portal=begun)
@@ -199,6 +203,7 @@ def _preview(wizard: glue.Wizard, start: Start, *boxes: dict[str, list[str]]) ->
         "sdk": export.to_python_sdk(clean, region=start.workspace.region),
         "params": export.to_params_file(clean),
         "params_command": export.params_submit_command(clean),
+        "params_problem": export.params_file_problem(clean),
         "problems": glue.problem_count(wizard, *boxes),
         # DLC's CreateJob has no such field: the panel says where a copied request must send it instead.
         "run_after": start.after.get(dependencies.FIELD, "").strip(),
@@ -350,7 +355,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
                 workspace=start.workspace,
                 owner=request.user,
                 body=body,
-                hints=wizard.hints(),
+                hints=_hints(start, wizard),
                 sealed_secrets=secretbox.seal({**named, **wizard.secrets()}),
                 cloned_from=start.source,
                 run_after=start.after_choice.upstream,
@@ -386,14 +391,22 @@ def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given
     token = submission_token(start.hidden.get(TOKEN_FIELD))
     try:
         sweep = sweeps.launch(workspace=start.workspace, owner=request.user, name=body["DisplayName"], grid=grid,
-                              found=found, hints=wizard.hints(), secrets=wizard.secrets(), cloned_from=start.source,
-                              run_after=start.after_choice.upstream, run_after_when=start.after_choice.when,
-                              token=token, early=early)
+                              found=found, hints=_hints(start, wizard), secrets=wizard.secrets(),
+                              cloned_from=start.source, run_after=start.after_choice.upstream,
+                              run_after_when=start.after_choice.when, token=token, early=early)
     except IntegrityError:
         if (answer := _made_meanwhile(request, start, token)) is None:
             raise
         return answer
     return redirect(sweep)
+
+
+def _hints(start: Start, wizard: glue.Wizard) -> dict:
+    """The job's hints, with the template it started from (itself or through the job it clones), whose locks then
+    bind the job's own clones."""
+    portal = start.portal
+    bound = templates_lib.link(portal.template, portal.version) if portal and portal.template else {}
+    return {**wizard.hints(), **bound}
 
 
 def _made_meanwhile(request: HttpRequest, start: Start, token: uuid.UUID | None) -> HttpResponse | None:

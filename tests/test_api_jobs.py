@@ -173,6 +173,46 @@ def test_template_locks_apply_to_the_api_too(team, api):
     assert api["member"].post(url, pf.BODY).status_code == 201
 
 
+def test_a_bad_version_or_a_version_without_template_is_a_400_at_version(team, api):
+    # QA: version=abc and -1 created the job from the default version without a word; version=2 alone was ignored.
+    from jobs import templates_lib
+
+    base = f"/api/v1/jobs?workspace={team.alpha.pk}"
+    before = Job.objects.count()
+    for query in (f"&template={team.template.pk}&version=abc", f"&template={team.template.pk}&version=-1",
+                  f"&template={team.template.pk}&version=0", f"&template={team.template.pk}&version=1.0",
+                  "&version=2"):
+        answer = api["member"].post(base + query, pf.BODY)
+        assert answer.status_code == 400, query
+        expected = templates_lib.VERSION_WITHOUT_TEMPLATE if query == "&version=2" else \
+            templates_lib.VERSION_NOT_A_NUMBER
+        assert answer.json()["errors"]["version"] == [expected], query
+    missing = api["member"].post(f"{base}&template={team.template.pk}&version=99", pf.BODY)
+    assert missing.json()["errors"] == {"version": ["No such version of the template."]}
+    assert api["member"].post(f"{base}&template=abc", pf.BODY).json()["errors"] == {
+        "template": ["No such template in this workspace."]}
+    assert Job.objects.count() == before, "nothing was created"
+    assert api["member"].post(f"{base}&template={team.template.pk}&version=1", pf.BODY).status_code == 201
+
+
+def test_the_wizard_takes_template_and_version_by_the_same_rule(team):
+    from django.utils.html import escape
+
+    from jobs import templates_lib
+
+    client = pf.client_for(team.users["member"])
+    for query in ("version=abc", "version=-1", "version=2"):
+        template = "" if query == "version=2" else f"template={team.template.pk}&"
+        page = client.get(f"/jobs/new?{template}{query}")
+        assert page.status_code == 400, query
+        # The console's 400 page (consoleapp.errors) says what was wrong, inside the console's frame.
+        expected = templates_lib.VERSION_WITHOUT_TEMPLATE if query == "version=2" else \
+            templates_lib.VERSION_NOT_A_NUMBER
+        assert escape(expected) in page.content.decode() and 'id="error-page"' in page.content.decode(), query
+    assert client.get(f"/jobs/new?template={team.template.pk}&version=1").status_code == 200
+    assert client.get("/jobs/new?template=abc").status_code == 404
+
+
 # --- stop and clone ---------------------------------------------------------------------------------------
 
 
@@ -199,6 +239,22 @@ def test_clone_makes_a_new_job_with_a_fresh_name_and_a_link_to_the_source(team, 
     assert event.action == "cloned" and event.source == team.job
     assert api["viewer"].post(f"/api/v1/jobs/{team.job.pk}/clone").status_code == 403
     assert api["other"].post(f"/api/v1/jobs/{team.job.pk}/clone").status_code == 404
+
+
+def test_clone_refuses_unknown_keys_and_changes_that_are_not_an_object(team, api):
+    # QA: {"DisplayName": "x"}, {"overrides": {...}} and {"changes": []} all made an unchanged copy.
+    url = f"/api/v1/jobs/{team.job.pk}/clone"
+    allowed = "Unknown field: send changes, ray_redis_password, registry_password, secret_envs."
+    for payload, key in (({"DisplayName": "x"}, "DisplayName"), ({"overrides": {"UserCommand": "x"}}, "overrides"),
+                         ({"name": "x", "changes": {}}, "name")):
+        answer = api["member"].post(url, payload)
+        assert answer.status_code == 400 and answer.json()["errors"] == {key: [allowed]}, payload
+    for changes in ([], None, "DisplayName=x", 3):
+        answer = api["member"].post(url, {"changes": changes})
+        assert answer.status_code == 400 and list(answer.json()["errors"]) == ["changes"], changes
+    assert not Job.objects.filter(cloned_from=team.job).exists()
+    made = api["member"].post(url, {"changes": {"DisplayName": "renamed-copy"}})
+    assert made.status_code == 201 and made.json()["name"] == "renamed-copy"
 
 
 def test_clone_never_copies_a_secret_and_asks_for_it(team, api):

@@ -148,6 +148,10 @@ def test_the_openapi_document_describes_schedules(db):
     assert {"Schedule", "ScheduleCreate", "ScheduleList"} <= set(doc["components"]["schemas"])
     recurrence = doc["components"]["schemas"]["ScheduleCreate"]["properties"]["recurrence"]["properties"]
     assert "cron" in recurrence["kind"]["enum"] and recurrence["cron"]["maxLength"] == schedules.CRON_MAX
+    weekday_kinds = recurrence["weekdays"]["items"]["oneOf"]
+    assert [k["type"] for k in weekday_kinds] == ["string", "integer"] and "1 = Monday" in weekday_kinds[1][
+        "description"] and "0 or 7 = Sunday" in recurrence["weekdays"]["description"]
+    assert "only" in recurrence["every_hours"]["description"]
 
 
 def test_a_registry_password_is_sealed_never_echoed_and_a_scoped_token_sees_no_other_workspace(db):
@@ -223,3 +227,25 @@ def test_with_several_workspaces_the_job_bodys_workspace_id_picks_the_workspace(
     assert Schedule.objects.get().workspace == team.beta
     unnamed = call(team.users["member"], "post", "/api/v1/schedules", NIGHTLY)
     assert unnamed.status_code == 400 and [c["name"] for c in unnamed.json()["candidates"]] == ["Alpha", "Beta"]
+
+
+def test_fields_of_another_kind_and_text_numbers_are_refused_and_cron_weekday_numbers_kept(db):
+    team = pf.make_team()
+    url = f"/api/v1/schedules?workspace={team.alpha.pk}"
+    member = team.users["member"]
+    response = call(member, "post", url, {**NIGHTLY, "recurrence": {"kind": "daily", "at": "02:00",
+                                                                    "cron": "* * * * *"}})
+    assert response.status_code == 400
+    assert response.json()["errors"] == {"recurrence.cron": ["cron is only used when kind is cron."]}
+    for hours in ("6", 6.0):
+        response = call(member, "post", url, {**NIGHTLY, "recurrence": {"kind": "hourly", "every_hours": hours}})
+        assert response.status_code == 400 and list(response.json()["errors"]) == ["recurrence.every_hours"]
+    response = call(member, "post", url, {**NIGHTLY, "recurrence": {"kind": "weekly", "at": "02:00",
+                                                                    "weekdays": ["monkey"]}})
+    assert response.status_code == 400 and "Not a weekday: 'monkey'" in response.json()["errors"][
+        "recurrence.weekdays"][0]
+    assert not Schedule.objects.exists()
+    response = call(member, "post", url, {**NIGHTLY, "recurrence": {"kind": "weekly", "at": "02:00",
+                                                                    "weekdays": [1, 2, 0], "every_hours": None}})
+    assert response.status_code == 201, response.json()
+    assert response.json()["recurrence"]["weekdays"] == ["mon", "tue", "sun"]

@@ -131,7 +131,12 @@ def test_revoked_tokens_and_inactive_users_are_refused(team):
     raw, _ = create_on_page(client)
     token = ApiToken.objects.get()
     assert client.post(f"/account/api/tokens/{token.pk}/revoke").status_code == 302
-    assert pf.client_for().get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 401
+    revoked = pf.client_for().get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert revoked.status_code == 401 and revoked.json()["code"] == "token_revoked"
+    assert revoked.json()["error"] == "This API token was revoked: create a new one on /account/api."
+    assert 'error_description="The token was revoked"' in revoked["WWW-Authenticate"]
+    unknown = pf.client_for().get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {raw[:-2]}xx")
+    assert unknown.status_code == 401 and "code" not in unknown.json(), "an unknown token is not called revoked"
     _, raw2 = apitokens.create_token(team.users["viewer"], "other")
     team.users["viewer"].is_active = False
     team.users["viewer"].save()
@@ -165,7 +170,8 @@ def test_revoking_twice_records_one_event_and_keeps_the_first_time(both):
 def test_nobody_revokes_someone_elses_token(team):
     token, raw = apitokens.create_token(team.users["admin"], "admin's")
     answer = pf.client_for(team.users["member"]).post(f"/account/api/tokens/{token.pk}/revoke")
-    assert answer.status_code == 403
+    assert answer.status_code == 404, "another user's token id is as unknown as one that does not exist"
+    assert pf.client_for(team.users["member"]).post("/account/api/tokens/999999/revoke").status_code == 404
     assert pf.client_for().get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200
 
 

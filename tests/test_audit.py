@@ -139,6 +139,22 @@ def test_audit_page_filters_by_user_action_job_and_time(team):
     assert "Enter a date" in bad.text
 
 
+def test_a_long_job_name_is_cut_in_the_audit_log_as_in_the_job_list(team):
+    """QA: a 200-character name widened the table to 2088 px and left Details one character wide. The name cell takes
+    the job list's classes (td.name: wraps anywhere; cut at two lines, the whole name its title)."""
+    long = "n" * 200
+    team.job.display_name = long
+    team.job.save()
+    audit.record(team.users["member"], "created", workspace=team.alpha, job=team.job)
+    # A deleted job's event keeps its name, without a link.
+    AuditEvent.objects.create(workspace=team.alpha, actor_name="member", action="created", job_name=long[:150])
+    html = pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/audit").text
+    assert f'<td class="name"><a href="/jobs/{team.job.pk}" title="{long}">{long}</a>' in html
+    assert f'<td class="name"><span class="clamp" title="{long[:150]}">' in html
+    with open("static/css/console.css") as css:
+        assert "table.audit td.name a," in css.read()
+
+
 def test_audit_page_pages_by_keyset_and_offers_no_way_to_edit(team):
     for i in range(55):
         audit.record(team.users["admin"], "changed", workspace=team.alpha, event=f"e{i}")

@@ -155,7 +155,8 @@ MATRIX: dict[str, list[Case]] = {
     "accounts/login/": [Case("GET", lambda t: "/accounts/login/", everyone(200))],
     "accounts/logout/": [Case("POST", lambda t: "/accounts/logout/", everyone(LOGIN)),
                          Case("GET", lambda t: "/accounts/logout/", everyone(200, LOGIN))],
-    "healthz": [Case("GET", lambda t: "/healthz", everyone(503), leak_check=False)],
+    "healthz": [Case("GET", lambda t: "/healthz", everyone(503), leak_check=False),
+                Case("POST", lambda t: "/healthz", everyone(405))],
     "admin/login/": [Case("GET", lambda t: "/admin/login/", everyone(200))],
     "": [Case("GET", lambda t: "/", everyone(200, LOGIN))],
     "jobs/new": [
@@ -263,7 +264,7 @@ MATRIX: dict[str, list[Case]] = {
     ],
     "account/api": [Case("GET", lambda t: "/account/api", everyone(200, LOGIN))],
     "account/api/tokens/<int:pk>/revoke": [
-        Case("POST", lambda t: f"/account/api/tokens/{member_token(t)}/revoke", roles(403, 302, 403, 403))],
+        Case("POST", lambda t: f"/account/api/tokens/{member_token(t)}/revoke", roles(404, 302, 404, 404))],
     "account/notifications": [
         Case("GET", lambda t: "/account/notifications", everyone(200, LOGIN)),
         Case("POST", lambda t: "/account/notifications", everyone(302, LOGIN),

@@ -28,8 +28,20 @@ def make_job(workspace, owner, name: str, command: str) -> Job:
 def test_compare_selected_opens_both_jobs_with_the_difference_marked(stack, member, workspace, page):
     a = make_job(workspace, member, "sweep-lr-0.1", "python train.py --lr 0.1")
     b = make_job(workspace, member, "sweep-lr-0.01", "python train.py --lr 0.01")
-    make_job(workspace, member, "not-ticked", "python train.py --lr 1")
+    for n in range(compare.MAX_JOBS - 1):
+        make_job(workspace, member, f"not-ticked-{n}", "python train.py --lr 1")
     sign_in(page, stack.url, member.username, PASSWORD)
+    # QA: the list let one tick 7 jobs and the compare page then said "Up to 6". Past 6 ticks, Compare is disabled
+    # and says why (Stop selected still takes them all).
+    page.check("th.check input")
+    expect(page.locator("#compare-selected")).to_be_disabled()
+    expect(page.locator("#compare-limit")).to_have_text(
+        "Compare takes up to 6 jobs: 7 are ticked. Untick 1 to compare.")
+    expect(page.locator("#stop-selected")).to_be_enabled()
+    page.uncheck(f"#job-{a.pk} input[name=job]")
+    expect(page.locator("#compare-selected")).to_be_enabled()
+    expect(page.locator("#compare-limit")).to_be_hidden()
+    page.uncheck("th.check input")
     page.check(f"#job-{a.pk} input[name=job]")
     page.check(f"#job-{b.pk} input[name=job]")
     asked: list[str] = []

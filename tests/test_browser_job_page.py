@@ -203,3 +203,46 @@ def test_older_lines_are_prepended_on_demand_and_lines_show_as_in_a_terminal(sta
             page.locator("#log-panel").screenshot(path=str(tmp_path / f"log-older-after-{width}.png"))
     finally:
         dlc.stop_job(workspace, job.dlc_job_id)
+
+
+def test_an_expired_session_sends_the_page_to_sign_in_and_back_after_sign_out_shows_no_private_page(
+        stack, member, workspace, bfcache_page, submit):
+    """QA: with the session gone, the job page's polls swapped the sign-in page into their targets (13 sign-in
+    forms in one page); after Sign out, Back showed the private page again from the back/forward cache; the list's
+    poll sent the CSRF token in its URL."""
+    page = bfcache_page
+    job = submit(member, "session-sleeper", "sleep 300")
+    try:
+        polls: list[str] = []
+        page.on("request", lambda request: polls.append(request.url) if "/jobs/rows" in request.url else None)
+        sign_in(page, stack.url, member.username, PASSWORD)
+        expect(page.locator("#row-poller")).to_have_attribute("data-polling", "yes", timeout=30_000)
+        page.locator(f"#bulk-form input[name=job][value='{job.pk}']").check()
+        page.wait_for_function("n => window.performance.getEntriesByType('resource').filter("
+                               "e => e.name.includes('/jobs/rows') && e.name.includes('job=')).length >= n", arg=1,
+                               timeout=15_000)
+        assert polls and not [url for url in polls if "csrfmiddlewaretoken" in url], polls
+
+        page.goto(f"{stack.url}/jobs/{job.pk}")
+        expect(page.locator("#job-status")).to_have_text("Running", timeout=60_000)
+        page.context.clear_cookies()
+        page.wait_for_url(f"**/accounts/login/?next=/jobs/{job.pk}", timeout=20_000)
+        expect(page.locator("#id_username")).to_have_count(1)
+        expect(page.locator("#job-status")).to_have_count(0)
+
+        page.fill("#id_username", member.username)
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{stack.url}/jobs/{job.pk}")
+        expect(page.locator("#job-status")).to_have_text("Running")
+        # A page that polls nothing (a polling one never enters the back/forward cache), then Sign out and Back.
+        page.goto(f"{stack.url}/account/notifications")
+        page.click("header button:has-text('Sign out')")
+        page.wait_for_url("**/accounts/login/")
+        page.go_back(wait_until="commit")  # a page restored from the back/forward cache fires no load event
+        expect(page).to_have_url(re.compile(r".*/accounts/login/\?next=/account/notifications$"))
+        expect(page.locator("#id_username")).to_have_count(1)
+        expect(page.locator("header button:has-text('Sign out')")).to_have_count(0)
+    finally:
+        job.refresh_from_db()
+        dlc.stop_job(workspace, job.dlc_job_id)

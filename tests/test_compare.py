@@ -133,6 +133,8 @@ def test_identical_jobs_say_so(client, people, ws):
     client.force_login(people["alice"])
     html = client.get(url(a.pk, b.pk)).content.decode()
     assert 'id="no-differences"' in html and page_rows(html) == {}
+    # QA: "Only differences (0)" for jobs whose names and times differ. The page says what it compares.
+    assert "Only configuration differences (0)" in html and "the name, status, owner and times are shown" in html
 
 
 @pytest.mark.postgres

@@ -323,3 +323,26 @@ def test_drop_secret_advanced_keeps_ray_redis_password_and_plain_keys():
     assert export.drop_secret_advanced(only) == ["HfToken"] and only["advanced"] == ""
     plain = {"advanced": "createSvcForAllWorkers=true"}
     assert export.drop_secret_advanced(plain) == [] and plain["advanced"] == "createSvcForAllWorkers=true"
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"Envs": {"A": "1"}}, "environment variables (Envs)"),
+    ({"JobSpecs": [{"Type": "Worker", "Image": "i", "PodCount": 1, "EcsSpec": "ecs.g7.xlarge"}]},
+     "Worker also has an instance type (EcsSpec)"),
+    ({"JobSpecs": [{"Type": "Worker", "Image": "i", "PodCount": 1}, {"Type": "PS", "Image": "i", "PodCount": 1}]},
+     "this job has 2 roles (Worker, PS)"),
+    ({"JobSpecs": [{"Type": "Master", "Image": "i", "PodCount": 1}]}, "this job's role is Master"),
+    ({"JobMaxRunningTimeMinutes": 60}, "a maximum duration other than 30 days"),
+    ({"UserCommand": "echo a\necho b"}, "The startup command is not one line"),
+    ({"JobType": "DataJuicerJob"}, "no params file for DataJuicerJob"),
+])
+def test_params_file_problem_names_the_real_reason(change, words):
+    """QA: a job with exactly one Worker was told it needed "one Worker role"; the reason names what stands in
+    the way (its variables, its instance type), and only the real one."""
+    body, _ = export.from_params_file(SEED_PARAMS)
+    assert export.params_file_problem(body) == ""
+    body.update(change)
+    problem = export.params_file_problem(body)
+    assert words in problem, problem
+    if "JobSpecs" not in change:
+        assert "role" not in problem, problem

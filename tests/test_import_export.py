@@ -214,13 +214,31 @@ def test_export_as_json_python_and_params(team):
     quota_job.save()
     params = client.get(f"/jobs/{quota_job.pk}/export/params")
     assert params.status_code == 200 and params.text == PARAMS
+    assert 'id="params-export"' in client.get(f"/jobs/{quota_job.pk}").text, "offered when there is a file"
 
 
 def test_params_export_of_a_job_it_cannot_express_says_so(team):
     team.job.body = {**pf.BODY, "JobSpecs": [pf.BODY["JobSpecs"][0], {**pf.BODY["JobSpecs"][0], "Type": "Master"}]}
     team.job.save()
-    answer = pf.client_for(team.users["viewer"]).get(f"/jobs/{team.job.pk}/export/params")
-    assert answer.status_code == 409 and "export it as JSON or Python" in answer.text
+    client = pf.client_for(team.users["viewer"])
+    answer = client.get(f"/jobs/{team.job.pk}/export/params")
+    # QA: a bare text/plain 409 with no way back, and a reason that was not this job's.
+    assert answer.status_code == 409 and answer["Content-Type"].startswith("text/html")
+    assert "this job has 2 roles (Worker, Master)" in answer.text
+    assert f'href="/jobs/{team.job.pk}">Back to the job' in answer.text and 'class="topbar"' in answer.text
+    # The job page offers no link that leads there: it says the same reason instead.
+    page = client.get(f"/jobs/{team.job.pk}").text
+    assert 'id="params-export"' not in page and 'id="params-unavailable"' in page
+    assert "this job has 2 roles (Worker, Master)" in page
+
+
+def test_params_export_link_says_the_real_reason_for_one_worker(team):
+    """QA: jobs with exactly one Worker were told "one Worker role…"; the reason is their instance type."""
+    client = pf.client_for(team.users["viewer"])
+    answer = client.get(f"/jobs/{team.job.pk}/export/params")
+    assert answer.status_code == 409 and "instance type (EcsSpec)" in answer.text and "one Worker" not in answer.text
+    page = client.get(f"/jobs/{team.job.pk}").text
+    assert 'id="params-export"' not in page and "instance type (EcsSpec)" in page
 
 
 def test_exports_never_contain_a_secret_and_stay_in_the_workspace(team):
@@ -303,6 +321,20 @@ def test_detect_reads_text_that_starts_like_json_as_json_and_says_jsons_error(te
     answer = pf.client_for(team.users["member"]).post("/jobs/import", {"format": "auto", "text": text})
     errors = " ".join(answer.context["form"].errors["text"])
     assert "Invalid JSON at line" in errors and "column" in errors and "key=value" not in errors
+
+
+@pytest.mark.parametrize("text", ["null", '"str"', "1e999", "42", "true"])
+def test_detect_reads_any_json_value_as_json_and_says_it_is_not_an_object(team, text):
+    answer = pf.client_for(team.users["member"]).post("/jobs/import", {"format": "auto", "text": text})
+    assert answer.context["form"].errors["text"] == [
+        "Expected a JSON object (a CreateJob body or a job from GetJob)."]
+
+
+@pytest.mark.parametrize("text", ["x" * (256 * 1024 + 1), "name=x\x00"])
+def test_a_text_refused_by_its_field_gets_that_one_error(team, text):
+    answer = pf.client_for(team.users["member"]).post("/jobs/import", {"format": "auto", "text": text})
+    errors = answer.context["form"].errors["text"]
+    assert len(errors) == 1 and "Paste a CreateJob JSON" not in errors[0], errors
 
 
 def test_a_json_file_with_a_byte_order_mark_imports(team):

@@ -316,6 +316,7 @@ def test_payload_names_the_job_and_links_its_page(team, settings):
         "owner": "member", "url": f"https://console.example/jobs/{job.pk}",
         "created_at": job.created_at.isoformat(), "finished_at": job.finished_at.isoformat(),
         "reason_code": "JobFailed", "reason_message": "exit 1", "upstream_job_id": None,
+        "diagnosis": None,  # nothing in the reason matches a rule (jobs.diagnosis; its payload: tests/test_diagnosis)
     }
     assert notify.payload(job, status="SubmitFailed")["event"] == "job.submitfailed"
 

@@ -101,6 +101,20 @@ def test_api_enforces_the_same_guardrails_with_wire_paths(team):
     assert dry_run.status_code == 400 and dry_run.json()["errors"] == answer.json()["errors"]
 
 
+def test_a_required_tag_needs_a_value_and_dot_dot_does_not_pass_the_prefix(team):
+    set_policy(team.alpha, required_tag_keys=["cost"], allowed_image_prefixes=["registry.example.com/team/"])
+    client = pf.client_for(team.users["member"])
+    url, before = f"/api/v1/jobs?workspace={team.alpha.pk}", Job.objects.count()
+    body = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "Image": "registry.example.com/team/../evil/x:1"}],
+            "Settings": {**pf.BODY.get("Settings", {}), "Tags": {"cost": ""}}}
+    answer = client.post(url, json.dumps(body), content_type="application/json")
+    assert answer.status_code == 400, answer.content
+    errors = answer.json()["errors"]
+    assert errors["Settings.Tags"] == ["The workspace policy requires a value for the tag 'cost'."]
+    assert "'..' are not path segments" in errors["JobSpecs[0].Image"][0]
+    assert Job.objects.count() == before
+
+
 @pytest.fixture
 def real_backend(team, localdlc, tmp_path, settings):
     """Alpha bound to a real localdlc (its AccessKey pair in an INI file), so instance types are known."""

@@ -208,11 +208,43 @@ def test_the_last_admin_cannot_be_removed_or_demoted(team):
     admin.post(url, {"role": "member"})
     mine.refresh_from_db()
     assert mine.role == "admin" and Membership.objects.filter(pk=mine.pk).exists()
-    # With a second admin, the first may step down.
+    # With a second admin, the first may step down (confirming it).
     Membership.objects.filter(pk=team.memberships["member"].pk).update(role="admin")
-    admin.post(url, {"role": "member"})
+    admin.post(url, {"role": "member", "confirm": "1"})
     mine.refresh_from_db()
     assert mine.role == "member"
+
+
+def test_an_admin_confirms_stepping_down_and_lands_on_a_page_they_may_see(team):
+    from jobs.models import Membership
+
+    Membership.objects.filter(pk=team.memberships["member"].pk).update(role="admin")  # not the last admin
+    admin = pf.client_for(team.users["admin"])
+    mine = team.memberships["admin"]
+    url = f"/workspaces/{team.alpha.pk}/members/{mine.pk}"
+    # First the question, as a page (no JS needed): nothing changed yet.
+    asked = admin.post(url, {"role": "viewer"})
+    assert asked.status_code == 200 and "Make yourself viewer in" in asked.text
+    assert 'name="confirm" value="1"' in asked.text and 'name="role" value="viewer"' in asked.text
+    mine.refresh_from_db()
+    assert mine.role == "admin"
+    done = admin.post(url, {"role": "viewer", "confirm": "1"}, follow=True)
+    assert done.status_code == 200 and done.redirect_chain[-1][0] == "/"
+    assert "admin is now viewer." in done.text
+    mine.refresh_from_db()
+    assert mine.role == "viewer"
+    # Removing oneself: asked, then done, landing on the workspace list with the message.
+    Membership.objects.filter(pk=mine.pk).update(role="admin")
+    asked = admin.post(url, {"remove": "1"})
+    assert asked.status_code == 200 and "Remove yourself from" in asked.text
+    assert Membership.objects.filter(pk=mine.pk).exists()
+    done = admin.post(url, {"remove": "1", "confirm": "1"}, follow=True)
+    assert done.status_code == 200 and done.redirect_chain[-1][0] == "/workspaces"
+    assert "admin removed." in done.text and not Membership.objects.filter(pk=mine.pk).exists()
+    # Someone else's role changes at once, as before.
+    other = team.memberships["viewer"]
+    assert pf.client_for(team.users["member"]).post(
+        f"/workspaces/{team.alpha.pk}/members/{other.pk}", {"role": "member"}).status_code == 302
 
 
 def test_members_of_another_workspace_cannot_be_touched(team):
@@ -256,6 +288,13 @@ def test_admin_saves_guardrails_and_they_read_back(team):
     ({"default_tags": "a=1\na=2"}, "default_tags"),
     ({"required_tag_keys": "bad key!"}, "required_tag_keys"),
     ({"allowed_image_prefixes": "has space/"}, "allowed_image_prefixes"),
+    ({"allowed_image_prefixes": "*"}, "allowed_image_prefixes"),
+    ({"allowed_image_prefixes": "registry.example/team/*"}, "allowed_image_prefixes"),
+    ({"allowed_image_prefixes": "../../"}, "allowed_image_prefixes"),
+    ({"allowed_image_prefixes": "<script>"}, "allowed_image_prefixes"),
+    ({"max_duration": "10000000", "max_duration_unit": "days"}, "max_duration"),
+    ({"max_duration": "3651", "max_duration_unit": "days"}, "max_duration"),
+    ({"max_duration": str(3650 * 24 + 1), "max_duration_unit": "hours"}, "max_duration"),
 ])
 def test_bad_guardrails_are_refused_at_the_field(team, data, field):
     from jobs.models import WorkspacePolicy
@@ -265,6 +304,18 @@ def test_bad_guardrails_are_refused_at_the_field(team, data, field):
     assert answer.status_code == 200
     assert field in answer.context["form"].errors
     assert not WorkspacePolicy.objects.filter(workspace=team.alpha).exists()
+
+
+def test_guardrail_messages_say_how_prefixes_and_the_duration_cap_work(team):
+    admin = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/policy"
+    base = {"allowed_sources": ["public"], "max_duration_unit": "days"}
+    errors = admin.post(url, {**base, "allowed_image_prefixes": "*"}).context["form"].errors
+    assert "no wildcards; a prefix matches images from their start" in errors["allowed_image_prefixes"][0]
+    errors = admin.post(url, {**base, "max_duration": "10000000"}).context["form"].errors
+    assert errors["max_duration"][0].startswith("At most 3650 days")
+    answer = admin.post(url, {**base, "max_duration": "3650", "allowed_image_prefixes": "localhost:5000/team/"})
+    assert answer.status_code == 302
 
 
 # --- switcher and navigation -----------------------------------------------------------------------------

@@ -55,6 +55,15 @@ def test_anything_else_is_refused_with_the_range(value):
     assert (priority.LOW, priority.HIGH) == catalog.PRIORITY_RANGE, "one source of truth for the range"
 
 
+@pytest.mark.parametrize("value", ["7", " 7 ", 5.0, True])
+def test_a_json_value_is_a_priority_only_as_an_integer(value):
+    from jobs import priority
+
+    assert priority.parse(7, typed=True) == 7
+    with pytest.raises(priority.PriorityError):
+        priority.parse(value, typed=True)
+
+
 def test_who_may_change_it_is_who_may_stop_it(team):
     from jobs import apitokens, priority
 
@@ -153,7 +162,7 @@ def test_a_refusal_is_shown_in_place_with_htmx_and_as_a_message_without(team):
     assert 'id="priority-error"' in answer.text and "The job is Running" in answer.text
     answer = client.post(f"/jobs/{running.pk}/priority", {"priority": "zero"}, follow=True)
     assert answer.redirect_chain[-1][0] == f"/jobs/{running.pk}"
-    assert "The job is Running" in answer.text
+    assert "Priority must be a whole number from 1" in answer.text, "the value first, then the job's state"
     queued = quota_job(team)
     answer = client.post(f"/jobs/{queued.pk}/priority", {"priority": "zero"}, **HTMX)
     assert "Priority must be a whole number from 1" in answer.text and 'name="priority"' in answer.text
@@ -184,6 +193,17 @@ def test_the_api_refuses_bad_bodies_at_the_field_and_read_only_tokens(team):
     running = quota_job(team, status="Running", name="running-q")
     answer = patch(writer, f"/api/v1/jobs/{running.pk}", {"priority": 5})
     assert answer.status_code == 409 and "The job is Running" in answer.json()["errors"]["priority"][0]
+    # QA: -1 on a running job answered 409; "7" was taken and 5.0 not. JSON takes integers only, as a CreateJob
+    # body's Priority, and a value that can never be right is a 400 whatever the job's state.
+    for value in (-1, "7", 5.0, "5"):
+        answer = patch(writer, f"/api/v1/jobs/{running.pk}", {"priority": value})
+        assert answer.status_code == 400 and "whole number" in answer.json()["errors"]["priority"][0], value
+    answer = patch(writer, f"/api/v1/jobs/{job.pk}", {"priority": "7"})
+    assert answer.status_code == 400, "a waiting job too: text is not a JSON integer"
+    body = {**pf.BODY, "DisplayName": "text-priority", **QUOTA, "Priority": "7"}
+    created = pf.client_for().post(f"/api/v1/jobs?workspace={team.alpha.pk}", data=json.dumps(body),
+                                   content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {writer}")
+    assert created.status_code == 400 and "Priority" in created.json()["errors"], "the same rule at create"
 
 
 def test_the_openapi_document_describes_the_patch():

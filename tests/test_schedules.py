@@ -102,6 +102,35 @@ def test_good_recurrences_parse():
     assert schedules.parse_recurrence("weekly", None, "02:00", ["thu", "mon", "Mon"])[0].weekdays == (0, 3)
 
 
+def test_weekdays_are_day_names_or_cron_numbers_where_one_is_monday_and_zero_or_seven_sunday():
+    parse = schedules.parse_recurrence
+    assert parse("weekly", None, "02:00", [1, 2])[0].weekdays == (0, 1)  # Monday, Tuesday, as cron counts
+    assert parse("weekly", None, "02:00", [0, 7, 6])[0].weekdays == (5, 6)  # Saturday, Sunday
+    assert parse("weekly", None, "02:00", ["MONDAY", "Sunday", "wed"])[0].weekdays == (0, 2, 6)
+    for bad in (["monkey"], ["mond"], [8], [-1], [True], ["1"], [1.0]):
+        recurrence, errors = parse("weekly", None, "02:00", bad)
+        assert recurrence is None and list(errors) == ["weekdays"], bad
+        assert "0 or 7 = Sunday, 1 = Monday" in errors["weekdays"][0] and "Not a weekday" in errors["weekdays"][0]
+
+
+def test_the_api_refuses_fields_of_another_kind_and_numbers_given_as_text():
+    parse = schedules.parse_recurrence
+    assert parse("daily", None, "02:00", None, "* * * * *", from_json=True)[1] == {
+        "cron": ["cron is only used when kind is cron."]}
+    assert parse("cron", 6, "02:00", ["mon"], "0 2 * * *", from_json=True)[1] == {
+        "every_hours": ["every_hours is only used when kind is hourly."],
+        "at": ["at is only used when kind is daily or weekly."],
+        "weekdays": ["weekdays is only used when kind is weekly."]}
+    # What GET shows for the fields a kind does not use (null, []) is not "given".
+    assert parse("daily", None, "02:00", [], None, from_json=True)[0].at == time(2, 0)
+    for text in ("6", 6.0, True):
+        assert list(parse("hourly", text, from_json=True)[1]) == ["every_hours"], text
+    assert parse("hourly", 6, from_json=True)[0].every_hours == 6
+    # The form's text box gives digits; the form shows every kind's fields, so it may send them all.
+    assert parse("hourly", "6", "02:00", ["mon"], "")[0].every_hours == 6
+
+
+
 # --- cron ---------------------------------------------------------------------------------------------------
 
 
@@ -207,6 +236,22 @@ def test_the_cron_preview_lists_the_next_runs_in_the_console_zone_or_says_the_ru
 def test_cron_recurrences_in_words():
     assert schedules.describe(cron("30 2 * * 1-5")) == "At 02:30 on Monday through Friday (cron 30 2 * * 1-5)"
     assert schedules.describe(cron("@daily")).endswith("(cron @daily)")
+
+
+def test_cron_with_both_day_fields_restricted_reads_or_as_it_runs(settings):
+    settings.TIME_ZONE = "UTC"
+    words = schedules.describe(cron("0 0 29 2 1"))
+    assert words == "At 00:00 on the 29th day of month or on Monday in February (cron 0 0 29 2 1)"
+    assert next_run(cron("0 0 29 2 1"), utc(2026, 12, 1)) == utc(2027, 2, 1)  # a Monday, not a 29th
+    assert " or " not in schedules.describe(cron("0 0 * * 1")) + schedules.describe(cron("0 0 */2 * 1"))
+
+
+@pytest.mark.parametrize("expression", ["1-59/999 * * * *", "*/60 * * * *", "0 */24 * * *", "0 0 */31 * *",
+                                        "0 0 * */12 *", "0 0 * * */7"])
+def test_a_step_larger_than_its_fields_range_is_refused_with_the_way_to_say_it(expression):
+    problem = schedules.cron_problem(expression)
+    assert problem and "larger than its range" in problem and "cron implementations differ" in problem
+    assert schedules.parse_recurrence("cron", cron=expression)[0] is None
 
 
 def test_job_names_carry_the_slot_in_the_console_zone_and_fit_the_name_length(settings):
@@ -379,6 +424,62 @@ def test_create_checks_the_body_with_the_workspace_rules_and_the_name(db):
     assert schedules.parse_settings("night ly", "daily", None, "02:00")[1]["name"]
 
 
+def test_one_name_sent_four_times_at_once_makes_one_schedule_and_three_name_errors(transactional_db):
+    import threading
+
+    from django.db import connection
+
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    chosen = daily("race")
+    start = threading.Barrier(4)
+    answers: list[tuple[object, dict]] = []
+    failures: list[BaseException] = []
+
+    def create() -> None:
+        try:
+            start.wait()
+            answers.append(schedules.create(team.users["member"], team.alpha, pf.BODY, chosen))
+        except BaseException as exc:  # noqa: BLE001 - the IntegrityError a race used to end in (a 500)
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=create) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not failures, failures
+    assert sorted(schedule is not None for schedule, _ in answers) == [False, False, False, True]
+    assert [errors for schedule, errors in answers if schedule is None] == [{"name": [schedules.NAME_TAKEN]}] * 3
+    assert Schedule.objects.filter(workspace=team.alpha, name="race").count() == 1
+
+
+def test_a_name_taken_between_the_check_and_the_insert_is_a_name_error(db):
+    # Deterministic twin of the race above: a real row inserted by another writer right before ours (a
+    # pre_save receiver, since the check-to-insert gap of one thread cannot be hit on purpose).
+    from django.db.models.signals import pre_save
+
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+
+    def other_writer(sender, instance, **kwargs) -> None:
+        if instance.pk is None:
+            Schedule.objects.bulk_create([Schedule(**{f.attname: getattr(instance, f.attname)
+                                                      for f in Schedule._meta.concrete_fields if not f.primary_key})])
+
+    pre_save.connect(other_writer, sender=Schedule)
+    try:
+        schedule, errors = schedules.create(team.users["member"], team.alpha, pf.BODY, daily("taken"))
+    finally:
+        pre_save.disconnect(other_writer, sender=Schedule)
+    assert schedule is None and errors == {"name": [schedules.NAME_TAKEN]}
+    assert schedules.create(team.users["member"], team.alpha, pf.BODY, daily("free"))[0] is not None, "usable"
+
+
 def test_disabling_clears_the_next_run_and_enabling_skips_the_slots_missed_meanwhile(db):
     from jobs.models import AuditEvent
 
@@ -495,6 +596,11 @@ def test_the_schedule_form_takes_a_cron_expression_with_errors_at_its_field_and_
     assert preview.startswith('<div id="cron-preview"') and preview.count("<time ") == 3 and "Europe/Berlin" in preview
     refused = client.get(url, {"cron": "* * * * *"}, HTTP_HX_REQUEST="true").content.decode()
     assert "at least 10 minutes apart" in refused and "<form" not in refused
+    # An invalid expression is said once, at its field (in the preview's place); no preview of it.
+    page = client.post(url, {"name": "bad", "kind": "cron", "cron": "61 * * * *"}).content.decode()
+    assert page.count("Bad minute") == 1 and "Next runs" not in page
+    assert re.search(r'<div id="cron-preview"[^>]*><div class="error">Bad minute', page)
+    assert '<div class="error">' in refused and "Next runs" not in refused
     response = client.post(url, {"name": "weekday-mornings", "kind": "cron", "cron": " 0 9 * * MON-FRI ",
                                  "at": "02:00", "skip_if_active": "on"})
     assert response.status_code == 302

@@ -151,7 +151,9 @@ def valid_sections(draw) -> dict:
 
     env = s["environment"]
     image_type = draw(st.sampled_from(list(C.IMAGE_TYPES)))
-    env.update(image_type=image_type, image=draw(st.from_regex(r"[a-z0-9.\-/:]{1,60}", fullmatch=True)),
+    env.update(image_type=image_type, image=draw(st.from_regex(  # an image reference (rules.image_problem)
+        r"([a-z0-9]{1,8}\.[a-z]{2,5}(:[0-9]{1,5})?/)?[a-z0-9]{1,10}([._-][a-z0-9]{1,6})?(/[a-z0-9]{1,10}){0,2}"
+        r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,10})?", fullmatch=True)),
                command=draw(ANY_TEXT))
     if image_type == "address" and draw(st.booleans()):
         env.update(registry_username=draw(WORD), registry_password=draw(ANY_TEXT))

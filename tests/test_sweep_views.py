@@ -230,6 +230,10 @@ def test_another_workspaces_user_gets_404_and_does_not_list_it(web, client, ws):
     other.force_login(viewer)
     html = other.get(sweep.get_absolute_url()).content.decode()
     assert "lr-grid-01" in html and 'id="stop-all"' not in html and 'id="clone-sweep"' not in html
+    # QA: the sweep list offered viewers "Create a job or a sweep", which answers 403.
+    assert 'id="create-sweep"' not in other.get("/sweeps/").content.decode()
+    assert other.get("/jobs/new").status_code == 403
+    assert 'id="create-sweep"' in web.get("/sweeps/").content.decode()
 
 
 def test_the_sweep_list_shows_the_workspaces_sweeps_with_trial_counts(web):

@@ -79,7 +79,8 @@ def test_only_admins_add_versions_to_a_template_with_locks(team):
     templates_lib.set_locks(team.template, team.users["admin"], ["environment.image"])
     with pytest.raises(PermissionDenied):
         templates_lib.save(team.alpha, team.users["member"], "base", sections(**{"environment.image": "evil/img"}))
-    assert templates_lib.save(team.alpha, team.users["admin"], "base", sections()).number == 2
+    changed = sections(**{"environment.command": "python train.py --epochs 3"})
+    assert templates_lib.save(team.alpha, team.users["admin"], "base", changed).number == 2
 
 
 def test_locked_errors_report_each_changed_locked_field(team):
@@ -275,6 +276,63 @@ def test_save_a_job_as_a_template_from_its_page(team):
     assert client.post(f"/templates/save?job={team.other_job.pk}", {"name": "steal"}).status_code == 404
 
 
+def test_saving_what_the_latest_version_has_makes_no_version_and_says_so(team):
+    """QA: four "Save as template" posts at once made four identical versions."""
+    from jobs.models import AuditEvent
+
+    member = team.users["member"]
+    first = templates_lib.save(team.alpha, member, "same", sections(), note="first")
+    assert first.number == 1 and first.unchanged is False
+    plain = sections(**{"environment.registry_username": "bob"})
+    secret = sections(**{"environment.registry_username": "bob", "environment.registry_password": "other-secret"})
+    assert templates_lib.save(team.alpha, member, "same", plain).number == 2
+    again = templates_lib.save(team.alpha, member, "same", secret, note="a note is no change")
+    assert (again.number, again.unchanged) == (2, True), "secrets are never kept, so they are no change either"
+    assert templates_lib.save(team.alpha, member, "same", sections()).number == 3, "only the latest counts"
+    assert list(AuditEvent.objects.filter(details__template="same").values_list("details__version", flat=True)
+                .order_by("id")) == [1, 2, 3]
+    client = pf.client_for(member)
+    client.post(f"/templates/save?job={team.job.pk}", {"name": "from-page"})
+    answer = client.post(f"/templates/save?job={team.job.pk}", {"name": "from-page"}, follow=True)
+    assert "No change since version 1 of the template &#x27;from-page&#x27;: no new version was saved." \
+        in answer.text
+    assert templates_lib.templates_in(team.alpha).get(name="from-page").latest == 1
+
+
+def test_four_saves_of_one_content_at_once_make_one_version(transactional_db):
+    import threading
+
+    from django.db import connection
+
+    from jobs.models import JobTemplateVersion
+
+    team = pf.make_team()
+    start = threading.Barrier(4)
+    saved: list[JobTemplateVersion] = []
+    failures: list[BaseException] = []
+
+    def save(name: str) -> None:
+        try:
+            start.wait()
+            saved.append(templates_lib.save(team.alpha, team.users["member"], name,
+                                            sections(**{"environment.command": "echo raced"})))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    # A template with another version, which the four add one to, and one the four create together.
+    for name, versions in (("base", 2), ("brand-new", 1)):
+        threads = [threading.Thread(target=save, args=(name,)) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert not failures, failures
+        assert JobTemplateVersion.objects.filter(template__name=name).count() == versions, name
+    assert sorted(v.unchanged for v in saved) == [False, False] + [True] * 6, "one new version per template"
+
+
 def test_save_the_wizard_content_as_a_template(team):
     from jobs.forms import wizard as glue
     from jobs.models import Job, JobTemplate
@@ -365,6 +423,169 @@ def test_templates_are_listed_by_name_with_their_latest_version(team):
     # Saved out of name order: a query with an aggregate drops Meta.ordering, so only an explicit order sorts them.
     for name in ("zeta", "alpha", "mid"):
         templates_lib.save(team.alpha, team.users["member"], name, sections())
-    templates_lib.save(team.alpha, team.users["member"], "alpha", sections(), note="second")
+    templates_lib.save(team.alpha, team.users["member"], "alpha", sections(**{"environment.command": "echo 2"}),
+                       note="second")
     rows = [(t.name, t.latest) for t in templates_lib.templates_in(team.alpha)]
     assert rows == [("alpha", 2), ("base", 1), ("mid", 1), ("zeta", 1)]
+
+
+def test_templates_are_listed_by_name_whatever_its_case_in_the_list_and_the_picker(team):
+    """QA: the picker listed "TMPL-A" before "race-tmpl" (uppercase first, as the database compares bytes)."""
+    for name in ("TMPL-A", "race-tmpl", "Zulu", "alpha"):
+        templates_lib.save(team.alpha, team.users["member"], name, sections())
+    assert [t.name for t in templates_lib.templates_in(team.alpha)] == ["alpha", "base", "race-tmpl", "TMPL-A",
+                                                                         "Zulu"]
+    html = pf.client_for(team.users["member"]).get(f"/jobs/new?workspace={team.alpha.pk}").text
+    picker = re.findall(r'<option value="\d+">([^<]+)</option>', html.split('id="template-picker"', 1)[-1])
+    assert picker[:5] == ["alpha", "base", "race-tmpl", "TMPL-A", "Zulu"], picker[:5]
+
+
+def test_a_template_description_is_limited_at_its_field(team):
+    """QA: a 20,000-character description was taken and widened the template page to 177,758 px."""
+    too_long = "d" * (templates_lib.DESCRIPTION_MAX + 1)
+    with pytest.raises(ValidationError) as raised:
+        templates_lib.save(team.alpha, team.users["member"], "long", sections(), description=too_long)
+    assert "description" in raised.value.message_dict
+    client = pf.client_for(team.users["member"])
+    answer = client.post(f"/templates/save?job={team.job.pk}", {"name": "long", "description": too_long})
+    assert answer.status_code == 200
+    assert answer.context["form"].errors["description"] == [
+        f"Ensure this value has at most {templates_lib.DESCRIPTION_MAX} characters (it has {len(too_long)})."]
+    wizard = client.post("/templates/from-wizard", {**glue.sections_to_data(sections()), "_workspace": team.alpha.pk,
+                                                    "_template_name": "long", "_template_description": too_long})
+    assert wizard.status_code == 400 and 'id="field-description"' in wizard.text
+    assert "at most 2000 characters" in wizard.text
+    from jobs.models import JobTemplate
+
+    assert not JobTemplate.objects.filter(name="long").exists()
+    ok = client.post(f"/templates/save?job={team.job.pk}", {"name": "long", "description": "d" * 2000})
+    assert ok.status_code == 302
+    page = client.get(ok["Location"]).text
+    assert 'class="long-text" id="template-description"' in page, "wraps anywhere: see static/css/console.css"
+    assert '<td class="row-actions"' not in page, "a flex cell leaves the row grid: the flex box is inside the cell"
+
+
+# --- locks beyond the first job: clones (wizard and API) of a job started from a template -----------------------
+
+
+def api_for(user):
+    from tests.support.api import Api
+
+    return Api(user)
+
+
+def started_from_template(team, locks=("environment.command",), name="from-template"):
+    """A job the member started in the wizard from the template (version 1), with `locks` set by an admin."""
+    from jobs.models import Job
+
+    templates_lib.set_locks(team.template, team.users["admin"], list(locks))
+    s = sections()
+    s["basic"]["name"] = name
+    answer = wizard_post(pf.client_for(team.users["member"]), s, _template=team.template.pk, _template_version=1,
+                         _workspace=team.alpha.pk)
+    assert answer.status_code == 302, answer.text[:3000]
+    return Job.objects.get(display_name=name)
+
+
+def test_a_job_remembers_the_template_and_version_it_started_from(team):
+    job = started_from_template(team)
+    assert templates_lib.linked(job) == (team.template, team.template.versions.get(number=1))
+    assert job.hints[templates_lib.LINK] == {"id": team.template.pk, "version": 1, "name": "base"}
+    # Through the API as well.
+    answer = api_for(team.users["member"]).post(
+        f"/api/v1/jobs?workspace={team.alpha.pk}&template={team.template.pk}&version=1",
+        {**pf.BODY, "DisplayName": "api-from-template"})
+    assert answer.status_code == 201, answer.json()
+    from jobs.models import Job
+
+    assert templates_lib.linked(Job.objects.get(pk=answer.json()["id"]))[0] == team.template
+    assert templates_lib.linked(team.job) is None, "a job from no template is bound by none"
+
+
+def test_an_api_clone_of_a_job_from_a_locked_template_keeps_the_locks(team):
+    from jobs.models import Job
+
+    job = started_from_template(team)
+    api = api_for(team.users["member"])
+    refused = api.post(f"/api/v1/jobs/{job.pk}/clone", {"changes": {"UserCommand": "echo escaped"}})
+    assert refused.status_code == 400
+    assert refused.json()["errors"]["UserCommand"] == [
+        "Startup command is locked by the template 'base' and cannot be changed."]
+    # An unlocked field still changes, and the clone stays bound: a clone of the clone is refused the same way.
+    answer = api.post(f"/api/v1/jobs/{job.pk}/clone", {"changes": {"Description": "unlocked: free"}})
+    assert answer.status_code == 201, answer.json()
+    copy_ = Job.objects.get(pk=answer.json()["id"])
+    assert copy_.body["Description"] == "unlocked: free" and templates_lib.linked(copy_)[0] == team.template
+    again = api.post(f"/api/v1/jobs/{copy_.pk}/clone", {"changes": {"UserCommand": "echo escaped"}})
+    assert again.status_code == 400 and "UserCommand" in again.json()["errors"]
+    # Admins are bound too: the lock is the workspace's rule (they change it by editing the locks).
+    admin = api_for(team.users["admin"]).post(f"/api/v1/jobs/{job.pk}/clone",
+                                              {"changes": {"UserCommand": "echo escaped"}})
+    assert admin.status_code == 400
+
+
+def test_a_wizard_clone_of_a_job_from_a_locked_template_keeps_the_locks(team):
+    from tests.support.wizard import page_form_data
+
+    job = started_from_template(team)
+    client = pf.client_for(team.users["member"])
+    page = client.get(f"/jobs/new?clone={job.pk}")
+    assert page.status_code == 200
+    assert '<span class="badge warning" id="lock-environment-command">Locked by the template</span>' in page.text
+    assert "The source job started from the template" in page.text
+    data = page_form_data(page.text)
+    refused = client.post("/jobs/new", {**data, "environment-command": "echo escaped"})
+    assert refused.status_code == 200
+    assert "Startup command is locked by the template &#x27;base&#x27; and cannot be changed." in refused.text
+    answer = client.post("/jobs/new", {**data, "basic-description": "unlocked: free"})
+    assert answer.status_code == 302, answer.text[:3000]
+    from jobs.models import Job
+
+    made = Job.objects.get(cloned_from=job)
+    assert made.body["UserCommand"] == "echo hello" and made.body["Description"] == "unlocked: free"
+    assert templates_lib.linked(made)[0] == team.template
+
+
+def test_a_clone_of_a_job_from_before_the_lock_takes_the_templates_value(team):
+    from jobs import clone
+
+    job = started_from_template(team, locks=())
+    job.body = {**job.body, "UserCommand": "echo before the lock"}
+    job.save(update_fields=["body"])
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.command"])
+    prefill = clone.prefill(job)
+    assert prefill.sections["environment"]["command"] == "echo hello"
+    assert ("Startup command", "echo before the lock",
+            "the template's value: locked by the template 'base'") in prefill.resets
+    page = pf.client_for(team.users["member"]).get(f"/jobs/new?clone={job.pk}").text
+    assert "echo before the lock" in page and "the template&#x27;s value: locked by the template" in page
+    answer = api_for(team.users["member"]).post(f"/api/v1/jobs/{job.pk}/clone")
+    assert answer.status_code == 201 and answer.json()["body"]["UserCommand"] == "echo hello"
+
+
+def test_a_clone_of_a_job_from_a_template_without_locks_changes_anything(team):
+    job = started_from_template(team, locks=())
+    answer = api_for(team.users["member"]).post(f"/api/v1/jobs/{job.pk}/clone",
+                                                {"changes": {"UserCommand": "echo free"}})
+    assert answer.status_code == 201 and answer.json()["body"]["UserCommand"] == "echo free"
+
+
+def test_a_member_cannot_add_a_version_that_would_escape_the_locks_and_admins_still_edit_them(team):
+    from jobs.models import Job
+
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.command"])
+    job = pf.make_job(team.alpha, team.users["member"], "other-command")
+    job.body = {**job.body, "UserCommand": "echo x"}
+    job.save(update_fields=["body"])
+    answer = pf.client_for(team.users["member"]).post(f"/templates/save?job={job.pk}", {"name": "base"})
+    assert answer.status_code == 200, "refused at the name field, not a 403 page"
+    assert "has locked fields; only a workspace admin can add versions" in answer.text
+    team.template.refresh_from_db()
+    assert team.template.versions.count() == 1 and team.template.locked == ["environment.command"]
+    # The admin edits the locks; the member then starts from the template with the command free.
+    templates_lib.set_locks(team.template, team.users["admin"], [])
+    s = sections(**{"environment.command": "echo now free"})
+    s["basic"]["name"] = "freed"
+    answer = wizard_post(pf.client_for(team.users["member"]), s, _template=team.template.pk, _template_version=1,
+                         _workspace=team.alpha.pk)
+    assert answer.status_code == 302 and Job.objects.get(display_name="freed").body["UserCommand"] == "echo now free"

@@ -98,6 +98,22 @@ def test_only_the_owner_and_admins_see_and_use_stop(client, people, ws):
     assert Job.objects.get(pk=job.pk).status == "Stopping"
 
 
+def test_viewers_are_offered_no_action_they_may_not_take(client, people, ws):
+    """QA: the job page offered viewers "Save as template", which answers 403. Every link and button of the page is
+    offered by the access rule of the URL it leads to (jobs.access), tried here for each role."""
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-running", status="Succeeded")
+    actions = {"save-template": f"/templates/save?job={job.pk}", "clone-job": f"/jobs/new?clone={job.pk}",
+               "run-after-job": f"/jobs/new?clone={job.pk}&run_after={job.pk}",
+               "schedule-job": f"/jobs/{job.pk}/schedule"}
+    for name in ("vic", "bob"):
+        client.force_login(people[name])
+        html = client.get(f"/jobs/{job.pk}").content.decode()
+        for element, url in actions.items():
+            offered = f'id="{element}"' in html
+            allowed = client.get(url).status_code != 403
+            assert offered == allowed == (name == "bob"), (name, element)
+
+
 def test_a_job_waiting_to_be_submitted_can_be_stopped(client, people, ws):
     never_sent = make_job(ws, people["alice"], name="never-sent", status="Submitting", dlc_job_id="")
     in_flight = make_job(ws, people["alice"], name="in-flight", status="Submitting", dlc_job_id="",

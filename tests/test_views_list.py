@@ -364,6 +364,19 @@ def test_bulk_stop_reports_one_result_per_job_and_acts_only_where_it_applies(cli
     assert Job.objects.get(pk=theirs.pk).stop_requested_at is None
 
 
+def test_bulk_stop_lists_a_job_sent_twice_once_and_names_the_values_that_are_no_job_id(client, people, ws):
+    # QA: job=10&job=10&job=abc&job=-1 listed job 10 "Stop requested" twice and said nothing of abc and -1.
+    job = make_job(ws, people["alice"], name="twice", status="Running", dlc_job_id="dlc-twice")
+    client.force_login(people["alice"])
+    html = client.post("/jobs/stop", {"job": [job.pk, job.pk, "abc", "-1", "abc"]}, **HTMX).content.decode()
+    assert re.findall(r'data-job="(\d+)" data-result="([^"]+)"', html) == [(str(job.pk), "stopping")]
+    assert "Ignored, not job ids: &#x27;abc&#x27;, &#x27;-1&#x27;." in html
+    answer = client.post("/jobs/stop", {"job": [job.pk, "x1"]}, follow=True)
+    page = answer.content.decode()
+    assert page.count("twice: ") == 1 and "Ignored, not job ids: &#x27;x1&#x27;." in page
+    assert "Ignored" not in client.post("/jobs/stop", {"job": [job.pk]}, **HTMX).content.decode()
+
+
 def test_admin_may_stop_anyones_job_viewer_no_ones(client, people, ws):
     job = make_job(ws, people["bob"], name="bobs", status="Running", dlc_job_id="dlc-b")
     client.force_login(people["vic"])

@@ -181,6 +181,9 @@ def test_the_api_panel_shows_json_sdk_and_params_file_with_secrets_masked(web):
     assert "&quot;Password&quot;: &quot;********&quot;" in json_text and "pw-XYZ" not in html
     assert "CreateJobRequest" in html and "DLC_REGISTRY_PASSWORD" in html
     assert 'id="api-params-none"' in html, "a public job has no params-file form"
+    # Said as the job page and its export say it (jobs.export.params_file_problem), not a rule it may not break.
+    reason = re.search(r'id="api-params-none">(.*?)</p>', html, re.S).group(1)
+    assert "instance type (EcsSpec)" in reason or "registry credentials (ImageConfig)" in reason, reason
     # The params file has no key for the maximum duration, so only a job without one can be written as one.
     quota = web.post(reverse("wizard_preview"), form_data("quota", resources__max_duration=""),
                      HTTP_HX_REQUEST="true").content.decode()

@@ -37,6 +37,65 @@ _ID_RES = {
 }
 
 
+# An image reference as registries parse it (the grammar of distribution/reference, which docker and containerd use):
+# [domain[:port]/]path-component[/path-component...][:tag][@algorithm:hex].
+_IMAGE_COMPONENT_RE = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
+_IMAGE_DOMAIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
+                              r"(?::[0-9]+)?")
+_IMAGE_TAG_RE = re.compile(r"\w[\w.-]{0,127}")
+_IMAGE_DIGEST_RE = re.compile(r"(?:sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})")
+_IMAGE_PREFIX_RE = re.compile(r"[A-Za-z0-9._:/@-]+")
+
+
+def _path_segment_problem(parts: list[str]) -> str | None:
+    if any(part in (".", "..") for part in parts):
+        return "'.' and '..' are not path segments of an image reference: write the repository's own path."
+    if "" in parts:
+        return "An image reference has no empty path segment ('//', or '/' at the start or end)."
+    return None
+
+
+def image_problem(image: str) -> str | None:
+    """Why an image address is not an image reference registries accept, or None (the wizard, the API, import and
+    clone all get it through _rule_image)."""
+    if re.search(r"\s", image):
+        return "The image address must not contain spaces."
+    name, at, digest = image.partition("@")
+    if at and not _IMAGE_DIGEST_RE.fullmatch(digest):
+        return "A digest after '@' is sha256: and 64 lowercase hex digits (or sha512: and 128)."
+    slash, colon = name.rfind("/"), name.rfind(":")
+    if colon > slash:
+        name, tag = name[:colon], name[colon + 1:]
+        if not _IMAGE_TAG_RE.fullmatch(tag):
+            return "A tag is 1 to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'."
+    parts = name.split("/")
+    problem = _path_segment_problem(parts)
+    if problem:
+        return problem
+    first = parts[0]
+    if len(parts) > 1 and ("." in first or ":" in first or first == "localhost"):
+        if not _IMAGE_DOMAIN_RE.fullmatch(first):
+            return f"Not a registry host: {first[:60]!r}."
+        parts = parts[1:]
+    bad = next((part for part in parts if not _IMAGE_COMPONENT_RE.fullmatch(part)), None)
+    if bad is not None:
+        return (f"Not a repository path segment: {bad[:60]!r}. Segments are lowercase letters and digits, "
+                "separated by '.', '_' or '-'.")
+    return None
+
+
+def image_prefix_problem(prefix: str) -> str | None:
+    """Why a guardrail's allowed image prefix is refused, or None: it is the start of an image reference."""
+    if any(c in prefix for c in "*?[]{}"):
+        return (f"{prefix[:60]!r}: no wildcards; a prefix matches images from their start, e.g. "
+                "registry.example.com/team/ allows every image under it.")
+    if not _IMAGE_PREFIX_RE.fullmatch(prefix) or len(prefix) > 255:
+        return (f"Not an image prefix: {prefix[:60]!r}. A prefix is the start of an image reference (letters, digits, "
+                "'.', '_', '-', ':', '/' and '@'), e.g. registry.example.com/team/.")
+    parts = prefix.split("/")
+    return _path_segment_problem(parts[:-1] if parts[-1] == "" and len(parts) > 1 else parts)
+
+
 def _has_url(text: str) -> bool:
     lowered = text.lower()
     return "http://" in lowered or "https://" in lowered
@@ -91,8 +150,8 @@ def _rule_image(n: dict, ctx: Context, e: _Errors) -> None:
     image = env["image"]
     if not image:
         e.add("environment.image", "Choose or enter an image.")
-    elif re.search(r"\s", image):
-        e.add("environment.image", "The image address must not contain spaces.")
+    elif problem := image_problem(image):
+        e.add("environment.image", problem)
     if env["image_type"] == "address":
         if env["registry_username"] and not env["registry_password"]:
             e.add("environment.registry_password", "Enter the registry password too: credentials need both.")
@@ -654,10 +713,12 @@ def _rule_policy(n: dict, ctx: Context, e: _Errors) -> None:
     image, prefixes = _env(n)["image"], policy.allowed_image_prefixes
     if image and prefixes is not None and not image.startswith(tuple(prefixes)):
         e.add("environment.image", f"The workspace policy only allows images starting with: {', '.join(prefixes)}.")
-    keys = {key for _i, key, _v in n["basic"]["tags"]}
+    values = {key: value for _i, key, value in n["basic"]["tags"]}
     for key in policy.required_tag_keys:
-        if key not in keys:
+        if key not in values:
             e.add("basic.tags", f"The workspace policy requires the tag '{key}'.")
+        elif not values[key].strip():
+            e.add("basic.tags", f"The workspace policy requires a value for the tag '{key}'.")
 
 
 RULES: tuple[Callable[[dict, Context, _Errors], None], ...] = (
