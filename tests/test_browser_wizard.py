@@ -122,7 +122,9 @@ def test_fill_every_section_fix_an_error_copy_the_request_submit_and_it_runs(sta
 
     # The API request panel follows the form; copy it.
     api = page.locator("#api-json")
-    expect(api).to_contain_text('"EnableCredentialInject": true')
+    # The panel refreshes 300 ms after the last change (debounced, so settle() may return before it starts); on a
+    # loaded machine its POST can take seconds.
+    expect(api).to_contain_text('"EnableCredentialInject": true', timeout=20_000)
     expect(api).to_contain_text('"ErrorMonitoringArgs": "--enable-log-hang-detection true"')
     expect(api).to_contain_text('"Password": "********"')
     assert "pw-in-the-browser" not in page.content()
