@@ -249,7 +249,7 @@ def template_errors(request: HttpRequest, workspace: Workspace, body: dict[str, 
             for path, messages in templates_lib.locked_errors(template, chosen, sections).items()}
 
 
-def _template_link(request: HttpRequest, workspace: Workspace) -> dict[str, Any]:
+def template_link(request: HttpRequest, workspace: Workspace) -> dict[str, Any]:
     """The hints entry of a job created with ?template= (template_errors refuses a bad one), so that the template's
     locks bind its clones too."""
     from jobs import templates_lib
@@ -393,7 +393,7 @@ def _create(request: HttpRequest) -> JsonResponse:
         return refused
     extra = template_errors(request, workspace, body) if isinstance(body, dict) else {}
     job, errors = submit_body(request.api_user, workspace, body, extra_errors=extra,
-                              template_link=_template_link(request, workspace))
+                              template_link=template_link(request, workspace))
     if errors:
         return bad_request(errors)
     response = JsonResponse(job_json(job, request), status=201)

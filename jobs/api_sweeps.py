@@ -332,7 +332,8 @@ def _create(request: HttpRequest) -> JsonResponse:
     if problems:
         return bad_request({PARAMETERS: problems})
     sweep = sweeps.launch(workspace=workspace, owner=request.api_user, name=checked.wire["DisplayName"], grid=grid,
-                          found=found, hints=checked.hints, secrets=checked.secret_envs, run_after=after.upstream,
+                          found=found, hints={**checked.hints, **api_jobs.template_link(request, workspace)},
+                          secrets=checked.secret_envs, run_after=after.upstream,
                           run_after_when=after.when, early=early)
     response = JsonResponse(sweep_json(sweep, request, _trials(sweep)), status=201)
     response["Location"] = _link(request, reverse("api_sweep", args=[sweep.pk]))

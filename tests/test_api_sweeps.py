@@ -167,7 +167,11 @@ def test_a_templates_locks_apply_and_a_lock_on_the_variables_refuses_a_sweep(tea
     templates_lib.set_locks(team.template, team.users["admin"], ["environment.command"])
     changed = create(api["member"], team, {**base, "UserCommand": "echo other"}, template=team.template.pk)
     assert changed.status_code == 400 and "locked by the template" in changed.json()["errors"]["Job.UserCommand"][0]
-    assert create(api["member"], team, base, template=team.template.pk).status_code == 201
+    made = create(api["member"], team, base, template=team.template.pk)
+    assert made.status_code == 201
+    # Each trial remembers the template, so that its clones keep the locks (templates_lib.linked).
+    trials = [Job.objects.get(pk=t["job"]["id"]) for t in made.json()["trials"]]
+    assert {templates_lib.linked(trial)[0] for trial in trials} == {team.template}
     templates_lib.set_locks(team.template, team.users["admin"], ["environment.envs"])
     refused = create(api["member"], team, base, template=team.template.pk)
     assert refused.status_code == 400
