@@ -28,7 +28,9 @@ API_VERSION = "1.7.0"  # 1.1: /api/v1/workspaces rows gained effective_role and 
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
 # 1.6: schedules by cron expression (recurrence kind "cron" with "cron"), jobs.api_schedules
 # 1.7: sweep ranking by best or last value and early stopping (EarlyStopping), job notes (/api/v1/jobs/{id}/notes),
-#      list filters answer 400 for an unknown status or framework
+#      a job's queue_position; stricter: list filters answer 400 for an unknown status or framework, a clone for an
+#      unknown key, a create for a bad ?version=; schedules take weekday numbers as cron does (0/7 = Sunday, was
+#      0 = Monday) and refuse another kind's fields; a revoked token's 401 says token_revoked
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
