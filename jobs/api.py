@@ -14,7 +14,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
-from jobs import access, policies, spec
+from jobs import access, api_jobs, policies, spec
 from jobs.apitokens import api_view, error
 from jobs.views import current_workspace
 
@@ -40,8 +40,8 @@ def validate_job(request: HttpRequest) -> JsonResponse:
         return _errors(400, f"The request body is not valid JSON{where}: {getattr(exc, 'msg', exc)}.")
     wanted = request.GET.get("workspace", "")
     if wanted:
-        ok = wanted.isdigit() and len(wanted) <= 18
-        workspace = access.workspaces_for(request.api_user).filter(pk=int(wanted)).first() if ok else None
+        pk = api_jobs.parse_id(wanted)
+        workspace = access.workspaces_for(request.api_user).filter(pk=pk).first() if pk else None
         if workspace is None:
             return _errors(404, "No such workspace.", "workspace")
     else:

@@ -30,7 +30,9 @@ API_VERSION = "1.7.0"  # 1.1: /api/v1/workspaces rows gained effective_role and 
 # 1.7: sweep ranking by best or last value and early stopping (EarlyStopping), job notes (/api/v1/jobs/{id}/notes),
 #      a job's queue_position; stricter: list filters answer 400 for an unknown status or framework, a clone for an
 #      unknown key, a create for a bad ?version=; schedules take weekday numbers as cron does (0/7 = Sunday, was
-#      0 = Monday) and refuse another kind's fields; a revoked token's 401 says token_revoked
+#      0 = Monday) and refuse another kind's fields; a revoked token's 401 says token_revoked; ?template= that is not
+#      a whole number answers 400 at template; a lock on the environment variables holds for SecretEnvs / a clone's
+#      secret_envs; a clone refuses changes.SecretEnvs; a sweep's goal= / value= are checked without rank= too
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
@@ -95,8 +97,9 @@ def json_body(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
 
 
 def parse_id(text: str) -> int:
-    # Anything but a plausible row id names no row: the lookup answers 404.
-    return int(text) if text.isdigit() and len(text) <= 18 else 0
+    # Anything but a plausible row id names no row: the lookup answers 404. ASCII digits only: "²".isdigit() is
+    # true, and int("²") raises.
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else 0
 
 
 def bad_request(errors: dict[str, list[str]]) -> JsonResponse:
@@ -229,49 +232,61 @@ def _check_workspace_id(body: dict[str, Any], workspace: Workspace) -> dict[str,
     return {}
 
 
-def template_errors(request: HttpRequest, workspace: Workspace, body: dict[str, Any]) -> dict[str, list[str]]:
-    """Locked-field errors when the caller says the job starts from ?template=<id>[&version=<n>]."""
+Locks = tuple[JobTemplate, JobTemplateVersion]
+
+
+def template_start(request: HttpRequest, workspace: Workspace) -> tuple[Locks | None, dict[str, list[str]]]:
+    """(template, version) a create call says its job starts from, ?template=<id>[&version=<n>] (None: none), or
+    the errors at template / version that refuse the call. check_body(locks=) then holds the job to its locks."""
     from jobs import templates_lib
 
     try:
         template_id, number = templates_lib.parse_start(request.GET.get("template"), request.GET.get("version"))
     except ValidationError as exc:
-        return exc.message_dict
+        return None, exc.message_dict
     if template_id is None:
-        return {}
+        return None, {}
     template = JobTemplate.objects.filter(pk=template_id, workspace=workspace).first()
     if template is None:
-        return {"template": ["No such template in this workspace."]}
+        return None, {"template": ["No such template in this workspace."]}
     try:
-        chosen = templates_lib.version_of(template, number)
+        return (template, templates_lib.version_of(template, number)), {}
     except JobTemplateVersion.DoesNotExist:
-        return {"version": ["No such version of the template."]}
-    sections = spec.inverse(body)
-    return {spec.wire_path(path, sections): messages
-            for path, messages in templates_lib.locked_errors(template, chosen, sections).items()}
+        return None, {"version": ["No such version of the template."]}
 
 
-def template_link(request: HttpRequest, workspace: Workspace) -> dict[str, Any]:
-    """The hints entry of a job created with ?template= (template_errors refuses a bad one), so that the template's
-    locks bind its clones too."""
+def template_link(locks: Locks | None) -> dict[str, Any]:
+    """The hints entry of a job started from a template (templates_lib.link), so that its locks bind its clones."""
     from jobs import templates_lib
 
-    try:
-        template_id, number = templates_lib.parse_start(request.GET.get("template"), request.GET.get("version"))
-        template = JobTemplate.objects.get(pk=template_id, workspace=workspace)
-        return templates_lib.link(template, templates_lib.version_of(template, number))
-    except (ValidationError, JobTemplate.DoesNotExist, JobTemplateVersion.DoesNotExist):
-        return {}
+    return templates_lib.link(*locks) if locks else {}
 
 
 def lock_errors(template: JobTemplate, version: JobTemplateVersion, body: Mapping[str, Any],
-                hints: Mapping[str, Any] | None = None) -> dict[str, list[str]]:
-    """templates_lib.locked_errors of a CreateJob body, at its wire fields (a clone's `changes`)."""
+                hints: Mapping[str, Any] | None = None, *, secret_names: Iterable[str] = (),
+                secret_envs_field: str = SECRET_ENVS) -> dict[str, list[str]]:
+    """templates_lib.locked_errors of a CreateJob body, at its wire fields. `body` must hold every variable the job
+    will have (merge_secret_envs' Envs: secret ones as the placeholder), or a secret one would slip past a lock on
+    the variables; the error is at `secret_envs_field` when a variable sent there is what the template has not."""
     from jobs import templates_lib
 
     sections = spec.inverse(body, hints)
-    return {spec.wire_path(path, sections): messages
-            for path, messages in templates_lib.locked_errors(template, version, sections).items()}
+    errors = {spec.wire_path(path, sections): messages
+              for path, messages in templates_lib.locked_errors(template, version, sections).items()}
+    envs_path = spec.wire_path("environment.envs", sections)
+    if envs_path in errors and _secret_names_differ(version, secret_names):
+        errors[secret_envs_field] = errors.pop(envs_path)
+    return errors
+
+
+def _secret_names_differ(version: JobTemplateVersion, names: Iterable[str]) -> bool:
+    # A template's secret variable (ticked Secret, or named like one) is one the job may send in SecretEnvs.
+    rows = ((version.sections or {}).get("environment") or {}).get("envs") if isinstance(version.sections, dict) \
+        else None
+    secret = {row.get("key") for row in rows if isinstance(row, dict)
+              and (row.get("secret") is True or spec.looks_like_secret(row.get("key")))} \
+        if isinstance(rows, list) else set()
+    return any(name not in secret for name in names)
 
 
 @dataclass(frozen=True)
@@ -285,18 +300,26 @@ class Checked:
 
 
 def check_body(workspace: Workspace, body: Any, *, extra_errors: dict[str, list[str]] | None = None,
-               hints: Mapping[str, Any] | None = None, secret_envs_field: str = SECRET_ENVS) \
-        -> tuple[Checked | None, dict[str, list[str]]]:
+               hints: Mapping[str, Any] | None = None, secret_envs_field: str = SECRET_ENVS,
+               locks: Locks | None = None) -> tuple[Checked | None, dict[str, list[str]]]:
     """Validate a CreateJob body with the workspace's guardrails, as submit_body does (a sweep's job too).
     `hints`: the console-only choices the body cannot carry, when known (a clone's, from its source); else what
-    the body, quotas and instance types tell. `secret_envs_field`: the caller's name for SecretEnvs, for errors."""
+    the body, quotas and instance types tell. `secret_envs_field`: the caller's name for SecretEnvs, for errors.
+    `locks`: the template the job starts from (template_start, templates_lib.linked): its locked fields must keep
+    their values, checked on the body with SecretEnvs merged in."""
     if not isinstance(body, dict):
         return None, {"": ["The request body must be a JSON object (a CreateJob body)."]}
     errors = dict(extra_errors or {})
     errors.update(_check_workspace_id(body, workspace))
+    given_secrets = body.get(SECRET_ENVS)
     body, secret_envs, env_errors = merge_secret_envs(body, field=secret_envs_field)
     errors.update(env_errors)
     wire = {k: v for k, v in body.items() if k != "WorkspaceId"}
+    if locks:
+        names = list(given_secrets) if isinstance(given_secrets, dict) else []
+        for path, messages in lock_errors(*locks, wire, hints, secret_names=names,
+                                          secret_envs_field=secret_envs_field).items():
+            errors.setdefault(path, []).extend(messages)
     context = policies.context_for(workspace)
     if hints:
         context = dataclasses.replace(context, hints=dict(hints))
@@ -322,21 +345,21 @@ def take_run_after(user, workspace: Workspace, body: Any) -> tuple[Any, dependen
 
 def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | None = None,
                 extra_errors: dict[str, list[str]] | None = None, hints: Mapping[str, Any] | None = None,
-                secret_envs_field: str = SECRET_ENVS, template_link: Mapping[str, Any] | None = None) \
+                secret_envs_field: str = SECRET_ENVS, locks: Locks | None = None) \
         -> tuple[Job | None, dict[str, list[str]]]:
     """Validate a CreateJob body with the workspace's guardrails and save + enqueue it (or hold it, when its
-    run_after job is still active). Returns (job, errors). `hints`, `secret_envs_field`: as check_body's.
-    `template_link`: the template the job starts from (templates_lib.link), kept in its hints for its clones."""
+    run_after job is still active). Returns (job, errors). `hints`, `secret_envs_field`, `locks`: as check_body's;
+    the template of `locks` is kept in the job's hints, so that it binds its clones too."""
     body, after = take_run_after(user, workspace, body)
     checked, errors = check_body(workspace, body, extra_errors={**(extra_errors or {}), **after.errors},
-                                 hints=hints, secret_envs_field=secret_envs_field)
+                                 hints=hints, secret_envs_field=secret_envs_field, locks=locks)
     if checked is None:
         return None, errors
     clean, secrets = take_secrets(checked.wire)
     secrets.update(checked.secret_envs)
     from jobs.views import save_and_enqueue
 
-    hints = {**checked.hints, **(template_link or {})}
+    hints = {**checked.hints, **template_link(locks)}
     job = save_and_enqueue(workspace=workspace, owner=user, body=clean, hints=hints,
                            sealed_secrets=secretbox.seal(secrets), cloned_from=cloned_from,
                            run_after=after.upstream, run_after_when=after.when)
@@ -393,9 +416,8 @@ def _create(request: HttpRequest) -> JsonResponse:
     body, workspace, refused = create_request(request)
     if refused:
         return refused
-    extra = template_errors(request, workspace, body) if isinstance(body, dict) else {}
-    job, errors = submit_body(request.api_user, workspace, body, extra_errors=extra,
-                              template_link=template_link(request, workspace))
+    locks, extra = template_start(request, workspace) if isinstance(body, dict) else (None, {})
+    job, errors = submit_body(request.api_user, workspace, body, extra_errors=extra, locks=locks)
     if errors:
         return bad_request(errors)
     response = JsonResponse(job_json(job, request), status=201)
@@ -476,6 +498,9 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
     changes = payload.get("changes", {})
     if not isinstance(changes, dict):
         refused["changes"] = ['Must be an object of top-level CreateJob fields, e.g. {"DisplayName": "x"}.']
+    elif SECRET_ENVS in changes:  # one place for a clone's secrets; replaced below, it would be dropped unsaid
+        refused[f"changes.{SECRET_ENVS}"] = [
+            'Send secret variables in the top-level secret_envs, e.g. {"secret_envs": {"WANDB_API_KEY": "..."}}.']
     if refused:
         return bad_request(refused)
     body, reprompts, hints = clone_start(source)
@@ -491,13 +516,10 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
             PUT_SECRET[key](body, payload[key])
     from jobs import templates_lib
 
-    # The source's template locks hold for its clones: a locked field in `changes` is refused as at a template start.
-    bound = templates_lib.linked(source)
-    if bound:
-        errors.update(lock_errors(*bound, body, hints))
+    # The source's template locks hold for its clones: a locked field in `changes` (or a variable in secret_envs) is
+    # refused as at a template start.
     job, problems = submit_body(request.api_user, source.workspace, body, cloned_from=source, extra_errors=errors,
-                                hints=hints, secret_envs_field="secret_envs",
-                                template_link=templates_lib.link(*bound) if bound else None)
+                                hints=hints, secret_envs_field="secret_envs", locks=templates_lib.linked(source))
     if problems:
         return bad_request(problems)
     response = JsonResponse(job_json(job, request), status=201)
@@ -619,7 +641,9 @@ def openapi_document(server: str) -> dict[str, Any]:
                          "parameters": [ws_param,
                                         {"name": "template", "in": "query", "schema": {"type": "integer"},
                                          "description": "Template the job starts from: its locked fields "
-                                                        "must keep their values."},
+                                                        "must keep their values (a lock on the environment "
+                                                        "variables holds for SecretEnvs too). Not a whole number "
+                                                        "from 1: 400 at template."},
                                         {"name": "version", "in": "query",
                                          "schema": {"type": "integer", "minimum": 1},
                                          "description": "The template's version (default: its default "
@@ -664,7 +688,9 @@ def openapi_document(server: str) -> dict[str, Any]:
                     # Any other key is refused (400 at the key), as is a `changes` that is not an object.
                     "type": "object", "additionalProperties": False, "properties": {
                         "changes": {"type": "object", "description": "Top-level CreateJob fields to replace. A "
-                                    "job started from a template keeps its locks: a locked field is refused (400)."},
+                                    "job started from a template keeps its locks: a locked field is refused (400), "
+                                    "as is a variable in secret_envs under a lock on the environment variables. "
+                                    "SecretEnvs here is refused (400 at changes.SecretEnvs): send secret_envs."},
                         "registry_password": {"type": "string", "writeOnly": True},
                         "ray_redis_password": {"type": "string", "writeOnly": True},
                         "secret_envs": {"type": "object", "writeOnly": True,

@@ -22,7 +22,7 @@ from jobs import access, api_jobs, early_stop, jobpage, lifecycle, sweeps, usage
 from jobs import status as st
 from jobs.api_jobs import Problem, bad_request, create_request, parse_id, request_workspace
 from jobs.apitokens import api_view
-from jobs.models import Job, JobTemplate, Membership, Sweep, SweepTrial, Workspace
+from jobs.models import Job, Membership, Sweep, SweepTrial
 
 LIST_SIZE = 50  # as the sweep list page
 PARAMETERS = "Parameters"
@@ -160,9 +160,9 @@ def _shape_problem(raw: Any, values: list[str | None]) -> str | None:
     return None
 
 
-def early_stopping(given: Any) -> tuple[early_stop.Settings | None, dict[str, list[str]]]:
+def early_stopping(given: Any, trials: int | None = None) -> tuple[early_stop.Settings | None, dict[str, list[str]]]:
     """(settings or None, errors keyed EarlyStopping / EarlyStopping.<Key>) of the request's EarlyStopping, by
-    jobs.early_stop's rules (the wizard's)."""
+    jobs.early_stop's rules (the wizard's); `trials`: the sweep's number of trials, when its grid is valid."""
     if given is None:
         return None, {}
     keys = ", ".join(early_stop.API_KEYS)
@@ -174,7 +174,8 @@ def early_stopping(given: Any) -> tuple[early_stop.Settings | None, dict[str, li
     if given.get("Metric") in (None, ""):
         errors[f"{EARLY_STOPPING}.Metric"] = ["Required: the metric the rule compares (as METRIC lines name it)."]
         return None, errors
-    found, problems = early_stop.parse({field: given.get(key) for key, field in early_stop.API_KEYS.items()})
+    found, problems = early_stop.parse({field: given.get(key) for key, field in early_stop.API_KEYS.items()},
+                                       trials=trials)
     by_field = {field: key for key, field in early_stop.API_KEYS.items()}
     errors.update({f"{EARLY_STOPPING}.{by_field[field]}": messages for field, messages in problems.items()})
     return (None, errors) if errors else (found, {})
@@ -189,11 +190,10 @@ def _names(envs: Any) -> list[str]:
     return [str(k) for k in envs] if isinstance(envs, dict) else []
 
 
-def _template_locks(request: HttpRequest, workspace: Workspace) -> list[str]:
+def _lock_paths(locks: api_jobs.Locks | None) -> list[str]:
     from jobs import templates_lib
 
-    template = JobTemplate.objects.filter(pk=parse_id(request.GET.get("template", "")), workspace=workspace).first()
-    return templates_lib.lock_paths(template) if template else []
+    return templates_lib.lock_paths(locks[0]) if locks else []
 
 
 # --- representation ---------------------------------------------------------------------------------------
@@ -306,12 +306,13 @@ def _create(request: HttpRequest) -> JsonResponse:
         key: [f"Unknown field: send {JOB}, {PARAMETERS} and (optional) {SEARCH} and {EARLY_STOPPING}."]
         for key in payload if key not in (JOB, PARAMETERS, SEARCH, EARLY_STOPPING)}
     body = payload.get(JOB)
-    checked = None
+    checked, locks = None, None
     # Every trial runs after the same job, when the Job body names one (run_after, as POST /api/v1/jobs takes it).
     body, after = api_jobs.take_run_after(request.api_user, workspace, body)
     if isinstance(body, dict):
-        template_errors = api_jobs.template_errors(request, workspace, body)
-        checked, job_errors = api_jobs.check_body(workspace, body, extra_errors={**template_errors, **after.errors})
+        locks, template_errors = api_jobs.template_start(request, workspace)
+        checked, job_errors = api_jobs.check_body(workspace, body, extra_errors={**template_errors, **after.errors},
+                                                  locks=locks)
         errors.update(_in_job(job_errors))
     else:
         errors[JOB] = ["Must be a JSON object: the CreateJob body, as POST /api/v1/jobs takes it."]
@@ -323,16 +324,16 @@ def _create(request: HttpRequest) -> JsonResponse:
                                         [*_names(body.get("Envs")), *_names(body.get(api_jobs.SECRET_ENVS))],
                                         search=numbers.get(SEARCH))
     errors.update(grid_errors)
-    early, early_errors = early_stopping(payload.get(EARLY_STOPPING))
+    early, early_errors = early_stopping(payload.get(EARLY_STOPPING), grid.size if grid is not None else None)
     errors.update(early_errors)
     if errors or checked is None or grid is None:
         return bad_request(errors)
     grid, found, problems = sweeps.check_trials(grid, checked.wire, context=checked.context,
-                                                hints=checked.context.hints, locked=_template_locks(request, workspace))
+                                                hints=checked.context.hints, locked=_lock_paths(locks))
     if problems:
         return bad_request({PARAMETERS: problems})
     sweep = sweeps.launch(workspace=workspace, owner=request.api_user, name=checked.wire["DisplayName"], grid=grid,
-                          found=found, hints={**checked.hints, **api_jobs.template_link(request, workspace)},
+                          found=found, hints={**checked.hints, **api_jobs.template_link(locks)},
                           secrets=checked.secret_envs, run_after=after.upstream,
                           run_after_when=after.when, early=early)
     response = JsonResponse(sweep_json(sweep, request, _trials(sweep)), status=201)
@@ -352,12 +353,14 @@ def sweep_detail(request: HttpRequest, pk: int) -> JsonResponse:
     out = sweep_json(sweep, request, trials)
     rank = request.GET.get("rank", "").strip()
     out["ranking"] = None
-    if rank:
+    # goal and value alone are checked too (by the one rule of sweeps.leaderboard), though nothing is ranked.
+    if rank or request.GET.get("goal", "").strip() or request.GET.get("value", "").strip():
         rows = [sweeps.TrialRow(t.number, [], {"pk": t.job_id, "status": t.job.status}, "", "") for t in trials]
         values = scalars.last_values(t.job_id for t in trials)
         board = sweeps.leaderboard(rows, values, rank, request.GET.get("goal"), request.GET.get("value"))
         if board.error:
             return bad_request({board.error_field: [board.error]})
+    if rank:
         out["ranking"] = board.as_json()
         places = {r.number: r for r in board.rows}
         for trial, item in zip(trials, out["trials"], strict=True):
@@ -491,10 +494,12 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
                            {"name": "rank", "in": "query", "schema": {"type": "string"},
                             "description": "A metric the trials print; the ended trials that have it are ranked."},
                            {"name": "goal", "in": "query", "schema": {"type": "string", "enum": list(sweeps.GOALS)},
-                            "description": "Default: min for a loss, an error or a perplexity, else max."},
+                            "description": "Default: min for a loss, an error or a perplexity, else max. Another "
+                                           "value: 400 at goal, with or without rank."},
                            {"name": "value", "in": "query",
                             "schema": {"type": "string", "enum": list(sweeps.VALUES), "default": sweeps.DEFAULT_VALUE},
-                            "description": "best: the best value each trial reached; last: its last value."}],
+                            "description": "best: the best value each trial reached; last: its last value. "
+                                           "Another value: 400 at value, with or without rank."}],
             "responses": {"200": {"description": "The sweep", **_ref("Sweep")}, "400": validation, "401": err,
                           "404": err}}},
         "/api/v1/sweeps/{id}/stop": {"post": {

@@ -37,7 +37,7 @@ from jobs import dependencies, dlc, logarchive, logmask, spec
 from jobs import status as st
 from jobs.models import Job, PodLog
 
-VERSION = 1  # a stored result of another version is computed again
+VERSION = 2  # a stored result of another version is computed again (2: exit 137 alone is no longer "out of memory")
 TAIL_LINES = 2000  # lines read from the end of each pod's log (one GetPodLogs page)
 MAX_PODS = 4  # pods read per job, failed ones first
 MAX_CITES = 3  # lines cited for the likely cause (one per pod)
@@ -60,6 +60,7 @@ class Rule:
     codes: frozenset[str] = frozenset()  # DLC reason codes and sub-statuses
     message: re.Pattern[str] | None = None  # over DLC's reason message
     exit_codes: frozenset[int] = frozenset()
+    covers: frozenset[str] = frozenset()  # rules this one explains: not "also seen" when this one is the cause
 
 
 def _re(*alternatives: str, flags: int = 0) -> re.Pattern[str]:
@@ -99,15 +100,16 @@ RULES: tuple[Rule, ...] = (
          log=_re(r"DataLoader worker \(pid.*\) is killed by signal: Bus error", r"unable to write to file </torch_",
                  r"insufficient shared memory \(shm\)", r"No space left on device.*/dev/shm",
                  r"/dev/shm.*No space left on device")),
+    # Out of memory only with evidence of it: exit 137 is any SIGKILL (a `kill -9`, a drained node), see "sigkill".
     Rule("host-oom", "The container ran out of memory",
          "The pod was killed for using more memory than it has (exit code 137, OOMKilled). Raise the memory "
          "(Resources › Job resources › Memory (GiB)) or pick a larger instance type (Resources › Instance type); "
          "load less data at once, or lower the DataLoader's num_workers.",
          codes=frozenset({"OOMKilled"}),
-         message=_re(r"OOMKilled", r"[Oo]ut of memory", r"exit(?:ed)? (?:with )?code:? 137\b"),
-         exit_codes=frozenset({137}),
-         log=_re(r"^\s*Killed\s*$", r"OOMKilled", r"Out of memory: Killed process", r"^MemoryError\b",
-                 r"std::bad_alloc", r"exitcode\s*:\s*-9\b", r"killed by signal: Killed")),
+         message=_re(r"OOMKilled", r"[Oo]ut of memory", r"oom[-_ ]?kill", flags=re.I),
+         log=_re(r"OOMKilled", r"Out of memory: Killed process", r"Killed process \d+ .*total-vm", r"oom-kill",
+                 r"^MemoryError\b", r"std::bad_alloc"),
+         covers=frozenset({"sigkill"})),
     Rule("distributed", "Workers lost contact with each other (NCCL / distributed)",
          "A collective operation timed out or a worker could not reach another: usually one rank died first or "
          "hung. Read the other pods' logs for their first error; check that every role uses the same image and "
@@ -143,6 +145,14 @@ RULES: tuple[Rule, ...] = (
          "Code mount path) and the startup command (Environment › Startup command): a dataset is only where it "
          "is mounted.",
          log=_re(r"FileNotFoundError", r"No such file or directory", r"can't open file")),
+    # Last: a more specific cause in the log explains the kill better than the signal does.
+    Rule("sigkill", "The container was killed by SIGKILL (exit 137)",
+         "Out of memory is the usual cause, or a kill from outside (a kill -9, the node drained or reclaimed); "
+         "neither DLC's reason nor the log says which. If the job's memory use grows, raise the memory "
+         "(Resources › Job resources › Memory (GiB)) or pick a larger instance type (Resources › Instance type).",
+         message=_re(r"exit(?:ed)? (?:with )?code:? 137\b", r"\bSIGKILL\b"),
+         exit_codes=frozenset({137}),
+         log=_re(r"^\s*Killed\s*$", r"exitcode\s*:\s*-9\b", r"killed by signal: Killed")),
 )
 _RULES_BY_ID = {rule.id: rule for rule in RULES}
 
@@ -315,7 +325,8 @@ def diagnose(facts: Facts, marks: dict[str, Any] | None = None) -> Diagnosis | N
         matched, hits = _matches(rule, facts, shown)
         if matched:
             found.append((rule, hits))
-    also = [{"id": rule.id, "title": rule.title} for rule, _ in found[1:]]
+    covered = found[0][0].covers if found else frozenset()
+    also = [{"id": rule.id, "title": rule.title} for rule, _ in found[1:] if rule.id not in covered]
     if found:
         rule, hits = found[0]
         cites = [_cite_line(masker, pod, number, text) for pod, number, text in hits[:MAX_CITES]]

@@ -84,7 +84,7 @@ def _whole(value: Any, low: int, high: int, what: str) -> tuple[int | None, str 
     if isinstance(value, bool) or not isinstance(value, int | str):
         return None, f"{what} must be a whole number from {low:,} to {high:,}."
     text = str(value).strip()
-    if not text.lstrip("+").isdigit() or len(text) > 20:
+    if not (text.isascii() and text.lstrip("+").isdigit()) or len(text) > 20:  # int("²") raises
         return None, f"{what} must be a whole number from {low:,} to {high:,}, not {text[:24]!r}."
     number = int(text)
     if not low <= number <= high:
@@ -92,16 +92,25 @@ def _whole(value: Any, low: int, high: int, what: str) -> tuple[int | None, str 
     return number, None
 
 
-def parse(given: Mapping[str, Any]) -> tuple[Settings | None, dict[str, list[str]]]:
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def parse(given: Mapping[str, Any], *, trials: int | None = None) -> tuple[Settings | None, dict[str, list[str]]]:
     """(settings, errors keyed by FIELDS) of the early-stopping fields (the wizard's names; the API maps its keys
-    to them). A blank metric is no early stopping and the other fields are ignored; a blank goal is the metric's
-    default (min for a loss or an error, as the ranking's); blank N and S their defaults."""
+    to them). A blank metric with N and S blank too is no early stopping; N or S without a metric is an error at
+    the metric (the numbers would be ignored without a word). A blank goal is the metric's default (min for a loss
+    or an error, as the ranking's); blank N and S their defaults. `trials`: the sweep's number of trials when known
+    (grid size or Trials): an N the sweep can never reach is an error (the blank default is left as it is)."""
     from jobs import scalars
 
     metric = given.get(METRIC_FIELD)
     metric = metric.strip() if isinstance(metric, str) else metric
     if metric in (None, ""):
-        return None, {}
+        if _blank(given.get(AFTER_FIELD)) and _blank(given.get(STEP_FIELD)):
+            return None, {}
+        return None, {METRIC_FIELD: ["Name the metric, or clear these: without a metric, After N succeeded trials "
+                                     "and Not before step are ignored and no trial is ever stopped early."]}
     errors: dict[str, list[str]] = {}
     if not isinstance(metric, str) or not scalars.NAME_RE.fullmatch(metric) or metric == "step":
         shown = repr(metric[:64]) if isinstance(metric, str) else "this"
@@ -118,12 +127,18 @@ def parse(given: Mapping[str, Any]) -> tuple[Settings | None, dict[str, list[str
             (AFTER_FIELD, DEFAULT_AFTER, 1, sweeps.max_trials(), "After N succeeded trials"),
             (STEP_FIELD, DEFAULT_STEP, 0, scalars.MAX_STEP - 1, "Not before step")):
         raw = given.get(field)
-        if raw is None or (isinstance(raw, str) and not raw.strip()):
+        if _blank(raw):
             numbers[field] = default
             continue
         numbers[field], problem = _whole(raw, low, high, what)
         if problem:
             errors[field] = [problem]
+        elif field == AFTER_FIELD and trials is not None and numbers[field] > trials - 1:
+            # The rule stops a running trial once N others succeeded: with N >= trials there is none left to stop.
+            errors[field] = [f"After N succeeded trials is {numbers[field]:,}, but the sweep has {trials:,} "
+                             f"trial{'s' if trials != 1 else ''}: the rule needs that many succeeded and one "
+                             f"still running, so it could never stop one. "
+                             + (f"Use at most {trials - 1:,}." if trials > 1 else "Clear early stopping.")]
     if errors:
         return None, errors
     return Settings(metric, goal, numbers[AFTER_FIELD], numbers[STEP_FIELD]), {}

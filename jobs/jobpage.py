@@ -284,6 +284,20 @@ def events(lines: list[str]) -> list[Event]:
     return out
 
 
+def status_reason(job: Job) -> str:
+    """The reason the page shows under the job's status: DLC's (code: message), unless the console stopped the
+    job for a reason of its own (a sweep trial stopped early, jobs.early_stop): DLC then only says the user
+    stopped it. The console's reason is the trial's stop_reason; the job's fields stay DLC's, as the sync writes
+    them."""
+    if job.stop_requested_at is not None and job.status in ("Stopping", "Stopped"):
+        from jobs.models import SweepTrial
+
+        own = SweepTrial.objects.filter(job=job).exclude(stop_reason="").values_list("stop_reason", flat=True).first()
+        if own:
+            return own
+    return ": ".join(x for x in (job.reason_code, job.reason_message) if x)
+
+
 def timeline(job: Job, released_at: datetime | None = None) -> list[Step]:
     """The console's own wait before DLC knew the job, then DLC's StatusHistory. A job that ran after another
     (jobs.dependencies) first waited for it: until `released_at`, when that upstream ended."""
@@ -453,6 +467,7 @@ def live(job: Job, user) -> dict[str, Any]:
         "pods": pods(job),
         "waiting_note": waiting_note(job),
         "queue_position": queue_now.queue_position(job),
+        "status_reason": status_reason(job),
         # A failed job's likely cause: stored once its logs are archived; before, from DLC's reason (no DLC call).
         "diagnosis": diagnosis.for_job(job),
         # A stop asked while the job waited to be submitted keeps its status until DLC has the job.

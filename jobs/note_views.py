@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -57,8 +57,13 @@ def job_notes(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def job_note_edit(request: HttpRequest, pk: int, note_id: int) -> HttpResponse:
     job = access.get_job(request.user, pk)
-    note = notes.find(job, note_id)
-    access.require_note(request.user, "edit", note)
+    note = notes.find_or_none(job, note_id)
+    if refusal := notes.edit_refusal(request.user, note):
+        # htmx swaps no 4xx answer: the card comes back (200) saying why, the typed text kept in it.
+        answer = _card(request, job, notice=refusal, kept=str(request.POST.get("text", ""))[:notes.MAX_CHARS * 2])
+        if not wants_partial(request):
+            answer.status_code = 404 if note is None else 403
+        return answer
     form = notes.NoteForm(request.POST)
     if not form.is_valid():
         return _card(request, job, editing=note.pk, edit_form=form)
@@ -70,7 +75,12 @@ def job_note_edit(request: HttpRequest, pk: int, note_id: int) -> HttpResponse:
 @require_POST
 def job_note_delete(request: HttpRequest, pk: int, note_id: int) -> HttpResponse:
     job = access.get_job(request.user, pk)
-    notes.delete(request.user, notes.find(job, note_id))
+    note = notes.find_or_none(job, note_id)
+    if note is None:
+        if wants_partial(request):  # deleted by another tab meanwhile: the card as it is now (htmx swaps no 404)
+            return _card(request, job)
+        raise Http404("No such note on this job.")
+    notes.delete(request.user, note)
     return _done(request, job)
 
 

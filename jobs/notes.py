@@ -104,6 +104,27 @@ def find(job: Job, note_id: int) -> JobNote:
     return note
 
 
+def find_or_none(job: Job, note_id: int) -> JobNote | None:
+    """find, None for a note that is not (or no longer) the job's."""
+    note = JobNote.objects.select_related("author").filter(job=job, pk=note_id).first()
+    if note is not None:
+        note.job = job
+    return note
+
+
+DELETED_MEANWHILE = "This note was deleted meanwhile; your text is kept below."
+NO_LONGER_YOURS = ("You may not edit this note (any more): only its author may, while a member or admin of this "
+                   "workspace; your text is kept below.")
+
+
+def edit_refusal(user, note: JobNote | None) -> str | None:
+    """Why an edit posted from an open form cannot be saved any more (another tab deleted the note, or the user
+    lost the right since opening it), None when it can: the card says it and keeps the text typed."""
+    if note is None:
+        return DELETED_MEANWHILE
+    return None if access.can_change_note(user, "edit", note) else NO_LONGER_YOURS
+
+
 def author_name(note: JobNote) -> str:
     return note.author.get_username() if note.author_id else "(deleted user)"
 
@@ -137,9 +158,11 @@ class Item:
 
 
 def card(user, job: Job, *, form: NoteForm | None = None, editing: int | None = None,
-         edit_form: NoteForm | None = None) -> dict[str, Any]:
+         edit_form: NoteForm | None = None, notice: str = "", kept: str = "") -> dict[str, Any]:
     """Everything the Notes card shows (templates/jobs/notes_card.html): the thread, the add form (`form`: bound
-    after a refusal, so nothing typed is lost), and the note being edited (`editing`, its `edit_form`)."""
+    after a refusal, so nothing typed is lost), and the note being edited (`editing`, its `edit_form`).
+    `notice` and `kept`: an edit that could not be saved (edit_refusal) and its text, put in the add form (or,
+    for a user who may not write notes any more, shown to copy)."""
     access.remember_role(user, job.workspace)  # one membership query for every permission asked below
     items = []
     for note in thread(job):
@@ -150,8 +173,10 @@ def card(user, job: Job, *, form: NoteForm | None = None, editing: int | None = 
             item.form = edit_form or NoteForm(initial={"text": note.text})
         items.append(item)
     can_write = access.can(user, "note", workspace=job.workspace)
-    return {"job": job, "items": items, "can_write": can_write,
-            "form": form if form is not None else NoteForm() if can_write else None, "max_chars": f"{MAX_CHARS:,}"}
+    if form is None and can_write:
+        form = NoteForm(initial={"text": kept}) if kept else NoteForm()
+    return {"job": job, "items": items, "can_write": can_write, "form": form, "max_chars": f"{MAX_CHARS:,}",
+            "notice": notice, "kept": "" if can_write else kept}
 
 
 def note_json(note: JobNote) -> dict[str, Any]:

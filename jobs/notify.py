@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from jobs import audit, dependencies, diagnosis, dlc
@@ -162,7 +162,7 @@ def signature(secret: str, body: bytes) -> str:
 
 
 def notifies(webhook: Webhook, status: str) -> bool:
-    return webhook.enabled and status in EVENT_STATUSES and status in (webhook.events or [])
+    return webhook.hears and status in EVENT_STATUSES and status in (webhook.events or [])
 
 
 # -- URL rules -------------------------------------------------------------------------------------------
@@ -182,12 +182,31 @@ def url_problem(url: str) -> str | None:
         return "The URL needs a host, e.g. https://hooks.example.com/dlc."
     if parts.username is not None or parts.password is not None:
         return "Put no credentials in the URL: set a signing secret instead."
+    if problem := host_name_problem(parts.hostname):
+        return problem
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
         return "The URL must not contain spaces or control characters."
     if not f"{parts.path}{parts.query}{parts.fragment}".isascii():
         # http.client cannot send it: every POST would fail. (A non-ASCII host is fine: it goes out as IDNA.)
         return "Percent-encode non-ASCII characters in the URL's path and query."
     return host_problem(parts.hostname)
+
+
+def host_name_problem(host: str) -> str | None:
+    """A host name DNS cannot hold (RFC 1035: labels of at most 63 characters, at most 253 all told), as sent:
+    a non-ASCII name in its IDNA form. Such a URL would save fine and fail every POST."""
+    if host.isascii():
+        ascii_host = host
+    else:
+        try:
+            ascii_host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return "The URL's host is not a valid host name."
+    if any(len(label) > 63 for label in ascii_host.split(".")):
+        return "A part of the URL's host name (between dots) is too long: at most 63 characters each."
+    if len(ascii_host.rstrip(".")) > 253:
+        return "The URL's host name is too long: at most 253 characters."
+    return None
 
 
 # -- where a POST may go ----------------------------------------------------------------------------------
@@ -473,34 +492,42 @@ def send_test(webhook: Webhook) -> Answer:
 # -- deliveries ------------------------------------------------------------------------------------------
 
 
+# The webhooks a job end makes deliveries for (Webhook.hears): enabled, or paused after failures.
+HEARING = Q(enabled=True) | Q(paused_at__isnull=False)
+
+
 def has_webhooks(workspace_id: int) -> bool:
-    return Webhook.objects.filter(workspace_id=workspace_id, enabled=True).exists()
+    return Webhook.objects.filter(HEARING, workspace_id=workspace_id).exists()
 
 
 def sweep_notifies(webhook: Webhook, statuses: list[str]) -> bool:
     """Whether a sweep whose trials all ended with `statuses` makes a "sweep.ended" for this webhook: set to one
-    event per sweep, enabled, and one of its job ends among the trials' (a webhook for failures only hears of a
-    sweep that had one)."""
-    return webhook.enabled and webhook.sweeps == PER_SWEEP and any(s in (webhook.events or []) for s in statuses)
+    event per sweep, enabled or paused (Webhook.hears), and one of its job ends among the trials' (a webhook for
+    failures only hears of a sweep that had one)."""
+    return webhook.hears and webhook.sweeps == PER_SWEEP and any(s in (webhook.events or []) for s in statuses)
 
 
 def _owe(webhook: Webhook, job_id: int, status: str) -> WebhookDelivery:
     key = {"webhook": webhook, "job_id": job_id, "status": status, "resend_of__isnull": True}
+    now = timezone.now()
+    # A paused webhook's delivery is made held: sent when it is enabled, dropped after SWEEP_WINDOW (resume()).
+    defaults = {"next_attempt_at": now} if webhook.enabled else {"held_at": now}
     try:
-        delivery, _ = WebhookDelivery.objects.get_or_create(**key, defaults={"next_attempt_at": timezone.now()})
+        delivery, _ = WebhookDelivery.objects.get_or_create(**key, defaults=defaults)
     except IntegrityError:  # a concurrent task made it a moment ago
         delivery = WebhookDelivery.objects.get(**key)
     return delivery
 
 
 def deliveries_for(job: Job) -> list[WebhookDelivery]:
-    """The deliveries a job's end owes, made once: one per enabled webhook whose events include its end; for a
+    """The deliveries a job's end owes, made once: one per enabled webhook whose events include its end (held for
+    a paused one; none for one disabled by hand); for a
     sweep's trial and a webhook set to one event per sweep, none, or the sweep's one once its last trial ended
     (keyed on the first trial's job: the caller enqueues the deliveries' jobs, not only this one)."""
     end = end_of(job)
     if end not in EVENT_STATUSES:
         return []
-    webhooks = list(Webhook.objects.filter(workspace_id=job.workspace_id, enabled=True))
+    webhooks = list(Webhook.objects.filter(HEARING, workspace_id=job.workspace_id))
     sweep_id = None
     if any(w.sweeps == PER_SWEEP for w in webhooks):
         sweep_id = SweepTrial.objects.filter(job=job).values_list("sweep_id", flat=True).first()
@@ -660,18 +687,39 @@ def resend(webhook: Webhook, delivery_id: int) -> WebhookDelivery | None:
                                               event_id=original.event_id, resend_of=original, next_attempt_at=now)
 
 
+def _shown(webhook: Webhook, rows: list[WebhookDelivery]) -> list[WebhookDelivery]:
+    """Rows made ready for a page: a sweep's delivery with its sweep (`sweep`, for the link)."""
+    sweeps = {}
+    if any(d.is_sweep for d in rows):
+        sweeps = {t.job_id: t.sweep for t in SweepTrial.objects.filter(
+            job_id__in=[d.job_id for d in rows if d.is_sweep]).select_related("sweep")}
+    for d in rows:
+        d.webhook = webhook  # its state reads whether the webhook is enabled
+        d.sweep = sweeps.get(d.job_id)
+    return rows
+
+
 def latest_deliveries(webhooks: list[Webhook], count: int = 5) -> dict[int, list[WebhookDelivery]]:
-    """Each webhook's newest deliveries, for the settings page (a query per webhook: a workspace has few); a
-    sweep's delivery with its sweep (`sweep`, for the link)."""
-    found = {}
-    for w in webhooks:
-        rows = list(WebhookDelivery.objects.filter(webhook=w).select_related("job").order_by("-id")[:count])
-        sweeps = {}
-        if any(d.is_sweep for d in rows):
-            sweeps = {t.job_id: t.sweep for t in SweepTrial.objects.filter(
-                job_id__in=[d.job_id for d in rows if d.is_sweep]).select_related("sweep")}
-        for d in rows:
-            d.webhook = w  # its state reads whether the webhook is enabled
-            d.sweep = sweeps.get(d.job_id)
-        found[w.pk] = rows
-    return found
+    """Each webhook's newest deliveries, for the settings page (a query per webhook: a workspace has few)."""
+    return {w.pk: _shown(w, list(WebhookDelivery.objects.filter(webhook=w).select_related("job")
+                                 .order_by("-id")[:count])) for w in webhooks}
+
+
+# Given up: out of attempts or dropped, i.e. neither delivered, owed nor held (WebhookDelivery.state "failed").
+GIVEN_UP = Q(delivered_at__isnull=True, next_attempt_at__isnull=True, held_at__isnull=True)
+
+
+def deliveries_page(webhook: Webhook, *, before: int | None = None, given_up: bool = False,
+                    size: int = 50) -> tuple[list[WebhookDelivery], int | None]:
+    """A page of a webhook's deliveries, newest first, keyed by id so a deep page costs what the first does
+    (`before`: the last id of the page before); only the given-up ones if asked. (rows, `before` of the next page
+    or None)."""
+    rows = WebhookDelivery.objects.filter(webhook=webhook).select_related("job")
+    if given_up:
+        rows = rows.filter(GIVEN_UP)
+    if before is not None:
+        rows = rows.filter(id__lt=before)
+    found = list(rows.order_by("-id")[:size + 1])
+    more = len(found) > size
+    found = _shown(webhook, found[:size])
+    return found, (found[-1].pk if more else None)

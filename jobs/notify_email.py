@@ -14,12 +14,15 @@ opt-ins: Failed if any trial failed, else Succeeded if any succeeded, else Stopp
 from __future__ import annotations
 
 import logging
+import os
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.mail import EmailMessage
+from django.core.mail import EmailMessage, get_connection
+from django.core.mail.backends import filebased
 from django.db import transaction
 from django.db.models import Q
 from django.urls import reverse
@@ -76,6 +79,32 @@ def mode() -> str:
 
 def configured() -> bool:
     return mode() != "off"
+
+
+class MailFiles(filebased.EmailBackend):
+    """Django's file backend with one file per mail. Django's names a connection's file by the second and the
+    backend object's id(), and appends: a backend allocated where the last one was freed, in the same second,
+    appended its mail to the last one's file (seen under make run), and several mails over one connection share
+    a file. Here each mail gets a file of its own, under a random name."""
+
+    def send_messages(self, email_messages: Any) -> int:
+        sent = 0
+        for mail in email_messages:
+            self.close()
+            self._fname = None
+            sent += super().send_messages([mail])
+        self.close()
+        return sent
+
+    def _get_filename(self) -> str:
+        if self._fname is None:
+            self._fname = os.path.join(self.file_path, f"{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex}.log")
+        return self._fname
+
+
+def mail_connection() -> Any:
+    """The connection a mail goes out over: EMAIL_BACKEND's, but a file of its own per mail in "files" mode."""
+    return get_connection(f"{MailFiles.__module__}.MailFiles" if mode() == "files" else None)
 
 
 def error_text(err: BaseException) -> str:
@@ -276,6 +305,7 @@ def send_test(user) -> Answer:
         subject="[DLC Console] Test email",
         body=f"This is a test from the DLC Console at {settings.DLC_BASE_URL}: email notifications reach you.\n",
         to=[user.email],
+        connection=mail_connection(),
     )
     try:
         mail.send(fail_silently=False)
@@ -432,7 +462,7 @@ def attempt(delivery: EmailDelivery, job: Job) -> str:
         return "waiting"
     attempts = delivery.attempts + 1
     try:
-        message(job, delivery.status, delivery.user.email).send(fail_silently=False)
+        mail_connection().send_messages([message(job, delivery.status, delivery.user.email)])
     except Exception as err:  # noqa: BLE001 - any failure to send is an attempt used, retried or given up
         error = error_text(err)
         log.warning("email of job %s to user %s failed (attempt %s): %s", job.pk, delivery.user_id, attempts, error)

@@ -78,6 +78,12 @@ class Webhook(models.Model):
     def set_secret(self, value: str) -> None:
         self.sealed_secret = secretbox.seal({"secret": value}) if value else ""
 
+    @property
+    def hears(self) -> bool:
+        """Whether a job end makes it a delivery: enabled, or paused after failures (its deliveries are made held
+        and go on when an admin enables it), but not disabled by hand: that is what an admin's Disable means."""
+        return self.enabled or self.paused_at is not None
+
     def resume(self) -> None:
         """Enabled again by an admin: the failures that paused it are forgiven (the caller saves)."""
         self.enabled = True

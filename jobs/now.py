@@ -74,10 +74,12 @@ def queue_key(job: ActiveJob) -> tuple:
     DLC). The rule localdlc emulates (localdlc/runner.py, _queue_order: -priority, created, arrival; its --help says
     "highest Priority first, then oldest") and the one jobs.priority relies on: a queued job's Priority (1 lowest,
     9 highest, DLC's default the lowest) decides its order in its quota's queue. A job the console has not sent
-    yet (Waiting, Submitting) will reach DLC after every job already there, so among its priority it comes after
-    them. Priority only orders a quota's queue (jobs.priority.on_quota): on public resources, submission alone."""
+    yet (Waiting, Submitting) is in no DLC queue: whatever its Priority, DLC admits every job it already holds
+    before it can even consider this one (a run-after job may wait hours for its upstream), so the console's own
+    come after all of DLC's, ordered among themselves by the same rule. Priority only orders a quota's queue
+    (jobs.priority.on_quota): on public resources, submission alone."""
     rank = -job.priority if job.quota else 0
-    return rank, job.submitted is None, job.submitted or job.created, job.pk
+    return job.submitted is None, rank, job.submitted or job.created, job.pk
 
 
 def ordinal(n: int) -> str:

@@ -11,7 +11,9 @@ tail that left lines unread (a burst past TAIL_MAX_LINES) has no numbers from th
 An ended job whose log is not archived yet gets the same window, up to now, and no tail.
 
 Earlier lines are one click away ("Load older lines", `older`): the archive's by line number; DLC's by the
-window's end and how many of its last lines are shown already. GetPodLogs has no offset, only a time range and
+window's end and how many of its last lines are shown already. The page of DLC's that reaches the log's start is
+numbered from 1; the lines after it, already on the page, stay unnumbered (numbering them would mean sending
+them all again, up to the whole log, for a number each). GetPodLogs has no offset, only a time range and
 MaxLines (its last lines), so a page before those is read from the end of the range, split by time
 (logarchive.fetch_before); the next page goes on from where the range was read whole, so each page costs
 about the same few calls however far back it is.
@@ -329,8 +331,11 @@ def older(job: Job, pod_id: str, at: Older, query: str = "") -> Chunk:
     # More matches than shown: the next page ends right before the first one shown, so none is lost.
     used = len(page) - found[-OLDER_PAGE][0] if len(found) > OLDER_PAGE else len(page)
     done = at.skip + used
-    chunk = Chunk([(None, html) for _, html in found[-OLDER_PAGE:]], read=used)
-    if done < len(lines) or not whole or whole[0][0] > start:
+    # The log's start is reached when every line read is shown by now and the earliest range was read whole from
+    # the pod's floor: the page then begins at the log's first line, so its lines' numbers are known exactly.
+    at_start = done >= len(lines) and bool(whole) and whole[0][0] <= start
+    chunk = Chunk([(i + 1 if at_start else None, html) for i, html in found[-OLDER_PAGE:]], read=used)
+    if not at_start:
         # The next page ends before the earliest range read whole whose lines are all shown by now, and skips
         # those shown before it: it skips less than a page and a range, however far back it is.
         until, skip = at.until, done

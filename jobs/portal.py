@@ -366,7 +366,8 @@ def audit_log(request: HttpRequest, ws: int) -> HttpResponse:
         events = events.filter(action=data["action"])
     if data.get("job"):
         term = data["job"].strip()
-        by_id = term.isdigit() and len(term) <= 18  # longer digit strings are names, not row ids
+        # Longer digit strings are names, not row ids; "²" is a digit to isdigit() but not to int().
+        by_id = term.isascii() and term.isdigit() and len(term) <= 18
         events = events.filter(Q(job_id=int(term)) | Q(source_id=int(term)) if by_id else Q(job_name__icontains=term))
     if data.get("since"):
         events = events.filter(created_at__gte=data["since"])
@@ -490,7 +491,7 @@ def webhook_resend(request: HttpRequest, ws: int, pk: int, delivery: int) -> Htt
     workspace, webhook = _webhook(request, ws, pk)
     if not webhook.enabled:
         messages.error(request, f"Enable {webhook.name} first: a paused webhook sends nothing.")
-        return redirect("notifications", ws=workspace.pk)
+        return _back_from_resend(request, workspace, webhook)
     with transaction.atomic():
         copy = notify.resend(webhook, delivery)
         if copy is not None:
@@ -502,7 +503,36 @@ def webhook_resend(request: HttpRequest, ws: int, pk: int, delivery: int) -> Htt
         messages.info(request, "That delivery was resent already, or is not given up: nothing sent.")
     else:
         messages.success(request, f"Resending to {webhook.name} (same event id).")
+    return _back_from_resend(request, workspace, webhook)
+
+
+def _back_from_resend(request: HttpRequest, workspace: Workspace, webhook: Webhook) -> HttpResponse:
+    # A fixed choice of pages, not a URL from the form: no redirect elsewhere.
+    back = request.POST.get("back")
+    if back in ("all", "given_up"):
+        url = reverse("webhook_deliveries", args=[workspace.pk, webhook.pk])
+        return redirect(url + ("?given_up=1" if back == "given_up" else ""))
     return redirect("notifications", ws=workspace.pk)
+
+
+@login_required
+@require_GET
+def webhook_deliveries(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
+    """All of a webhook's deliveries, newest first in keyset pages; "given up" lists those Resend can send."""
+    workspace, webhook = _webhook(request, ws, pk)
+    given_up = request.GET.get("given_up") == "1"
+    before = request.GET.get("before", "")
+    before_id = int(before) if before.isascii() and before.isdigit() and len(before) <= 18 else None  # else: page 1
+    rows, next_before = notify.deliveries_page(webhook, before=before_id, given_up=given_up)
+    next_query = None
+    if next_before is not None:
+        params = request.GET.copy()
+        params["before"] = next_before
+        next_query = params.urlencode()
+    return render(request, "portal/webhook_deliveries.html", {
+        "workspace": workspace, "webhook": webhook, "deliveries": rows, "given_up": given_up, "tab": "notifications",
+        "next_query": next_query, "first_page": before_id is None, "back": "given_up" if given_up else "all",
+    })
 
 
 @login_required

@@ -20,6 +20,8 @@ urlpatterns = [
     path("workspaces/<int:ws>/notifications/<int:pk>/toggle", portal.webhook_toggle, name="webhook_toggle"),
     path("workspaces/<int:ws>/notifications/<int:pk>/delete", portal.webhook_delete, name="webhook_delete"),
     path("workspaces/<int:ws>/notifications/<int:pk>/test", portal.webhook_test, name="webhook_test"),
+    path("workspaces/<int:ws>/notifications/<int:pk>/deliveries", portal.webhook_deliveries,
+         name="webhook_deliveries"),
     path("workspaces/<int:ws>/notifications/<int:pk>/deliveries/<int:delivery>/resend", portal.webhook_resend,
          name="webhook_resend"),
     path("workspaces/<int:ws>/schedules", schedule_views.schedule_list, name="schedule_list"),

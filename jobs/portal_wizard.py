@@ -52,7 +52,7 @@ def wizard_start(request: HttpRequest, params) -> PortalStart | None:
     try:
         template_id, number = templates_lib.parse_start(params.get("template") or params.get("_template"),
                                                         params.get("version") or params.get("_template_version"))
-    except ValidationError as exc:  # the API answers the same 400 at "version"
+    except ValidationError as exc:  # the API answers the same 400 at "template" or "version"
         raise BadRequest(" ".join(exc.messages)) from exc
     if template_id is not None:
         template = access.get_template(request.user, template_id)

@@ -598,7 +598,7 @@ class TrialRow:
     metrics: list[str] = dataclasses.field(default_factory=list)
     rank: int | None = None  # 1 = best, when the trials are ranked and this one is
     best: bool = False  # in the first place (with others, when `tied`)
-    tied: bool = False
+    tied: bool = False  # its place is shared with another trial (any place)
     archiving: bool = False  # ended, its metrics still to come from the log archive (see `polling`)
     stop_reason: str = ""  # why early stopping stopped it (jobs.early_stop), "" if it did not
 
@@ -736,8 +736,8 @@ def leaderboard(rows: list[TrialRow], values: Mapping[int, Mapping[str, Any]], r
     when asked: the ended trials that have it, best first by `goal` (min | max, by default min for a loss, an
     error or a perplexity, else max) of `value` (best: the best value each reached, the default; last: the last
     one); the others below, in trial order. Ties share a place (standard competition ranking: 1, 1, 3), in trial
-    order; every trial in the first place is the best. A rank, goal or value that cannot be used is the board's
-    error, and the trials stay in order."""
+    order, each marked tied; every trial in the first place is the best. A rank, goal or value that cannot be used
+    is the board's error, and the trials stay in order."""
     from jobs import scalars
     from jobs import status as st
 
@@ -746,16 +746,17 @@ def leaderboard(rows: list[TrialRow], values: Mapping[int, Mapping[str, Any]], r
     names = scalars.common_names(per_trial, METRIC_COLUMNS)
     board = Leaderboard(list(rows), names, all_names)
     rank, goal, value = (rank or "").strip(), (goal or "").strip(), (value or "").strip()
-    if rank and rank not in all_names:
+    # A bad goal or value is an error with or without a rank: ignored, it would look taken.
+    if goal and goal not in GOALS:
+        board.error = f"Rank {rank or 'a metric'} by min (lowest first) or max (highest first), not {goal[:20]!r}."
+        board.error_field = "goal"
+    elif value and value not in VALUES:
+        board.error = f"Rank {rank or 'a metric'} by each trial's best or last value, not {value[:20]!r}."
+        board.error_field = "value"
+    elif rank and rank not in all_names:
         board.error, board.error_field = (f"No trial has a metric named {rank[:64]!r}" + (
             f": rank by one of {', '.join(all_names)}." if all_names else " (no trial printed METRIC lines yet)."),
             "rank")
-    elif rank and goal and goal not in GOALS:
-        board.error = f"Rank {rank} by min (lowest first) or max (highest first), not {goal[:20]!r}."
-        board.error_field = "goal"
-    elif rank and value and value not in VALUES:
-        board.error = f"Rank {rank} by each trial's best or last value, not {value[:20]!r}."
-        board.error_field = "value"
     elif rank:
         board.rank, board.goal, board.value = rank, goal or default_goal(rank), value or DEFAULT_VALUE
         if rank not in names:
@@ -776,9 +777,9 @@ def leaderboard(rows: list[TrialRow], values: Mapping[int, Mapping[str, Any]], r
         if index == 1 or number != ranked[index - 2][0]:
             place = index
         row.rank, row.best = place, place == 1
-    first = [row for _, _, row in ranked if row.best]
-    for row in first:
-        row.tied = len(first) > 1
+    shared = Counter(row.rank for _, _, row in ranked)
+    for _, _, row in ranked:
+        row.tied = shared[row.rank] > 1  # at any place, not only the first: "5 (tied)"
     placed = {id(row) for _, _, row in ranked}
     board.rows = [row for _, _, row in ranked] + [row for row in rows if id(row) not in placed]
     return board

@@ -205,18 +205,22 @@ def templates_in(workspace: Workspace) -> QuerySet[JobTemplate]:
 
 VERSION_NOT_A_NUMBER = "Must be a whole number from 1: the template's version, e.g. ?template=4&version=2."
 VERSION_WITHOUT_TEMPLATE = "A version needs its template: send ?template=<id>&version=<n>, or neither."
+TEMPLATE_NOT_AN_ID = "Must be a template's id, a whole number from 1, e.g. ?template=4."
 
 
 def parse_start(template: Any, version: Any) -> tuple[int | None, int | None]:
     """(template id, version number) of a start from a template, `?template=<id>&version=<n>`, as the API and the
-    wizard both take it: None for what is not given. A template id that is not a plausible id names no template
-    (0: the caller's lookup answers "no such template"); a version that is not a whole number from 1, or a version
-    without a template, raises ValidationError at "version" rather than quietly starting from the default."""
+    wizard both take it: None for what is not given. A template that is not a whole number from 1 raises
+    ValidationError at "template" (a well-formed id of no template is the caller's lookup's "no such template");
+    a version that is not a whole number from 1, or a version without a template, raises ValidationError at
+    "version" rather than quietly starting from the default."""
     template_text, version_text = str(template or "").strip(), str(version or "").strip()
     template_id = None
     if template_text:
-        template_id = int(template_text) if template_text.isascii() and template_text.isdigit() \
-            and len(template_text) <= 18 else 0
+        if not (template_text.isascii() and template_text.isdigit() and len(template_text) <= 18
+                and int(template_text) >= 1):
+            raise ValidationError({"template": TEMPLATE_NOT_AN_ID})
+        template_id = int(template_text)
     if not version_text:
         return template_id, None
     if template_id is None:

@@ -69,7 +69,7 @@ class Start:
 def _pk(value: str | None) -> int | None:
     if not value:
         return None
-    if not value.isdigit() or len(value) > 18:
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:  # "²".isdigit() is true; int("²") raises
         raise Http404("No such job.")
     return int(value)
 
@@ -378,12 +378,14 @@ def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given
     text, trials, seed = given[sweeps.FIELD], given[sweeps.TRIALS_FIELD], given[sweeps.SEED_FIELD]
     if wizard.action != "submit" or not wizard.is_valid:
         # The sweep's own problems are shown with the form's, so one round trip shows them all.
-        errors = sweeps.parse_form(text, trials, seed, env_names=body.get("Envs") or {})[1] \
-            | early_stop.parse(given)[1] if wizard.action == "submit" else {}
+        errors = {}
+        if wizard.action == "submit":
+            search, errors = sweeps.parse_form(text, trials, seed, env_names=body.get("Envs") or {})
+            errors = errors | early_stop.parse(given, trials=search.size if search else None)[1]
         return _page(request, _context(wizard, start, given, errors))
     grid, found, errors = sweeps.check_form(text, body, context=wizard.context, hints=wizard.hints(),
                                             locked=wizard.locked, trials=trials, seed=seed)
-    early, early_errors = early_stop.parse(given)
+    early, early_errors = early_stop.parse(given, trials=grid.size if grid is not None else None)
     errors = {**errors, **early_errors}
     if errors or start.after_choice.errors:
         return _page(request, _context(wizard, start, given, errors))
@@ -501,10 +503,10 @@ def wizard_preview(request: HttpRequest) -> HttpResponse:
     wizard = _wizard(start, request.POST, show=set())
     # The boxes' problems as a submit would find them, so the panel's count is the one the summary will state.
     given = _sweep_input(request.POST)
-    sweep_errors = sweeps.parse_form(given[sweeps.FIELD], given[sweeps.TRIALS_FIELD], given[sweeps.SEED_FIELD],
-                                     env_names=wizard.body().get("Envs") or {})[1]
+    search, sweep_errors = sweeps.parse_form(given[sweeps.FIELD], given[sweeps.TRIALS_FIELD],
+                                             given[sweeps.SEED_FIELD], env_names=wizard.body().get("Envs") or {})
     if given[sweeps.FIELD].strip():
-        sweep_errors |= early_stop.parse(given)[1]
+        sweep_errors |= early_stop.parse(given, trials=search.size if search else None)[1]
     after = start.after = _after_input(request.POST)
     after_errors = dependencies.check(request.user, start.workspace, after[dependencies.FIELD],
                                       after[dependencies.WHEN_FIELD]).errors

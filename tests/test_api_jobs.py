@@ -173,6 +173,69 @@ def test_template_locks_apply_to_the_api_too(team, api):
     assert api["member"].post(url, pf.BODY).status_code == 201
 
 
+def test_a_lock_on_the_variables_holds_for_secret_variables_in_create_and_clone(team, api):
+    """QA: with Environment variables locked, SecretEnvs in a create ({"LD_PRELOAD_TOKEN": "x"}) and secret_envs in
+    a clone ({"API_TOKEN": "zzz"}) made a job with the variable (plain Envs were refused): the lock check saw the
+    body before the secrets were merged back into Envs."""
+    from jobs import templates_lib
+
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.envs", "environment.command"])
+    url = f"/api/v1/jobs?workspace={team.alpha.pk}&template={team.template.pk}"
+    before = Job.objects.count()
+    refused = api["member"].post(url, {**pf.BODY, "SecretEnvs": {"LD_PRELOAD_TOKEN": "x"}})
+    assert refused.status_code == 400, refused.json()
+    assert "locked by the template" in refused.json()["errors"]["SecretEnvs"][0]
+    plain = api["member"].post(url, {**pf.BODY, "Envs": {"LD_PRELOAD": "/x.so"}})
+    assert plain.status_code == 400 and "locked by the template" in plain.json()["errors"]["Envs"][0]
+    made = api["member"].post(url, pf.BODY)
+    assert made.status_code == 201, made.json()
+    clone = f"/api/v1/jobs/{made.json()['id']}/clone"
+    sneaked = api["member"].post(clone, {"secret_envs": {"API_TOKEN": "zzz"}})
+    assert sneaked.status_code == 400, sneaked.json()
+    assert "locked by the template" in sneaked.json()["errors"]["secret_envs"][0]
+    assert Job.objects.count() == before + 1, "only the job that keeps the template's variables"
+    assert api["member"].post(clone).status_code == 201
+
+
+def test_a_templates_own_secret_variable_may_be_sent_in_secret_envs_under_its_lock(team, api):
+    # The template's secret variable has no value (templates keep none): the job sends it, and that is no change.
+    from jobs import spec, templates_lib
+    from jobs.models import JobTemplateVersion
+
+    sections = spec.inverse({**pf.BODY, "Envs": {"WANDB_API_KEY": spec.SECRET_PLACEHOLDER}})
+    JobTemplateVersion.objects.create(template=team.template, number=2, sections=templates_lib.strip_secrets(sections))
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.envs"])
+    url = f"/api/v1/jobs?workspace={team.alpha.pk}&template={team.template.pk}&version=2"
+    made = api["member"].post(url, {**pf.BODY, "SecretEnvs": {"WANDB_API_KEY": "w"}})
+    assert made.status_code == 201, made.json()
+    assert secretbox.unseal(Job.objects.get(pk=made.json()["id"]).sealed_secrets) == {"env:WANDB_API_KEY": "w"}
+    other = api["member"].post(url, {**pf.BODY, "SecretEnvs": {"WANDB_API_KEY": "w", "B_TOKEN": "b"}})
+    assert other.status_code == 400 and "locked by the template" in other.json()["errors"]["SecretEnvs"][0]
+
+
+def test_a_clone_refuses_secret_envs_in_changes_and_names_the_field_that_takes_them(team, api):
+    """QA: {"changes": {"SecretEnvs": {"A_TOKEN": "1"}}} made a clone without the variable."""
+    url = f"/api/v1/jobs/{team.job.pk}/clone"
+    refused = api["member"].post(url, {"changes": {"SecretEnvs": {"A_TOKEN": "1"}}})
+    assert refused.status_code == 400
+    assert "top-level secret_envs" in refused.json()["errors"]["changes.SecretEnvs"][0]
+    assert not Job.objects.filter(cloned_from=team.job).exists()
+    made = api["member"].post(url, {"secret_envs": {"A_TOKEN": "1"}})
+    assert made.status_code == 201 and made.json()["body"]["Envs"] == {"A_TOKEN": "********"}
+
+
+def test_a_command_with_a_trailing_line_break_is_refused_saying_so(team, api):
+    """QA: "Not in the console's form: it would be sent as ..." never said what differed. The wizard trims the
+    same command (a form's text is stripped), so the API says so rather than storing a body the wizard never makes."""
+    url = f"/api/v1/jobs?workspace={team.alpha.pk}"
+    for command, words in (("echo hello\n", "Ends with a line break"), ("echo hello ", "Ends with a space"),
+                           ("  echo hello", "Starts with a space")):
+        answer = api["member"].post(url, {**pf.BODY, "UserCommand": command})
+        assert answer.status_code == 400
+        assert answer.json()["errors"]["UserCommand"] == [
+            f'{words}, which the console\'s form trims: send "echo hello".'], command
+
+
 def test_a_bad_version_or_a_version_without_template_is_a_400_at_version(team, api):
     # QA: version=abc and -1 created the job from the default version without a word; version=2 alone was ignored.
     from jobs import templates_lib
@@ -189,7 +252,10 @@ def test_a_bad_version_or_a_version_without_template_is_a_400_at_version(team, a
         assert answer.json()["errors"]["version"] == [expected], query
     missing = api["member"].post(f"{base}&template={team.template.pk}&version=99", pf.BODY)
     assert missing.json()["errors"] == {"version": ["No such version of the template."]}
-    assert api["member"].post(f"{base}&template=abc", pf.BODY).json()["errors"] == {
+    for bad in ("abc", "-1", "0", "1.0"):  # QA: the wizard answered template=abc with a 404, version=abc with a 400
+        assert api["member"].post(f"{base}&template={bad}", pf.BODY).json()["errors"] == {
+            "template": [templates_lib.TEMPLATE_NOT_AN_ID]}, bad
+    assert api["member"].post(f"{base}&template=999999", pf.BODY).json()["errors"] == {
         "template": ["No such template in this workspace."]}
     assert Job.objects.count() == before, "nothing was created"
     assert api["member"].post(f"{base}&template={team.template.pk}&version=1", pf.BODY).status_code == 201
@@ -210,7 +276,9 @@ def test_the_wizard_takes_template_and_version_by_the_same_rule(team):
             templates_lib.VERSION_NOT_A_NUMBER
         assert escape(expected) in page.content.decode() and 'id="error-page"' in page.content.decode(), query
     assert client.get(f"/jobs/new?template={team.template.pk}&version=1").status_code == 200
-    assert client.get("/jobs/new?template=abc").status_code == 404
+    bad = client.get("/jobs/new?template=abc")
+    assert bad.status_code == 400 and escape(templates_lib.TEMPLATE_NOT_AN_ID) in bad.content.decode()
+    assert client.get("/jobs/new?template=999999").status_code == 404
 
 
 # --- stop and clone ---------------------------------------------------------------------------------------

@@ -181,6 +181,18 @@ def test_a_templates_locks_apply_and_a_lock_on_the_variables_refuses_a_sweep(tea
     assert Sweep.objects.count() == 1
 
 
+def test_a_lock_on_the_variables_holds_for_a_sweeps_secret_variables(team, api):
+    # QA: SecretEnvs slipped past the template's lock on Environment variables (one check_body for jobs and sweeps).
+    from jobs import templates_lib
+
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.envs"])
+    refused = create(api["member"], team, {**job_body(), "SecretEnvs": {"LD_PRELOAD_TOKEN": "x"}},
+                     template=team.template.pk)
+    assert refused.status_code == 400
+    assert "locked by the template" in refused.json()["errors"]["Job.SecretEnvs"][0]
+    assert Sweep.objects.count() == 0
+
+
 def test_who_may_create(team, api):
     assert create(api["viewer"], team).status_code == 403
     assert create(Api(team.users["member"], read_only=True), team).status_code == 403
@@ -468,3 +480,16 @@ def test_with_several_workspaces_the_job_bodys_workspace_id_picks_the_workspace(
     listed = api["member"].get("/api/v1/sweeps")
     assert listed.status_code == 400 and {c["id"] for c in listed.json()["candidates"]} == {team.alpha.pk,
                                                                                             team.beta.pk}
+
+
+def test_a_bad_goal_or_value_is_a_400_with_or_without_rank(team, api):
+    """QA: ?value=bogus without rank answered 200 and was ignored; with rank=loss it was a 400."""
+    sweep_id = create(api["member"], team).json()["id"]
+    url = f"/api/v1/sweeps/{sweep_id}"
+    for query, field in (({"value": "bogus"}, "value"), ({"rank": "loss", "value": "bogus"}, "value"),
+                         ({"goal": "up"}, "goal"), ({"goal": "up", "rank": "loss"}, "goal")):
+        answer = api["viewer"].get(url, **query)
+        assert answer.status_code == 400 and list(answer.json()["errors"]) == [field], query
+    assert "best or last value, not 'bogus'" in api["viewer"].get(url, value="bogus").json()["errors"]["value"][0]
+    fine = api["viewer"].get(url, value="last", goal="max")
+    assert fine.status_code == 200 and fine.json()["ranking"] is None

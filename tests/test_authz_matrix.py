@@ -245,6 +245,8 @@ MATRIX: dict[str, list[Case]] = {
     # Not an htmx request: the answer is a message on the page the POST redirects to (port 9: refused at once).
     "workspaces/<int:ws>/notifications/<int:pk>/test": [
         Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/notifications/{webhook(t)}/test", ADMIN_POST)],
+    "workspaces/<int:ws>/notifications/<int:pk>/deliveries": [
+        Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/notifications/{webhook(t)}/deliveries", ADMIN_PAGE)],
     "workspaces/<int:ws>/notifications/<int:pk>/deliveries/<int:delivery>/resend": [
         Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/notifications/{webhook(t)}/deliveries/"
                                f"{given_up_delivery(t)}/resend", ADMIN_POST, check=delivery_resent)],

@@ -83,12 +83,15 @@ def test_a_dependent_job_the_clone_wizard_and_webhook_deliveries_of_a_long_name_
     dependent = Job.objects.create(workspace=workspace, owner=member, display_name="after-long", status="Stopped",
                                    job_type="PyTorchJob", run_after=upstream, reason_code=dependencies.SKIPPED,
                                    reason_message=dependencies.never_message(upstream), finished_at=timezone.now())
-    webhook = Webhook.objects.create(workspace=workspace, name="relay", url="http://10.1.2.3/hook", events=["Failed"])
+    # A long URL has nothing to break at either (QA: 2299 px at 1280).
+    webhook = Webhook.objects.create(workspace=workspace, name="relay", url="http://10.1.2.3/hook/" + "u" * 300,
+                                     events=["Failed"])
     WebhookDelivery.objects.create(webhook=webhook, job=upstream, status="Failed", attempts=3,
                                    last_error="connection refused " + "e" * 80)
     sign_in(page, stack.url, member.username, PASSWORD)
     pages = {"dependent job": dependent.get_absolute_url(), "clone wizard": f"/jobs/new?clone={upstream.pk}",
-             "notifications": f"/workspaces/{workspace.pk}/notifications"}
+             "notifications": f"/workspaces/{workspace.pk}/notifications",
+             "deliveries": f"/workspaces/{workspace.pk}/notifications/{webhook.pk}/deliveries"}
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 800})
         wide = []

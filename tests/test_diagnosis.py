@@ -50,7 +50,9 @@ OSS_DENIED = ["oss2.exceptions.AccessDenied: {'status': 403, 'code': 'AccessDeni
               "to access this object because of bucket acl.'}"]
 SHM = ["RuntimeError: DataLoader worker (pid 4321) is killed by signal: Bus error. It is possible that dataloader's "
        "workers are out of shared memory. Please try to raise your shared memory limit."]
-HOST_OOM = ["loading shard 7", "Killed"]
+HOST_OOM = ["loading shard 7", "[ 8123.456] Out of memory: Killed process 4321 (python) total-vm:81234567kB, "
+            "anon-rss:61234567kB, file-rss:0kB"]
+KILLED = ["loading shard 7", "Killed"]  # what bash prints for a child killed by SIGKILL: OOM or `kill -9`
 PLAIN_EXCEPTION = ["Traceback (most recent call last):", '  File "/mnt/code/train.py", line 9, in <module>',
                    "    raise ValueError('expected 3 channels, got 1')", "ValueError: expected 3 channels, got 1"]
 
@@ -67,7 +69,8 @@ def failed(*lines: str | list[str], pod: str = "w-0", first: int | None = 1, **f
     (NCCL_TIMEOUT, "distributed"), (NCCL_SYSTEM, "distributed"), (REFUSED, "distributed"),
     (NO_MODULE, "missing-module"), (NO_FILE, "file-not-found"), (NO_SCRIPT, "file-not-found"),
     (DISK_FULL, "disk-full"), (PERMISSION, "permission-denied"), (OSS_DENIED, "permission-denied"),
-    (SHM, "shared-memory"), (HOST_OOM, "host-oom"), (PLAIN_EXCEPTION, "exception"),
+    (SHM, "shared-memory"), (HOST_OOM, "host-oom"), (KILLED, "sigkill"), (PLAIN_EXCEPTION, "exception"),
+    (["Memory cgroup out of memory: Killed process 77 (python) total-vm:9000kB"], "host-oom"),
     (["Error response from daemon: pull access denied for private/img, repository does not exist"], "image-pull"),
 ])
 def test_each_rule_matches_a_real_log_and_cites_its_line(lines, rule):
@@ -86,10 +89,11 @@ def test_advice_names_the_field_to_change():
 
 
 @pytest.mark.parametrize(("fields", "rule"), [
-    ({"reason_code": "PodFailed", "reason_message": "Pod w-0 exited with code 137 (SIGKILL)."}, "host-oom"),
+    ({"reason_code": "PodFailed", "reason_message": "Pod w-0 exited with code 137 (SIGKILL)."}, "sigkill"),
     ({"reason_code": "OOMKilled"}, "host-oom"),
     ({"sub_status": "OOMKilled"}, "host-oom"),
-    ({"exit_codes": {137}}, "host-oom"),
+    ({"exit_codes": {137}}, "sigkill"),
+    ({"reason_code": "PodFailed", "reason_message": "Container w-0 was oom-killed (exit code 137)."}, "host-oom"),
     ({"reason_code": "DeadlineExceeded", "reason_message": "The job ran longer than JobMaxRunningTimeMinutes=1 and "
                                                            "was terminated."}, "max-duration"),
     ({"reason_code": "ErrImagePull", "reason_message": 'Failed to pull image "registry.example/private:1"'},
@@ -102,6 +106,18 @@ def test_dlcs_reason_codes_sub_status_and_exit_codes_match_without_a_log(fields,
     if fields.get("reason_code"):
         assert found.cites == [{"pod": "", "line": None, "text": diagnosis._reason_text(failed(**fields))}]
     assert "Maximum duration" in diagnosis.diagnose(failed(reason_code="DeadlineExceeded")).advice
+
+
+def test_exit_137_is_out_of_memory_only_with_evidence_else_a_sigkill_of_either_cause():
+    # QA: `kill -9 $$` (exit 137, nothing else) was "The container ran out of memory … OOMKilled".
+    bare = diagnosis.diagnose(failed(["step 5"], reason_code="PodFailed", reason_message="exit code 137",
+                                     exit_codes={137}))
+    assert bare.id == "sigkill" and bare.title == "The container was killed by SIGKILL (exit 137)"
+    assert bare.advice.startswith("Out of memory is the usual cause, or a kill from outside")
+    assert "OOMKilled" not in bare.title + bare.advice
+    evidence = diagnosis.diagnose(failed(HOST_OOM, exit_codes={137}))
+    assert evidence.id == "host-oom" and evidence.also == [], "the SIGKILL is the OOM, not a second cause"
+    assert diagnosis.diagnose(failed(KILLED, reason_code="OOMKilled", exit_codes={137})).id == "host-oom"
 
 
 def test_the_first_rule_in_priority_wins_and_the_others_are_also_seen():

@@ -74,7 +74,25 @@ def test_a_step_below_the_first_step_looked_at_decides_nothing():
 
 
 def test_a_blank_metric_is_no_early_stopping():
-    assert early_stop.parse({METRIC_FIELD: " ", AFTER_FIELD: "x"}) == (None, {})
+    assert early_stop.parse({METRIC_FIELD: " ", AFTER_FIELD: " ", STEP_FIELD: "", GOAL_FIELD: "max"}) == (None, {})
+
+
+@pytest.mark.parametrize("given", [{AFTER_FIELD: "5", STEP_FIELD: "7"}, {AFTER_FIELD: "x"}, {STEP_FIELD: 7}])
+def test_numbers_without_a_metric_are_an_error_at_the_metric(given):
+    # QA: the wizard's Metric empty with After N 5 and Not before step 7 made a sweep without early stopping.
+    found, errors = early_stop.parse({METRIC_FIELD: "", **given})
+    assert found is None and list(errors) == [METRIC_FIELD]
+    assert errors[METRIC_FIELD][0].startswith("Name the metric, or clear these")
+
+
+def test_an_after_n_the_sweep_can_never_reach_is_an_error_known_at_launch():
+    # QA: a 2-trial sweep with AfterSucceeded 10 was accepted; N succeeded and one still running need N + 1 trials.
+    found, errors = early_stop.parse({METRIC_FIELD: "loss", AFTER_FIELD: "10"}, trials=2)
+    assert found is None and "the sweep has 2 trials" in errors[AFTER_FIELD][0]
+    assert "Use at most 1." in errors[AFTER_FIELD][0]
+    assert early_stop.parse({METRIC_FIELD: "loss", AFTER_FIELD: "2"}, trials=2)[1][AFTER_FIELD]
+    assert early_stop.parse({METRIC_FIELD: "loss", AFTER_FIELD: "1"}, trials=2) == (Settings("loss", "min", 1, 0), {})
+    assert early_stop.parse({METRIC_FIELD: "loss", AFTER_FIELD: "10"})[1] == {}, "the trials unknown: not judged"
 
 
 def test_defaults_and_the_goal_by_the_metrics_name():
@@ -95,6 +113,7 @@ def test_defaults_and_the_goal_by_the_metrics_name():
     ({METRIC_FIELD: "loss", AFTER_FIELD: "2.5"}, AFTER_FIELD, "whole number"),
     ({METRIC_FIELD: "loss", STEP_FIELD: "-1"}, STEP_FIELD, "whole number from 0"),
     ({METRIC_FIELD: "loss", STEP_FIELD: "9" * 30}, STEP_FIELD, "whole number"),
+    ({METRIC_FIELD: "loss", STEP_FIELD: "²"}, STEP_FIELD, "whole number"),  # a digit to isdigit(), not to int()
 ])
 def test_each_bad_setting_is_an_error_at_its_field(given, field, fragment):
     found, errors = early_stop.parse(given)
@@ -142,6 +161,30 @@ def test_the_api_creates_a_sweep_with_early_stopping_and_shows_it(team):
                                                                    "EarlyStopping.AfterSucceeded"}
     assert Sweep.objects.count() == 1, "nothing saved"
     assert _sweep(team).json()["early_stopping"] is None
+    never = _sweep(team, {"Metric": "loss", "AfterSucceeded": 10})
+    assert never.status_code == 400 and "the sweep has 3 trials" in never.json()["errors"][
+        "EarlyStopping.AfterSucceeded"][0], "the grid's size, known at launch"
+
+
+def test_the_wizard_says_numbers_without_a_metric_and_an_unreachable_n_at_their_fields(team):
+    from jobs import spec
+    from jobs.forms import wizard as glue
+
+    s = spec.inverse({**pf.BODY, "UserCommand": "train --q $Q"})
+    s["basic"]["name"] = "es-wizard"
+    client = pf.client_for(team.users["member"])
+
+    def post(**early):
+        return client.post("/jobs/new", {**glue.sections_to_data(s), "_workspace": team.alpha.pk,
+                                         "sweep": "Q = a, b", **early})
+
+    html = post(**{METRIC_FIELD: "", AFTER_FIELD: "5", STEP_FIELD: "7"}).content.decode()
+    assert 'id="err-sweep_stop_metric"' in html and "Name the metric, or clear these" in html
+    html = post(**{METRIC_FIELD: "loss", AFTER_FIELD: "10"}).content.decode()
+    assert "the sweep has 2 trials" in html and "Use at most 1." in html
+    assert not Sweep.objects.exists(), "nothing launched"
+    assert post(**{METRIC_FIELD: "loss", AFTER_FIELD: "1"}).status_code == 302
+    assert Sweep.objects.get().early_stop_after == 1
 
 
 def test_a_stop_goes_through_lifecycle_with_its_reason_on_the_trial_the_pages_and_the_audit_log(team):
@@ -162,6 +205,12 @@ def test_a_stop_goes_through_lifecycle_with_its_reason_on_the_trial_the_pages_an
     assert reason in client.get(trial.sweep.get_absolute_url()).content.decode()
     page = client.get(job.get_absolute_url()).content.decode()
     assert f'<strong id="stopped-early">{reason}.</strong>' in page
+    # QA: once synced, DLC's "stopped by the user" was the status reason under the banner's "Stopped early".
+    Job.objects.filter(pk=job.pk).update(status="Stopped", reason_code="JobStoppedByUser",
+                                         reason_message="The job was stopped by the user.")
+    live = client.get(job.get_absolute_url(), HTTP_HX_REQUEST="true").content.decode()
+    assert f'<div class="muted" id="status-reason">{reason}</div>' in live and "JobStoppedByUser" not in live
+    assert Job.objects.get(pk=job.pk).reason_code == "JobStoppedByUser", "DLC's fields as the sync wrote them"
     got = Api(team.users["viewer"]).get(f"/api/v1/sweeps/{trial.sweep_id}").json()
     assert [t["stopped_early"] for t in got["trials"]] == [None, reason, None]
 

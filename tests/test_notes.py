@@ -157,6 +157,43 @@ def test_edit_and_delete_from_the_card(team):
     assert gone.status_code == 302 and not JobNote.objects.exists()
 
 
+@pytest.mark.parametrize("headers", [HTMX, {}], ids=["htmx", "plain"])
+def test_editing_a_note_deleted_meanwhile_says_so_and_keeps_the_text(team, headers):
+    # QA: the htmx POST got a 404 that htmx never swaps: the form stayed open, the text unsaved, nothing said.
+    note = note_on(team)
+    note_id = note.pk
+    note.delete()  # by another tab
+    response = client(team, "member").post(f"/jobs/{team.job.pk}/notes/{note_id}", {"text": "my careful words"},
+                                           **headers)
+    html = response.content.decode()
+    assert response.status_code == (200 if headers else 404), "htmx swaps only a 2xx answer"
+    assert ("<html" in html) == (not headers)
+    assert 'id="note-notice" role="alert">This note was deleted meanwhile; your text is kept below.' in html
+    assert re.search(r'<textarea name="text" id="note-text"[^>]*>my careful words</textarea>', html), "in add form"
+    assert not JobNote.objects.exists(), "nothing saved by the refused edit"
+    again = client(team, "member").post(f"/jobs/{team.job.pk}/notes/{note_id}/delete", **headers)
+    assert again.status_code == (200 if headers else 404), "deleting it again: by htmx, the card as it is now"
+
+
+def test_editing_without_the_right_any_more_says_so_and_keeps_the_text(team):
+    mine = note_on(team, "member")
+    team.memberships["member"].role = "viewer"
+    team.memberships["member"].save()
+    response = client(team, "member").post(f"/jobs/{team.job.pk}/notes/{mine.pk}", {"text": "new words"}, **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 200 and "You may not edit this note (any more)" in html
+    assert 'id="note-add"' not in html and re.search(r'<textarea id="note-kept"[^>]*readonly>new words</textarea>',
+                                                     html), "a viewer cannot add it back, but can copy it"
+    mine.refresh_from_db()
+    assert mine.text != "new words"
+    other = note_on(team, "admin", text="the admin's")
+    answer = client(team, "admin").post(f"/jobs/{team.job.pk}/notes/{other.pk}", {"text": "x"}, **HTMX)
+    assert answer.status_code == 200, "the admin's own note: saved"
+    refused = client(team, "admin").post(f"/jobs/{team.job.pk}/notes/{mine.pk}", {"text": "admin typed"}, **HTMX)
+    assert "You may not edit this note (any more)" in refused.content.decode() and ">admin typed</textarea>" in \
+        refused.content.decode()
+
+
 def test_the_card_costs_the_same_queries_for_one_note_or_many(team):
     member = client(team, "member")
     note_on(team)
@@ -316,5 +353,13 @@ def test_adding_a_note_on_the_job_page_in_chromium(stack, workspace, member, pag
     assert item.locator(".note-text").inner_text() == "diverged: LR too high\nsee https://wandb.example/run/7"
     expect(page.locator("#note-text")).to_have_value("")
     assert page.url == f"{stack.url}/jobs/{job.pk}", "answered in place by htmx"
+    # Another tab deletes the note while its edit form is open: saving says so, the text typed kept (QA).
+    item.locator(".note-edit").click()
+    page.locator("#notes form.note-form textarea[id^=note-text-]").fill("my careful words")
+    JobNote.objects.filter(job=job).delete()
+    page.locator("#notes form.note-form button[type=submit]").first.click()
+    expect(page.locator("#note-notice")).to_contain_text("This note was deleted meanwhile; your text is kept below.")
+    expect(page.locator("#note-text")).to_have_value("my careful words")
+    JobNote.objects.create(job=job, author=member, text="again")
     page.goto(f"{stack.url}/")
     expect(page.locator(f"#job-{job.pk} .note-count")).to_have_attribute("title", "1 note")

@@ -119,6 +119,11 @@ def test_signature_is_the_hex_hmac_sha256_of_the_body():
     ("https://example.com/a\x7fb", "control characters"),
     ("https://example.com/caf\u00e9", "Percent-encode"),
     ("https://b\u00fccher.example/hook", None),
+    ("https://" + "a" * 63 + ".example.com/hook", None),
+    ("https://" + "a" * 300 + ".example.com/hook", "at most 63"),
+    ("https://" + "a" * 64 + ".example.com/hook", "at most 63"),
+    ("https://" + ("a" * 60 + ".") * 5 + "com/hook", "at most 253"),
+    ("https://" + "\u00fc" * 70 + ".example/hook", "not a valid host"),
 ])
 def test_url_rules(url, problem):
     from jobs import notify
@@ -452,6 +457,28 @@ def test_a_webhook_disabled_meanwhile_holds_its_owed_delivery_until_enabled(team
     assert delivery.state == "delivered" and delivery.attempts == 2 and len(receiver.posts("/x")) == 2
 
 
+def test_a_paused_webhook_holds_the_ends_of_jobs_ending_meanwhile_and_a_disabled_one_hears_none(team, receiver):
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    paused = make_webhook(team.alpha, receiver.url("/paused"), name="paused", enabled=False,
+                          paused_at=timezone.now(), paused_reason="Paused after 20 deliveries in a row failed")
+    off = make_webhook(team.alpha, receiver.url("/off"), name="off", enabled=False)
+    assert notify.has_webhooks(team.alpha.pk)  # a workspace whose only live webhook is paused still owes
+    job = ended_job(team.alpha)
+    [held] = WebhookDelivery.objects.filter(job=job)
+    assert held.webhook == paused and held.held_at and held.next_attempt_at is None and held.state == "paused"
+    assert notify.notify_job(job.pk) is None and receiver.received == []  # nothing due while paused
+    client = pf.client_for(team.users["admin"])
+    page = " ".join(client.get(f"/workspaces/{team.alpha.pk}/notifications").content.decode().split())
+    assert "A disabled webhook is told of no job ends" in page
+    client.post(f"/workspaces/{team.alpha.pk}/notifications/{paused.pk}/toggle")
+    client.post(f"/workspaces/{team.alpha.pk}/notifications/{off.pk}/toggle")
+    notify.notify_job(job.pk)
+    held.refresh_from_db()
+    assert held.state == "delivered" and len(receiver.posts("/paused")) == 1 and receiver.posts("/off") == []
+
+
 def test_the_sweep_finds_overdue_owed_deliveries_of_the_last_day(team):
     from jobs import notify
     from jobs.models import WebhookDelivery
@@ -552,6 +579,7 @@ def test_adding_a_webhook_seals_its_secret_and_is_audited_without_it(team):
     ({"url": "http://example.com:port/x"}, "url", "Not a valid URL"),
     ({"url": "https://example.com/" + "x" * 2000}, "url", "at most 2000"),
     ({"url": "https://example.com/a\x7f"}, "url", "control characters"),
+    ({"url": "https://" + "h" * 300 + ".example.com/x"}, "url", "at most 63"),
     ({"url": "https://example.com/a\x00"}, "url", "Null characters"),
     ({"url": "https://example.com/\u00e9t\u00e9"}, "url", "Percent-encode"),
     ({"url": "http://169.254.169.254/latest/meta-data/"}, "url", "link-local"),
@@ -635,7 +663,7 @@ def test_send_test_of_a_refused_destination_shows_the_refusal_not_an_answer(team
 
 def test_a_webhook_failing_delivery_after_delivery_is_paused_until_an_admin_enables_it(team, receiver, settings):
     from jobs import notify
-    from jobs.models import AuditEvent, Webhook
+    from jobs.models import AuditEvent, Webhook, WebhookDelivery
 
     settings.DLC_WEBHOOK_ATTEMPTS = 1
     settings.DLC_WEBHOOK_PAUSE_AFTER = 3
@@ -649,8 +677,10 @@ def test_a_webhook_failing_delivery_after_delivery_is_paused_until_an_admin_enab
         webhook.refresh_from_db()
         assert webhook.enabled == (n < 2) and webhook.failures_in_a_row == n + 1
     assert webhook.paused_at and "3 deliveries in a row failed" in webhook.paused_reason
-    notify.notify_job(ended_job(team.alpha).pk)  # paused: owed nothing, POSTed nothing
+    held = ended_job(team.alpha)  # paused: its delivery is made held, nothing POSTed
+    notify.notify_job(held.pk)
     assert len(receiver.posts("/gone")) == 6
+    assert WebhookDelivery.objects.get(job=held).state == "paused"
     [event] = AuditEvent.objects.filter(workspace=team.alpha, details__event="webhook-paused")
     assert event.actor_name == "system" and event.details["webhook"] == "gone"
 
@@ -880,6 +910,41 @@ def test_enabling_a_paused_webhook_sends_its_held_deliveries_and_drops_those_ove
     assert [json.loads(b)["job"]["id"] for _, b in receiver.posts("/back")] == [fresh.pk]
 
 
+def test_every_given_up_delivery_can_be_resent_from_the_webhooks_deliveries_page(team, receiver):
+    from jobs import notify
+    from jobs.models import WebhookDelivery
+
+    webhook = make_webhook(team.alpha, receiver.url("/all"), name="all")
+    now = timezone.now()
+    rows = []
+    for n in range(8):  # given up, delivered, given up, ...: the oldest given-up ones far beyond the 5 newest
+        job = ended_job(team.alpha, owe=False)
+        rows.append(WebhookDelivery.objects.create(webhook=webhook, job=job, status="Succeeded", attempts=4,
+                                                   delivered_at=now if n % 2 else None))
+    given_up = [d.pk for d in reversed(rows[::2])]
+    page, before = notify.deliveries_page(webhook, given_up=True, size=3)
+    assert [d.pk for d in page] == given_up[:3] and before == given_up[2]
+    page, before = notify.deliveries_page(webhook, given_up=True, size=3, before=before)
+    assert [d.pk for d in page] == given_up[3:] and before is None
+
+    client = pf.client_for(team.users["admin"])
+    base = f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}/deliveries"
+    assert f'href="{base}"' in client.get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
+    text = client.get(base).content.decode()
+    assert text.count('<tr id="delivery-') == 8 and text.count('class="resend"') == 4
+    text = client.get(base + "?given_up=1").content.decode()
+    assert text.count('<tr id="delivery-') == 4 and 'data-state="delivered"' not in text
+    oldest = rows[0].pk
+    assert f'action="{base}/{oldest}/resend"' in text
+    for cursor in ("x", "\u00b2"):  # a bad cursor (a superscript two is a digit to str.isdigit) is page 1, not a 500
+        assert client.get(f"{base}?before={cursor}").status_code == 200
+    answer = client.post(f"{base}/{oldest}/resend", {"back": "given_up"})
+    assert answer.status_code == 302 and answer["Location"] == base + "?given_up=1"
+    assert WebhookDelivery.objects.get(resend_of_id=oldest).state == "pending"
+    answer = client.post(f"{base}/{rows[2].pk}/resend", {"back": "https://evil.example/"})
+    assert answer["Location"] == f"/workspaces/{team.alpha.pk}/notifications"  # only our pages
+
+
 def test_the_form_sets_the_sweep_choice_and_keeps_it_when_left_out(team):
     from jobs.models import AuditEvent, Webhook
 
@@ -1034,3 +1099,31 @@ def test_a_sync_notifies_the_end_it_watched_not_a_job_imported_already_ended(ws,
     time.sleep(1.5)  # a wrongly enqueued notification of the imported job would be in by now
     assert [json.loads(body)["job"]["id"] for _, body in receiver.posts("/ends")] == [ours.pk]
     assert not WebhookDelivery.objects.filter(job=imported).exists()
+
+
+# -- mail files (jobs.notify_email under make run) ----------------------------------------------------------
+
+
+def test_under_make_run_each_mail_is_a_file_of_its_own(team, settings, tmp_path):
+    from email import message_from_bytes, policy
+
+    from django.core.mail import EmailMessage
+
+    from jobs import notify_email
+
+    # Django's file backend names a connection's file by the second and the backend object's id() and appends to
+    # it: seen under make run as two mails in one file when a backend took a freed one's address. That reuse cannot
+    # be caused on demand; mails over one connection share Django's file the same way, and can be.
+    settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    settings.EMAIL_FILE_PATH = str(tmp_path)
+    connection = notify_email.mail_connection()
+    assert connection.send_messages([EmailMessage(subject=f"mail {n}", body="b", to=["me@example.com"])
+                                     for n in range(2)]) == 2
+    connection.send_messages([EmailMessage(subject="mail 2", body="b", to=["me@example.com"])])
+    user = team.users["member"]
+    user.email = "me@example.com"
+    user.save(update_fields=["email"])
+    assert notify_email.send_test(user).ok
+    files = list(tmp_path.glob("*.log"))
+    subjects = sorted(message_from_bytes(f.read_bytes(), policy=policy.default)["Subject"] for f in files)
+    assert subjects == ["[DLC Console] Test email", "mail 0", "mail 1", "mail 2"]

@@ -66,12 +66,20 @@ def test_each_quota_has_its_own_queue_and_public_resources_ignore_priority():
     assert public.text == "2nd of 2 on public resources" and public.as_json()["quota"] is None
 
 
-def test_jobs_the_console_still_holds_come_after_dlcs_of_their_priority_but_not_after_lower_ones():
+def test_jobs_the_console_still_holds_come_after_every_job_dlc_holds_whatever_their_priority():
     jobs = [active(pk, status, prio=p, submitted=s) for pk, (status, p, s) in enumerate((
         ("Queuing", 3, 50), ("Waiting", 3, None), ("Submitting", 9, None), ("Creating", 3, 60), ("Bidding", 1, 0)),
         start=1)]
     [group] = now.queues(jobs, NAMES)
-    assert order(group) == [3, 1, 4, 2, 5]
+    assert order(group) == [1, 4, 5, 3, 2], "DLC's in its order (priority, submitted), then the console's own"
+
+
+def test_a_high_priority_run_after_job_does_not_take_the_place_of_a_job_dlc_queued():
+    # QA: job 41 (Priority 9, Waiting on job 40) was "1st of 2", job 39 (Priority 1, queued on DLC) "2nd of 2".
+    jobs = [active(39, "Queuing", prio=1, submitted=0), active(41, "Waiting", prio=9, submitted=None)]
+    [group] = now.queues(jobs, NAMES)
+    assert order(group) == [39, 41]
+    assert [e.position.text for e in group.entries] == ["1st of 2 in quota team-a", "2nd of 2 in quota team-a"]
 
 
 @pytest.mark.parametrize(("n", "text"), [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"),
@@ -180,7 +188,7 @@ def test_a_queued_jobs_position_is_its_place_in_its_quotas_queue(team):
     running = make(team, "running", "Running")
     assert now.queue_position(first).text == "1st of 4 in quota team-a"
     assert now.queue_position(second).text == "2nd of 4 in quota team-a"
-    assert now.queue_position(held).text == "3rd of 4 in quota team-a", "sent later than those DLC holds"
+    assert now.queue_position(held).text == "4th of 4 in quota team-a", "after all DLC holds, the lower one too"
     assert now.queue_position(public).text == "1st of 1 on public resources"
     with CaptureQueriesContext(connection) as ctx:
         assert now.queue_position(running) is None

@@ -287,3 +287,23 @@ def test_older_lines_reaching_the_start_replace_the_note_that_said_so_far(query,
         "job": job("Failed"), "pod": pod("Failed"), "q": query, "answer": True, "error": "DLC is down",
         "chunk": podlogs.Chunk([])})
     assert "log-note" not in failed  # not read: the note stands
+
+
+def test_the_older_page_of_a_running_log_that_reaches_its_start_is_numbered_from_1(client, people, ws, localdlc):
+    """QA: "Load older lines" back to line 1 of a 3,000-line running log left them unnumbered, though the page
+    that reaches the start holds the log from its first line. The window before it (the last 1000) stays as it
+    was: unnumbered."""
+    from jobs import dlc
+    from tests.test_views_job_page import HTMX, lines_of, older_link, on_localdlc, wait_for_last_line
+
+    job = on_localdlc(ws, people["alice"], "seq 1 3000; sleep 60", until=("Running",))
+    pod = job.pods[0]["PodId"]
+    try:
+        wait_for_last_line(ws, job, pod, "3000")
+        client.force_login(people["alice"])
+        panel = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", **HTMX).text
+        assert {n for n, _ in lines_of(panel)} == {None}, "a full window: where it starts is not known"
+        answer = client.get(older_link(panel), **HTMX).text
+        assert lines_of(answer) == [(n, str(n)) for n in range(1, 2001)] and older_link(answer) is None
+    finally:
+        dlc.stop_job(ws, job.dlc_job_id)

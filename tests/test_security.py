@@ -193,7 +193,8 @@ def test_production_settings_pass_check_deploy_without_warnings(tmp_path):
 
 # --- bad input --------------------------------------------------------------------------------------------
 
-GARBAGE = ["", "0", "-1", "99999999999999999999999", "x" * 5000, "<script>", "\u202e\u0000", "1.5", "[]", "{}"]
+GARBAGE = ["", "0", "-1", "99999999999999999999999", "x" * 5000, "<script>", "\u202e\u0000", "1.5", "[]", "{}",
+           "²"]  # a digit to str.isdigit(), not to int()
 
 
 def test_garbage_input_never_gives_a_500(team):

@@ -916,6 +916,18 @@ def test_validate_body_accepts_empty_fields_and_rejects_non_objects():
     assert "JobSpecs[0].Image" not in spec.validate({"JobSpecs": "x"})  # no noise under a broken field
 
 
+@pytest.mark.parametrize("field,given,words", [
+    ("UserCommand", "echo hi\n", "Ends with a line break"),
+    ("UserCommand", "echo hi \t", "Ends with a space and a tab"),
+    ("UserCommand", "\n echo hi\r\n", "Starts with a line break and a space and ends with a line break"),
+    ("DisplayName", " train ", "Starts with a space and ends with a space"),
+])
+def test_text_the_wizard_trims_is_refused_saying_what_surrounds_it(field, given, words):
+    # QA: "Not in the console's form: it would be sent as ..." did not say that only the whitespace differed.
+    errors = spec.validate({**SEED_QUOTA_BODY, field: given})
+    assert errors == {field: [f"{words}, which the console's form trims: send \"{given.strip()}\"."]}
+
+
 # ---- paths ------------------------------------------------------------------------------------------------
 
 

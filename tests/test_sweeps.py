@@ -450,11 +450,11 @@ def test_ties_share_a_place_in_trial_order_and_every_first_is_best_tied():
               105: {"loss": _scalar(0.3, 0.3, 1)}}
     board = sweeps.leaderboard(rows, values, "loss")
     assert [(r.number, r.rank, r.best, r.tied) for r in board.rows] == [
-        (2, 1, True, True), (4, 1, True, True), (3, 3, False, False), (5, 3, False, False), (1, 5, False, False)]
+        (2, 1, True, True), (4, 1, True, True), (3, 3, False, True), (5, 3, False, True), (1, 5, False, False)]
     assert board.tied
     alone = sweeps.leaderboard(rows, values, "loss", "max", "last")
     assert [(r.number, r.rank, r.best, r.tied) for r in alone.rows] == [
-        (1, 1, True, False), (3, 2, False, False), (5, 2, False, False), (2, 4, False, False), (4, 4, False, False)]
+        (1, 1, True, False), (3, 2, False, True), (5, 2, False, True), (2, 4, False, True), (4, 4, False, True)]
     assert not alone.tied
 
 
@@ -493,6 +493,8 @@ def test_the_page_the_api_and_the_compare_link_rank_alike(team):
     # best: 3 reached 0.1, first alone; 1 and 2 share the second place at 0.2
     html = pf.client_for(team.users["viewer"]).get(f"{sweep.get_absolute_url()}?rank=loss").content.decode()
     assert 'id="best-trial">Best</span> 1' in html and "Best (tied)" not in html
+    # QA: only the first place said "tied"; the shared second place showed a bare "2"
+    assert html.count('<td class="rank">2 <span class="muted tied">(tied)</span></td>') == 2
     assert 'id="rank-value-best"' in html and f'href="/sweeps/{sweep.pk}?rank=loss&amp;goal=min&amp;value=last"' in html
     got = Api(team.users["viewer"]).get(f"/api/v1/sweeps/{sweep.pk}", rank="loss").json()
     assert got["ranking"] == {"metric": "loss", "goal": "min", "value": "best", "order": [3, 1, 2]}

@@ -589,3 +589,22 @@ def test_a_member_cannot_add_a_version_that_would_escape_the_locks_and_admins_st
     answer = wizard_post(pf.client_for(team.users["member"]), s, _template=team.template.pk, _template_version=1,
                          _workspace=team.alpha.pk)
     assert answer.status_code == 302 and Job.objects.get(display_name="freed").body["UserCommand"] == "echo now free"
+
+
+@pytest.mark.parametrize("template,version,expected", [
+    ("4", "2", (4, 2)), (" 4 ", "", (4, None)), ("", "", (None, None)), (None, None, (None, None)),
+    ("abc", "", {"template": [templates_lib.TEMPLATE_NOT_AN_ID]}),
+    ("0", "", {"template": [templates_lib.TEMPLATE_NOT_AN_ID]}),
+    ("-1", "1", {"template": [templates_lib.TEMPLATE_NOT_AN_ID]}),
+    ("\u0664", "", {"template": [templates_lib.TEMPLATE_NOT_AN_ID]}),  # an Arabic-Indic 4: a digit, not ASCII
+    ("4", "abc", {"version": [templates_lib.VERSION_NOT_A_NUMBER]}),
+    ("", "2", {"version": [templates_lib.VERSION_WITHOUT_TEMPLATE]}),
+])
+def test_parse_start_takes_whole_numbers_and_says_which_parameter_is_wrong(template, version, expected):
+    # QA: template=abc was a 404 (taken as "no such template") while version=abc was a 400 saying why.
+    if isinstance(expected, tuple):
+        assert templates_lib.parse_start(template, version) == expected
+    else:
+        with pytest.raises(ValidationError) as caught:
+            templates_lib.parse_start(template, version)
+        assert caught.value.message_dict == expected

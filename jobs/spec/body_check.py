@@ -58,8 +58,24 @@ def _diff(a: Any, b: Any, path: str, out: list[tuple[str, str]]) -> None:
                 out.append((f"{path}[{i}]", f"Missing: this console would send {json.dumps(other[i])} here."))
     elif b is _DROP:
         out.append((path, "This console cannot reproduce this value here; it would be dropped."))
+    elif isinstance(a, str) and isinstance(b, str) and a != b and a.strip() == b:
+        out.append((path, f"{_edges(a)}, which the console's form trims: send {json.dumps(b)}."))
     elif a != b or isinstance(a, bool) != isinstance(b, bool):
         out.append((path, f"Not in the console's form: it would be sent as {json.dumps(b)}."))
+
+
+def _edges(text: str) -> str:
+    """What surrounds a text that the wizard trims, in words ("Ends with a line break")."""
+    def named(chars: str) -> str:
+        kinds = dict.fromkeys("a line break" if c in "\r\n" else "a tab" if c == "\t" else "a space"
+                              for c in chars)
+        return " and ".join(kinds)
+
+    stripped = text.strip()
+    head = text[:len(text) - len(text.lstrip())] if stripped else ""
+    tail = text[len(text.rstrip()):] if stripped else text
+    parts = ([f"starts with {named(head)}"] if head else []) + ([f"ends with {named(tail)}"] if tail else [])
+    return " and ".join(parts).capitalize() if stripped else f"Only whitespace ({named(text)})"
 
 
 def _hints_for(body: Mapping, ctx: Context) -> dict:
