@@ -181,9 +181,9 @@ def report(workspace: Workspace, days: int = DEFAULT_DAYS, *, specs: Mapping[str
     for pk, name, owner, job_type, status, started, finished, specs_json in _rows(workspace, start, end):
         if status in st.TERMINAL and finished is None:
             continue  # ended without DLC saying when: no run time to count
+        # A job that ran for under a second (DLC's times are whole seconds) ran all the same: it is a line of its
+        # own, with 0 hours, as the CSV's "one line per job" says.
         hours = hours_within(started, finished, start, end)
-        if hours <= 0:
-            continue
         job = JobUsage(pk, name, owner or "(deleted user)", job_type or "(unknown)", status not in st.TERMINAL,
                        hours, sizes.get(specs_json) or sizes.setdefault(specs_json, size_of(specs_json, specs)))
         result.jobs.append(job)

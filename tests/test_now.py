@@ -244,6 +244,11 @@ def test_the_job_page_of_a_queued_job_says_its_place_and_a_running_one_does_not(
     assert 'id="queue-position">2nd of 2 in quota team-a' in html
     assert 'id="queue-position"' in client.get(queued.get_absolute_url(), HTTP_HX_REQUEST="true").content.decode()
     assert 'id="queue-position"' not in client.get(running.get_absolute_url()).content.decode()
+    # QA: a job waiting for its upstream read "1st of 1", as if DLC held it: its place is the one it will take.
+    held = make(team, "held", "Waiting", prio=5, submitted_at=None, dlc_job_id="")
+    html = client.get(held.get_absolute_url()).content.decode()
+    assert 'id="queue-position">Once released: 3rd of 3 in quota team-a' in html
+    assert "not sent to DLC until the job it runs after ends" in html
 
 
 def test_the_apis_job_detail_has_its_queue_position(team):

@@ -106,6 +106,18 @@ def test_only_time_inside_the_period_counts(team):
     assert result.jobs[0].hours == pytest.approx(4)
 
 
+def test_a_job_that_ran_for_under_a_second_is_a_line_with_no_hours(team):
+    # QA: a job failing at once (DLC's times are whole seconds: started == finished) was left out of the page,
+    # its totals and the CSV, whose header promises one line per job.
+    Job.objects.all().delete()
+    ran(team, "instant", hours=0)
+    ran(team, "normal", hours=1)
+    result = usage.report(team.alpha, 30, specs=SPECS, now=NOW)
+    assert sorted(j.name for j in result.jobs) == ["instant", "normal"] and result.total.jobs == 2
+    assert {j.name: j.hours for j in result.jobs}["instant"] == 0
+    assert len(list(csv.reader(io.StringIO(usage.to_csv(result))))) == 3
+
+
 def test_a_job_running_since_before_the_lookback_is_still_counted(team):
     Job.objects.all().delete()
     ran(team, "marathon", hours=0, ended_ago=24 * 200, running=True, created_ago=24 * 201)
