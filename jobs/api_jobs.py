@@ -775,9 +775,10 @@ def openapi_document(server: str) -> dict[str, Any]:
                         "description": "GET /api/v1/jobs/{id} only (not in lists): while the job is queued, its "
                                        "place in its quota's queue in DLC's order (higher priority first, then "
                                        "earlier submitted); 1 is admitted next. `quota`: the quota's name (null on "
-                                       "public resources). Null when the job is not queued.",
+                                       "public resources). `held`: the job waits for the job it runs after, so "
+                                       "this is the place it will take once released. Null when not queued.",
                         "properties": {"position": {"type": "integer"}, "of": {"type": "integer"},
-                                       "quota": {"type": "string", "nullable": True}}},
+                                       "quota": {"type": "string", "nullable": True}, "held": {"type": "boolean"}}},
                     "created_at": {"type": "string", "format": "date-time"}}},
                 "WorkspaceList": {"type": "object", "properties": {"workspaces": {"type": "array", "items": {
                     "type": "object", "properties": {

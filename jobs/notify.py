@@ -24,6 +24,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -115,9 +116,7 @@ def sweep_payload(sweep: Sweep, *, sent_at: datetime | None = None, event_id: An
     """The JSON of "sweep.ended": the sweep, its trials' ends counted, and each trial's job and end (as a job event
     would name it: Skipped apart from Stopped)."""
     trials = list(SweepTrial.objects.filter(sweep=sweep).select_related("job").order_by("number"))
-    counts: dict[str, int] = {}
-    for trial in trials:
-        counts[end_of(trial.job)] = counts.get(end_of(trial.job), 0) + 1
+    counts = dict(Counter(end_of(trial.job) for trial in trials))
     return {
         "event": event_name(SWEEP_ENDED),
         "event_id": str(event_id) if event_id else None,

@@ -13,7 +13,7 @@ DLC's API cannot tell a quota's capacity, so a quota's line is what this console
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -95,6 +95,8 @@ class Position:
     of: int
     quota_id: str
     quota_name: str  # the registered name, else the id; "" on public resources
+    # Waiting for the job it runs after: not sent to DLC yet, so this is the place it will take once released.
+    held: bool = False
 
     @property
     def where(self) -> str:
@@ -105,7 +107,7 @@ class Position:
         return f"{ordinal(self.position)} of {self.of} {self.where}"
 
     def as_json(self) -> dict[str, Any]:
-        return {"position": self.position, "of": self.of, "quota": self.quota_name or None}
+        return {"position": self.position, "of": self.of, "quota": self.quota_name or None, "held": self.held}
 
 
 @dataclass
@@ -279,5 +281,5 @@ def queue_position(job: Job) -> Position | None:
     for group in queues(active_jobs(workspace, sized=False, statuses=QUEUED), quota_names(workspace)):
         for entry in group.entries:
             if entry.job.pk == job.pk:
-                return entry.position
+                return replace(entry.position, held=job.status == st.WAITING)
     return None

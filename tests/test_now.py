@@ -51,7 +51,7 @@ def test_a_quotas_queue_is_higher_priority_first_then_earlier_submitted():
     assert order(group) == [3, 2, 1, 4], "the running job is not queued"
     second = group.entries[1].position
     assert (second.position, second.of, second.text) == (2, 4, "2nd of 4 in quota team-a")
-    assert second.as_json() == {"position": 2, "of": 4, "quota": "team-a"}
+    assert second.as_json() == {"position": 2, "of": 4, "quota": "team-a", "held": False}
 
 
 def test_each_quota_has_its_own_queue_and_public_resources_ignore_priority():
@@ -257,11 +257,14 @@ def test_the_apis_job_detail_has_its_queue_position(team):
     running = make(team, "running", "Running")
     api = Api(team.users["viewer"])
     assert api.get(f"/api/v1/jobs/{queued.pk}").json()["queue_position"] == {"position": 2, "of": 2,
-                                                                             "quota": "team-a"}
+                                                                             "quota": "team-a", "held": False}
     assert api.get(f"/api/v1/jobs/{running.pk}").json()["queue_position"] is None
+    # A job waiting for the job it runs after is not in DLC's queue yet: the place is the one it will take.
+    held = make(team, "held", "Waiting", prio=5, submitted_at=None, dlc_job_id="")
+    assert api.get(f"/api/v1/jobs/{held.pk}").json()["queue_position"]["held"] is True
     assert "queue_position" not in api.get("/api/v1/jobs").json()["jobs"][0], "detail only: a query per job"
     schema = api.get("/api/v1/openapi.json").json()["components"]["schemas"]["Job"]["properties"]
-    assert set(schema["queue_position"]["properties"]) == {"position", "of", "quota"}
+    assert set(schema["queue_position"]["properties"]) == {"position", "of", "quota", "held"}
 
 
 # -- in Chromium ----------------------------------------------------------------------------------------------
