@@ -1,4 +1,5 @@
-"""The workspace usage report (jobs.usage): server time of its page and of its CSV over 1, 7, 30 and 90 days.
+"""The workspace usage report (jobs.usage): server time of its page and of its CSV over 1, 7, 30 and 90 days, and
+of the month-to-date spend the budget reads (jobs.costs).
 
     python -m bench.usage [--sizes 100000] [--runs 5]
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from decimal import Decimal
 
 from bench import seed
 from bench.common import heading, p50, record, setup_django, timed, vendor
@@ -25,7 +27,7 @@ def run(sizes: list[int], runs: int) -> None:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from jobs import dlc, usage
+    from jobs import costs, dlc, usage
     from jobs.forms.wizard import Catalog
     from jobs.models import Job, Membership, Workspace
     from localdlc.catalog import ECS_SPECS
@@ -59,6 +61,14 @@ def run(sizes: list[int], runs: int) -> None:
                 report()
             record("usage", f"report {days}d p50 ({result.total.jobs:,} jobs, {len(queries)} queries)",
                    p50(timed(report, runs)), "ms", size=size, db=db, note=f"{result.total.running:,} of them active")
+        # The month's spend against the budget (jobs.costs.spend, uncached: what the guardrail pays once a minute).
+        prices = costs.Prices(instance={s["InstanceType"]: Decimal("1.5") for s in ECS_SPECS},
+                              gpu_hour=Decimal(10), cpu_core_hour=Decimal("0.2"))
+        month_start, _after = costs.month_bounds(now)
+        spent = costs.spend(workspace, month_start, now, prices)
+        record("usage", f"month-to-date spend p50 ({spent.jobs:,} jobs, {spent.no_price:,} without a price)",
+               p50(timed(lambda s=month_start, n=now, p=prices: costs.spend(workspace, s, n, p), runs)), "ms",
+               size=size, db=db)
         # The page itself reads the clock: past the seed's newest job, only its never-ending active jobs ran.
         page_ms = p50(timed(lambda: client.get(f"/workspaces/{workspace.pk}/usage?days=30"), runs))
         record("usage", "page 30d p50 (now: the seed's active jobs only)", page_ms, "ms", size=size, db=db)

@@ -270,6 +270,10 @@ DLC_SCHEDULE_MIN_MINUTES = int(os.environ.get("DLC_SCHEDULE_MIN_MINUTES", "10"))
 # trials' logs one look reads from DLC at most (each is GetPodLogs calls).
 DLC_EARLY_STOP_INTERVAL = float(os.environ.get("DLC_EARLY_STOP_INTERVAL", "60"))
 DLC_EARLY_STOP_MAX_CHECKS = int(os.environ.get("DLC_EARLY_STOP_MAX_CHECKS", "20"))
+# Seconds between two looks at running jobs for the workspaces' idle policies (jobs.idle), and how many jobs one
+# look measures at most (each is one or two GetJobMetrics calls), the least recently checked first.
+DLC_IDLE_INTERVAL = float(os.environ.get("DLC_IDLE_INTERVAL", "300"))
+DLC_IDLE_MAX_CHECKS = int(os.environ.get("DLC_IDLE_MAX_CHECKS", "20"))
 CELERY_BEAT_SCHEDULE = {
     # Periodic tasks expire after one interval: a backlog (worker down) must not replay every missed cycle.
     "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL,
@@ -280,6 +284,8 @@ CELERY_BEAT_SCHEDULE = {
                       "options": {"expires": max(1.0, DLC_SCHEDULE_INTERVAL)}},
     "stop-trials-early": {"task": "jobs.tasks.stop_trials_early", "schedule": DLC_EARLY_STOP_INTERVAL,
                           "options": {"expires": max(1.0, DLC_EARLY_STOP_INTERVAL)}},
+    "check-idle": {"task": "jobs.tasks.check_idle", "schedule": DLC_IDLE_INTERVAL,
+                   "options": {"expires": max(1.0, DLC_IDLE_INTERVAL)}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 

@@ -104,6 +104,9 @@ class Stack:
     sync_interval: float = 2.0
     extra_env: dict[str, str] = field(default_factory=dict)
     quiet: bool = False
+    # The tests' stacks start the worker, beat and web side by side (each is seconds of imports); `make run`
+    # starts them one after the other, so its web never answers before a worker does.
+    overlap_start: bool = False
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -214,11 +217,15 @@ class Stack:
         # Not set as the current app: shared tasks sent from this process must keep using the project's app.
         probe = Celery(broker=self.redis_url, set_as_current=False)
         deadline = time.monotonic() + timeout
+        # A ping waits its whole timeout when no worker is up yet: short at first, so a worker that comes up is
+        # seen within a fraction of a second, then 1 s, so a busy worker's late reply is still counted.
+        wait = 0.2
         try:
             while time.monotonic() < deadline:
                 self._check_alive("worker")
-                if probe.control.ping(timeout=1.0):
+                if probe.control.ping(timeout=wait):
                     return
+                wait = min(1.0, wait * 1.5)
             raise RuntimeError(f"no Celery worker answered a ping within {timeout}s")
         finally:
             probe.close()
@@ -230,10 +237,13 @@ class Stack:
         ])
 
     def start_web(self) -> None:
+        self._spawn_web()
+        self._wait_http(f"{self.url}/accounts/login/", "web")
+
+    def _spawn_web(self) -> None:
         self._spawn("web", [
             sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{self.web_port}",
         ])
-        self._wait_http(f"{self.url}/accounts/login/", "web")
 
     def manage(self, *args: str) -> None:
         subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=self.env(), check=True)
@@ -246,10 +256,17 @@ class Stack:
             self.start_redis()
             self.start_localdlc()
             self.start_worker()
+            if self.overlap_start:
+                self.start_beat()
+                if web:
+                    self._spawn_web()
             self.wait_for_worker()
-            self.start_beat()
+            if not self.overlap_start:
+                self.start_beat()
+                if web:
+                    self._spawn_web()
             if web:
-                self.start_web()
+                self._wait_http(f"{self.url}/accounts/login/", "web")
         except BaseException:
             self.stop()
             raise

@@ -62,10 +62,12 @@ def workspaces_with_roles(user) -> list[Workspace]:
     top bar, its choice of the current workspace and its permission checks need no query of their own."""
     if not user.is_authenticated:
         return []
+    # With its prices row (jobs.costs), so the budget notice of the list and the wizard costs no query either.
+    rows = workspaces_for(user).select_related("costs")
     if user.is_superuser:
-        found = [(ws, Membership.ADMIN) for ws in workspaces_for(user)]
+        found = [(ws, Membership.ADMIN) for ws in rows]
     else:
-        found = [(ws, ws.member_role) for ws in workspaces_for(user).annotate(member_role=F("memberships__role"))]
+        found = [(ws, ws.member_role) for ws in rows.annotate(member_role=F("memberships__role"))]
     for ws, role in found:
         ws.role_of = (user.pk, role)  # role_in() trusts it only for this user
     return [ws for ws, _ in found]

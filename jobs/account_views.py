@@ -26,10 +26,12 @@ class EmailPrefsForm(forms.ModelForm):
         fields = list(notify_email.PREF_FIELDS)
         # Read after the fieldset's legend, "Email me when my job…".
         labels = {"email_on_failure": "fails, or DLC refuses to run it", "email_on_success": "succeeds",
-                  "email_on_stop": "is stopped"}
+                  "email_on_stop": "is stopped", "email_on_idle": "is idle"}
         help_texts = {
             "email_on_failure": "With the last lines of its log when the console has them.",
             "email_on_stop": "By someone else or by DLC; not when you stopped it yourself.",
+            "email_on_idle": "Still running but using almost none of its CPUs or GPUs, as the workspace's idle "
+                             "policy measures it; once each time it goes idle.",
         }
 
     def __init__(self, *args, user, enabled: bool, **kwargs) -> None:

@@ -1,4 +1,4 @@
-"""The wizard's JSON endpoint: the dry run, POST /api/v1/jobs/validate; and the API's JSON 404 and 405.
+"""The dry run, POST /api/v1/jobs/validate; and the API's JSON 404 and 405.
 
 Authentication and CSRF come from the API's one helper, jobs.apitokens.api_view: a signed-in session
 (CSRF-checked like a form post, so our JavaScript sends X-CSRFToken) or an API token (`Authorization:
@@ -14,9 +14,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
-from jobs import access, api_jobs, policies, spec
+from jobs import api_jobs, spec
 from jobs.apitokens import api_view, error
-from jobs.views import current_workspace
 
 
 def _errors(status: int, message: str, path: str = "") -> JsonResponse:
@@ -26,10 +25,13 @@ def _errors(status: int, message: str, path: str = "") -> JsonResponse:
 @api_view
 @require_POST
 def validate_job(request: HttpRequest) -> JsonResponse:
-    """Run exactly the wizard's validation (jobs.spec with the workspace's context) on a CreateJob body.
+    """Run exactly the create's checks (POST /api/v1/jobs: jobs.spec with the workspace's guardrails, WorkspaceId,
+    SecretEnvs, run_after, ?template= locks) on a CreateJob body, saving nothing.
 
     200 {"valid": true, "notes": {...}} or 400 {"errors": {"<wire path, e.g. JobSpecs[0].PodCount>": [...]}}.
-    `?workspace=<id>` picks the workspace whose region, guardrails and instance types apply.
+    The workspace is chosen as the create chooses it (api_jobs.request_workspace): ?workspace=<id>, else the
+    caller's only one, else the one whose DLC workspace is the body's WorkspaceId; else 400 with `candidates`.
+    Viewers may ask too: a dry run changes nothing.
     """
     try:
         body = json.loads(request.body or b"")
@@ -38,28 +40,16 @@ def validate_job(request: HttpRequest) -> JsonResponse:
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError too
         where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         return _errors(400, f"The request body is not valid JSON{where}: {getattr(exc, 'msg', exc)}.")
-    wanted = request.GET.get("workspace", "")
-    if wanted:
-        pk = api_jobs.parse_id(wanted)
-        workspace = access.workspaces_for(request.api_user).filter(pk=pk).first() if pk else None
-        if workspace is None:
-            return _errors(404, "No such workspace.", "workspace")
-    else:
-        workspace = current_workspace(request) if request.user.is_authenticated else \
-            access.workspaces_for(request.api_user).first()
-    context = policies.context_for(workspace) if workspace else spec.Context(reserved_tags=1)
-    env_errors: dict[str, list[str]] = {}
-    if isinstance(body, dict):  # SecretEnvs and run_after, as POST /api/v1/jobs takes them (jobs.api_jobs)
-        from jobs.api_jobs import merge_secret_envs, take_run_after
-
-        body, _secrets, env_errors = merge_secret_envs(body)
-        if workspace is not None:
-            body, after = take_run_after(request.api_user, workspace, body)
-            env_errors.update(after.errors)
-    errors = {**env_errors, **spec.validate(body, context)}
-    if errors:
+    try:
+        workspace = api_jobs.request_workspace(request, "view", dlc_workspace_id=api_jobs.body_workspace_id(body))
+    except api_jobs.Problem as problem:
+        return problem.response()
+    locks, extra = api_jobs.template_start(request, workspace) if isinstance(body, dict) else (None, {})
+    checked, _after, errors = api_jobs.check_submit(request.api_user, workspace, body, extra_errors=extra,
+                                                    locks=locks)
+    if checked is None:
         return JsonResponse({"errors": errors}, status=400)
-    return JsonResponse({"valid": True, "notes": spec.notes(spec.inverse(body), context)})
+    return JsonResponse({"valid": True, "notes": spec.notes(spec.inverse(checked.wire), checked.context)})
 
 
 class JsonErrorsMiddleware:

@@ -22,7 +22,7 @@ from jobs import access, dependencies, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Workspace
 
-API_VERSION = "1.7.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.8.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
@@ -33,6 +33,22 @@ API_VERSION = "1.7.0"  # 1.1: /api/v1/workspaces rows gained effective_role and 
 #      0 = Monday) and refuse another kind's fields; a revoked token's 401 says token_revoked; ?template= that is not
 #      a whole number answers 400 at template; a lock on the environment variables holds for SecretEnvs / a clone's
 #      secret_envs; a clone refuses changes.SecretEnvs; a sweep's goal= / value= are checked without rank= too
+# 1.8: costs at the workspace's prices (jobs.costs): a job's detail has `cost` {amount, currency, running} or null
+#      (no price, or never ran); /api/v1/workspaces/{id}/usage has `cost` and `no_price_jobs` per line, `cost` per
+#      job, `currency`, `priced` and `budget` (this month's spend against the monthly budget, or null). Amounts are
+#      decimal strings to the cent. A workspace that refuses jobs once its budget is spent answers a create 400
+#      with the reason at "".
+#      Idle resources (jobs.idle): a job's detail has `idle`, null or {since, metric, value, threshold_percent,
+#      window_minutes, stops_at} while the workspace's idle policy finds it running idle.
+#      Also: POST /api/v1/jobs/validate picks the workspace as the create does (?workspace=, else your only one, else by
+#      the body's WorkspaceId: 400 with candidates when ambiguous; was: your session's or first workspace), refuses a
+#      WorkspaceId of another DLC workspace and takes ?template= / &version= as the create does; ?workspace= that is
+#      not a whole number answers 400 at workspace (was 404) on every endpoint taking it; documented: the 404 of
+#      an unknown workspace, JobPage next/previous as URLs (format uri) whose after/before parameter is the cursor,
+#      that sort=status may repeat or skip a job whose status changes between pages, the {"errors": ...} body of a
+#      priority change's 409 and 502. Names that differ only in case from another of the same scope are refused
+#      (400 at name): schedules here; workspaces, templates and webhooks in the portal. A webhook's test POST has
+#      an event_id (new on each test).
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
@@ -132,12 +148,15 @@ CANDIDATES_SHOWN = 20
 def request_workspace(request: HttpRequest, action: str, *, dlc_workspace_id: Any = None) -> Workspace:
     """The console workspace a call is about: ?workspace=<id>; else the caller's only one; else the one (of the
     caller's) whose DLC workspace is the body's WorkspaceId (`dlc_workspace_id`). 404 when ?workspace= is not
-    theirs; a Problem listing the candidates when none of these names exactly one."""
-    chosen = request.GET.get("workspace", "")
-    if chosen:
-        return access.get_workspace(request.api_user, parse_id(chosen), action)
+    theirs; a Problem listing the candidates when none of these names exactly one (or ?workspace= is no number)."""
+    chosen = workspace_param(request)
+    if chosen is not None:
+        return access.get_workspace(request.api_user, chosen, action)
     mine = access.workspaces_for(request.api_user).order_by("pk")
     found = list(mine[:2])
+    if not found:  # "name one of your workspaces" would list none
+        raise Problem({"workspace": ["You are a member of no workspace: ask a workspace admin to add you."]},
+                      candidates=[])
     given = dlc_workspace_id if isinstance(dlc_workspace_id, str) and dlc_workspace_id else ""
     if len(found) > 1 and given:
         found = list(mine.filter(dlc_workspace_id=given)[:2])
@@ -157,6 +176,17 @@ def request_workspace(request: HttpRequest, action: str, *, dlc_workspace_id: An
                                  "(Without it, the body's WorkspaceId picks the one workspace of yours with that "
                                  "DLC workspace ID.)"]},
                   candidates=shown[:CANDIDATES_SHOWN])
+
+
+def workspace_param(request: HttpRequest) -> int | None:
+    """?workspace=<id> (None: not given). Not a whole number: a Problem at workspace, not the 404 of a workspace that
+    does not exist, since a typo (`?workspace=team-a`) would otherwise read as "no such workspace"."""
+    given = request.GET.get("workspace", "")
+    if not given:
+        return None
+    if not (given.isascii() and given.isdigit()):
+        raise Problem({"workspace": ["Must be a workspace id, a whole number (GET /api/v1/workspaces lists yours)."]})
+    return parse_id(given)
 
 
 def body_workspace_id(body: Any) -> Any:
@@ -343,6 +373,17 @@ def take_run_after(user, workspace: Workspace, body: Any) -> tuple[Any, dependen
     return rest, dependencies.check(user, workspace, body.get(dependencies.FIELD), body.get(dependencies.WHEN_FIELD))
 
 
+def check_submit(user, workspace: Workspace, body: Any, *, extra_errors: dict[str, list[str]] | None = None,
+                 hints: Mapping[str, Any] | None = None, secret_envs_field: str = SECRET_ENVS,
+                 locks: Locks | None = None) -> tuple[Checked | None, dependencies.Choice, dict[str, list[str]]]:
+    """submit_body's checks without saving anything: (the checked body or None, its run_after choice, errors). The
+    dry run (jobs.api.validate_job) asks this, so that its verdict is the create's."""
+    body, after = take_run_after(user, workspace, body)
+    checked, errors = check_body(workspace, body, extra_errors={**(extra_errors or {}), **after.errors},
+                                 hints=hints, secret_envs_field=secret_envs_field, locks=locks)
+    return checked, after, errors
+
+
 def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | None = None,
                 extra_errors: dict[str, list[str]] | None = None, hints: Mapping[str, Any] | None = None,
                 secret_envs_field: str = SECRET_ENVS, locks: Locks | None = None) \
@@ -350,9 +391,8 @@ def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | Non
     """Validate a CreateJob body with the workspace's guardrails and save + enqueue it (or hold it, when its
     run_after job is still active). Returns (job, errors). `hints`, `secret_envs_field`, `locks`: as check_body's;
     the template of `locks` is kept in the job's hints, so that it binds its clones too."""
-    body, after = take_run_after(user, workspace, body)
-    checked, errors = check_body(workspace, body, extra_errors={**(extra_errors or {}), **after.errors},
-                                 hints=hints, secret_envs_field=secret_envs_field, locks=locks)
+    checked, after, errors = check_submit(user, workspace, body, extra_errors=extra_errors, hints=hints,
+                                          secret_envs_field=secret_envs_field, locks=locks)
     if checked is None:
         return None, errors
     clean, secrets = take_secrets(checked.wire)
@@ -379,11 +419,14 @@ def jobs(request: HttpRequest) -> JsonResponse:
     if filters.errors:
         return bad_request(filters.errors)
     rows = access.jobs_for(request.api_user).select_related("workspace", "owner")
-    chosen = request.GET.get("workspace", "")
-    if chosen:
-        rows = rows.filter(workspace=access.get_workspace(request.api_user, parse_id(chosen)))
+    try:
+        chosen = workspace_param(request)
+    except Problem as problem:
+        return problem.response()
+    if chosen is not None:
+        rows = rows.filter(workspace=access.get_workspace(request.api_user, chosen))
     page = listing.page(rows, filters, user=request.api_user)
-    base = {**filters.query(), **({"workspace": chosen} if chosen else {})}
+    base = {**filters.query(), **({"workspace": chosen} if chosen is not None else {})}
 
     def link(**cursor: str) -> str:
         from urllib.parse import urlencode
@@ -438,10 +481,12 @@ def job(request: HttpRequest, pk: int) -> JsonResponse:
 def job_detail_json(job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
     """One job as GET /api/v1/jobs/{id} shows it: job_json and, while it is queued, its place in its quota's queue
     (jobs.now; one query, so not in the list)."""
-    from jobs import now
+    from jobs import costs, idle, now
 
     position = now.queue_position(job)
-    return {**job_json(job, request), "queue_position": position.as_json() if position else None}
+    cost = costs.job_cost(job)
+    return {**job_json(job, request), "queue_position": position.as_json() if position else None,
+            "cost": cost.as_json() if cost else None, "idle": idle.as_json(job)}
 
 
 def _patch(request: HttpRequest, pk: int) -> JsonResponse:
@@ -609,15 +654,35 @@ def openapi_document(server: str) -> dict[str, Any]:
                 "description": "Console workspace id (GET /api/v1/workspaces); optional if you have only one. "
                                "Without it, a create call (job, sweep, schedule) uses the one workspace of yours "
                                "whose dlc_workspace_id is the CreateJob body's WorkspaceId; else 400 with "
-                               "`candidates` [{id, name, dlc_workspace_id}]."}
+                               "`candidates` [{id, name, dlc_workspace_id}]. Not a whole number: 400 at "
+                               "`workspace`. An id that is none of your workspaces (or outside the token's "
+                               "workspace): 404."}
     list_params = [ws_param] + [
         {"name": n, "in": "query", "schema": {"type": "string"}, "description": d} for n, d in (
             ("q", "Name contains."), ("status", "A status, or 'active' / 'finished'."),
             ("framework", "JobType, e.g. PyTorchJob."), ("owner", "Username, or 'me'."),
             ("created_from", "YYYY-MM-DD"), ("created_to", "YYYY-MM-DD"),
-            ("sort", "-created (default), created, name, -name, status"), ("size", "10, 20 (default), 50, 100"),
-            ("after", "Cursor from `next`."), ("before", "Cursor from `previous`."))
+            ("sort", "-created (default), created, name, -name, status. The pages are keyset-paginated on the "
+                     "sort key: with `status`, a job whose status changes while you page through may appear on "
+                     "two pages or on none (its place in the order moved); the other orders are on keys that do "
+                     "not change."),
+            ("size", "10, 20 (default), 50, 100"),
+            ("after", "A cursor, not a URL: the `after` query parameter of the page's `next` URL. Simplest: "
+                      "request `next` as it is."),
+            ("before", "A cursor, not a URL: the `before` query parameter of the page's `previous` URL."))
     ]
+    template_params = [
+        {"name": "template", "in": "query", "schema": {"type": "integer"},
+         "description": "Template the job starts from: its locked fields must keep their values (a lock on the "
+                        "environment variables holds for SecretEnvs too). Not a whole number from 1: 400 at "
+                        "template."},
+        {"name": "version", "in": "query", "schema": {"type": "integer", "minimum": 1},
+         "description": "The template's version (default: its default version, else its latest); only with "
+                        "template. Not a whole number from 1, or without template: 400 at version."}]
+    # What a call answers when it cannot say which workspace is meant (request_workspace).
+    invalid_or_candidates = {
+        **validation, "description": validation["description"] + " Without ?workspace=, when it cannot tell which "
+        "of your workspaces is meant: `errors.workspace` and `candidates` [{id, name, dlc_workspace_id}]."}
     return {
         "openapi": "3.0.3",
         "info": {"title": "DLC Console API", "version": API_VERSION,
@@ -636,24 +701,14 @@ def openapi_document(server: str) -> dict[str, Any]:
             "/api/v1/jobs": {
                 "get": {"summary": "List jobs (keyset pagination like the list page)", "parameters": list_params,
                         "responses": {"200": {"description": "A page of jobs", "content": {"application/json": {
-                            "schema": {"$ref": "#/components/schemas/JobPage"}}}}, "400": validation, "401": err}},
+                            "schema": {"$ref": "#/components/schemas/JobPage"}}}}, "400": validation, "401": err,
+                            "404": err}},
                 "post": {"summary": "Create a job from a CreateJob body (same validation as the wizard)",
-                         "parameters": [ws_param,
-                                        {"name": "template", "in": "query", "schema": {"type": "integer"},
-                                         "description": "Template the job starts from: its locked fields "
-                                                        "must keep their values (a lock on the environment "
-                                                        "variables holds for SecretEnvs too). Not a whole number "
-                                                        "from 1: 400 at template."},
-                                        {"name": "version", "in": "query",
-                                         "schema": {"type": "integer", "minimum": 1},
-                                         "description": "The template's version (default: its default "
-                                                        "version, else its latest); only with template. Not a "
-                                                        "whole number from 1, or without template: 400 at "
-                                                        "version."}],
+                         "parameters": [ws_param, *template_params],
                          "requestBody": {"required": True, "content": {"application/json": {
                              "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
                          "responses": {"201": {"description": "Created; the worker submits it to DLC", **job_ok},
-                                       "400": validation, "401": err, "403": err, "404": err}},
+                                       "400": invalid_or_candidates, "401": err, "403": err, "404": err}},
             },
             "/api/v1/jobs/{id}": {
                 "get": {"summary": "One job", "parameters": [job_id],
@@ -671,9 +726,11 @@ def openapi_document(server: str) -> dict[str, Any]:
                                                     "description": "1 lowest, 9 highest."}}}}}},
                     "responses": {"200": {"description": "Changed; the job", **job_ok},
                                   "400": validation, "401": err, "403": err, "404": err,
-                                  "409": {"description": "The job is not on a resource quota or no longer waits "
+                                  "409": {**validation,
+                                          "description": "The job is not on a resource quota or no longer waits "
                                                          "in its queue: `errors.priority` says which."},
-                                  "502": {"description": "DLC refused the change or did not answer: "
+                                  "502": {**validation,
+                                          "description": "DLC refused the change or did not answer: "
                                                          "`errors.priority` says what happened."}}},
             },
             "/api/v1/jobs/{id}/stop": {"post": {
@@ -701,9 +758,18 @@ def openapi_document(server: str) -> dict[str, Any]:
                               "403": err, "404": err}}},
             "/api/v1/jobs/validate": {"post": {
                 "summary": "Dry run: validate a CreateJob body without creating anything",
+                "description": "The checks of POST /api/v1/jobs, in the workspace that call would use (same "
+                               "`workspace`, `template` and `version` parameters): valid here means the create "
+                               "accepts the body. Any member may ask, a viewer or a read-only token too.",
+                "parameters": [ws_param, *template_params],
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
-                "responses": {"200": {"description": "{\"valid\": true}"}, "400": validation, "401": err}}},
+                "responses": {"200": {"description": "Valid: `notes` are the wizard's remarks on the job.",
+                                      "content": {"application/json": {"schema": {
+                                          "type": "object", "properties": {"valid": {"type": "boolean"},
+                                                                           "notes": {"type": "object"}}}}}},
+                              "400": invalid_or_candidates, "401": err, "404": err,
+                              "413": {**validation, "description": "The body is too large (error at \"\")."}}}},
             **note_paths(err, validation),
             **sweep_paths(err, validation, ws_param),
             **schedule_paths(err, validation, ws_param),
@@ -779,6 +845,24 @@ def openapi_document(server: str) -> dict[str, Any]:
                                        "this is the place it will take once released. Null when not queued.",
                         "properties": {"position": {"type": "integer"}, "of": {"type": "integer"},
                                        "quota": {"type": "string", "nullable": True}, "held": {"type": "boolean"}}},
+                    "idle": {
+                        "type": "object", "nullable": True,
+                        "description": "GET /api/v1/jobs/{id} only: while the workspace's idle policy finds the "
+                                       "running job idle, since when, what was measured (metric GPU or CPU, the "
+                                       "busiest pod's average percent over window_minutes, under "
+                                       "threshold_percent) and when the policy stops it (stops_at, null: never). "
+                                       "Null when not idle.",
+                        "properties": {"since": {"type": "string", "format": "date-time"},
+                                       "metric": {"type": "string", "enum": ["GPU", "CPU"]},
+                                       "value": {"type": "number"}, "threshold_percent": {"type": "number"},
+                                       "window_minutes": {"type": "number"},
+                                       "stops_at": {"type": "string", "format": "date-time", "nullable": True}}},
+                    "cost": {
+                        "type": "object", "nullable": True,
+                        "description": "GET /api/v1/jobs/{id} only: what the job cost at the workspace's prices "
+                                       "(so far while `running`). Null when it never ran or has no price.",
+                        "properties": {"amount": {"type": "string", "description": "Decimal, to the cent."},
+                                       "currency": {"type": "string"}, "running": {"type": "boolean"}}},
                     "created_at": {"type": "string", "format": "date-time"}}},
                 "WorkspaceList": {"type": "object", "properties": {"workspaces": {"type": "array", "items": {
                     "type": "object", "properties": {
@@ -795,7 +879,12 @@ def openapi_document(server: str) -> dict[str, Any]:
                         "policy": {"type": "object", "description": "The workspace's guardrails."}}}}}},
                 "JobPage": {"type": "object", "properties": {
                     "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
-                    "next": {"type": "string", "nullable": True}, "previous": {"type": "string", "nullable": True}}},
+                    "next": {"type": "string", "format": "uri", "nullable": True,
+                             "description": "The URL of the next page, to request as it is (null: last page). Its "
+                                            "`after` query parameter is the cursor."},
+                    "previous": {"type": "string", "format": "uri", "nullable": True,
+                                 "description": "The URL of the previous page (null: first page). Its `before` "
+                                                "query parameter is the cursor."}}},
                 **note_schemas(),
                 **sweep_schemas(),
                 **schedule_schemas(),

@@ -18,7 +18,7 @@ from django.http import Http404, HttpRequest, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from jobs import access, api_jobs, early_stop, jobpage, lifecycle, sweeps, usage
+from jobs import access, api_jobs, costs, early_stop, jobpage, lifecycle, sweeps, usage
 from jobs import status as st
 from jobs.api_jobs import Problem, bad_request, create_request, parse_id, request_workspace
 from jobs.apitokens import api_view
@@ -395,7 +395,9 @@ def sweep_stop(request: HttpRequest, pk: int) -> JsonResponse:
 def _line_json(line: usage.Line) -> dict[str, Any]:
     return {"key": line.key, "jobs": line.jobs, "running": line.running, "hours": round(line.hours, 4),
             "node_hours": round(line.node_hours, 4), "cpu_hours": round(line.cpu_hours, 4),
-            "gpu_hours": round(line.gpu_hours, 4), "unknown_size_jobs": line.unknown}
+            "gpu_hours": round(line.gpu_hours, 4), "unknown_size_jobs": line.unknown,
+            # Decimal text to the cent (jobs.costs.money), in the report's currency; jobs without a price left out.
+            "cost": costs.money(line.cost), "no_price_jobs": line.no_price}
 
 
 def _usage_job_json(job: usage.JobUsage, request: HttpRequest) -> dict[str, Any]:
@@ -405,7 +407,8 @@ def _usage_job_json(job: usage.JobUsage, request: HttpRequest) -> dict[str, Any]
     return {"id": job.pk, "name": job.name, "owner": job.owner, "job_type": job.job_type, "running": job.running,
             "hours": round(job.hours, 4), "nodes": job.size.nodes, "cpus": job.size.cpu, "gpus": job.size.gpu,
             "node_hours": round(job.hours * job.size.nodes, 4), "cpu_hours": rounded(job.cpu_hours),
-            "gpu_hours": rounded(job.gpu_hours), "url": _link(request, reverse("api_job", args=[job.pk]))}
+            "gpu_hours": rounded(job.gpu_hours), "cost": costs.money(job.cost) if job.cost is not None else None,
+            "url": _link(request, reverse("api_job", args=[job.pk]))}
 
 
 @api_view
@@ -434,6 +437,9 @@ def workspace_usage(request: HttpRequest, pk: int) -> JsonResponse:
         "unknown_size_jobs": result.total.unknown,
         "catalog_missing": result.catalog_missing,
         "catalog_error": catalog.error or None,
+        "currency": result.currency,
+        "priced": result.priced,
+        "budget": budget.as_json() if (budget := costs.budget(workspace)) else None,
     })
 
 

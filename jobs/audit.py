@@ -45,8 +45,8 @@ def token_of(actor) -> dict[str, str] | None:
 
 
 def record(actor, action: str, *, workspace: Workspace, job: Job | None = None, source: Job | None = None,
-           **details: Any) -> AuditEvent:
-    """Append one event. `actor` is a user (or None for the system, e.g. a sync import)."""
+           by: str = "system", **details: Any) -> AuditEvent:
+    """Append one event. `actor` is a user (or None for the system, e.g. a sync import, named by `by`)."""
     user = actor if actor is not None and getattr(actor, "is_authenticated", False) else None
     saved = scrub(details)
     token = token_of(user)
@@ -54,7 +54,7 @@ def record(actor, action: str, *, workspace: Workspace, job: Job | None = None, 
         saved[TOKEN_KEY] = token
     return AuditEvent.objects.create(
         actor=user,
-        actor_name=user.get_username() if user else "system",
+        actor_name=user.get_username() if user else by,
         action=action,
         workspace=workspace,
         job=job,

@@ -35,10 +35,11 @@ def _redis() -> None:
 
 
 def _worker() -> str:
-    replies = app.control.ping(timeout=3)
+    # limit=1: a ping without it waits out its whole timeout collecting replies, so every /healthz took 3 s.
+    replies = app.control.ping(timeout=3, limit=1)
     if not replies:
         raise RuntimeError("no Celery worker answered a ping")
-    return f"{len(replies)} worker(s)"
+    return f"{next(iter(replies[0]))} answered"
 
 
 def _workspace(ws: Workspace):

@@ -292,6 +292,9 @@ def status_reason(job: Job) -> str:
     if job.stop_requested_at is not None and job.status in ("Stopping", "Stopped"):
         from jobs.models import SweepTrial
 
+        if (job.idle_detail or {}).get("stopped"):  # stopped by the idle policy (jobs.idle)
+            return str(job.idle_detail["stopped"])
+
         own = SweepTrial.objects.filter(job=job).exclude(stop_reason="").values_list("stop_reason", flat=True).first()
         if own:
             return own
@@ -453,8 +456,10 @@ def waiting_note(job: Job, now: datetime | None = None) -> str:
 
 def live(job: Job, user) -> dict[str, Any]:
     """Everything the self-refreshing part of the job page shows, from the database only."""
+    from jobs import costs
     from jobs import now as queue_now  # which builds on this module's human_duration
 
+    prices = costs.prices_for(job.workspace)
     visible = access.jobs_for(user)
     source = visible.filter(pk=job.cloned_from_id).only("id", "display_name").first() if job.cloned_from_id else None
     deps = dependencies.page_facts(job, user)
@@ -468,8 +473,12 @@ def live(job: Job, user) -> dict[str, Any]:
         "waiting_note": waiting_note(job),
         "queue_position": queue_now.queue_position(job),
         "status_reason": status_reason(job),
+        "idle": idle_note(job),
         # A failed job's likely cause: stored once its logs are archived; before, from DLC's reason (no DLC call).
         "diagnosis": diagnosis.for_job(job),
+        # At the workspace's prices: so far while it runs; None without a price (said as "no price" once it ran).
+        "cost": costs.job_cost(job, prices),
+        "priced": prices.any,
         # A stop asked while the job waited to be submitted keeps its status until DLC has the job.
         "can_stop": job.is_stoppable and not (job.stop_requested_at and not job.stop_error)
         and access.can(user, "stop", workspace=job.workspace, job=job),
@@ -481,6 +490,25 @@ def live(job: Job, user) -> dict[str, Any]:
         "cloned_from": source,
         "clones": list(visible.filter(cloned_from=job).only("id", "display_name", "status")[:50]),
     }
+
+
+@dataclass(frozen=True)
+class IdleNote:
+    since: datetime
+    text: str  # "CPU 0.3% of 4 cores over the last 30 min"
+    stops_at: datetime | None
+
+
+def idle_note(job: Job) -> IdleNote | None:
+    """The job page's idle line while the job runs idle (jobs.idle), with when the policy will stop it; one query
+    (the workspace's policy) only for an idle job."""
+    if job.idle_since is None or not job.is_active:
+        return None
+    from jobs import idle
+
+    detail = job.idle_detail or {}
+    return IdleNote(job.idle_since, f"{detail.get('text', '')} over the last {detail.get('window_minutes', 0):g} min",
+                    idle.stops_at(job, idle.policy_of(job)))
 
 
 # --- stop results ----------------------------------------------------------------------------------------

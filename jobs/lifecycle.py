@@ -627,15 +627,16 @@ def _project(value: Any, schema: Any) -> Any:
 # -- stop ------------------------------------------------------------------------------------------------
 
 
-def request_stop(user, job: Job, *, reason: str = "") -> str:
+def request_stop(user, job: Job, *, reason: str = "", by: str = "system") -> str:
     """A user asks to stop a job: "stopping", "stopped" (it never reached DLC), "already-finished",
     "not-permitted" or "failed: <error>". The StopJob call itself goes through Celery; the row shows
     "Stopping" until a sync sees DLC confirm. With `reason` and no user, the console itself stops it (a sweep's
-    early stopping, jobs.early_stop): no permission to check, and the reason goes into the audit event.
+    early stopping, jobs.early_stop): no permission to check, and the reason goes into the audit event, whose
+    actor is `by` (the idle policy's stops, jobs.idle).
     """
     if not (user is None and reason) and not access.can(user, "stop", workspace=job.workspace, job=job):
         return "not-permitted"
-    why = {"reason": reason} if reason else {}
+    why = {"reason": reason, "by": by} if reason else {}
     now = timezone.now()
     with transaction.atomic():
         row = Job.objects.select_for_update().get(pk=job.pk)

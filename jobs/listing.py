@@ -61,7 +61,7 @@ _DATETIME_COLUMNS = {"created_at"}
 # more to load and decode than the query itself. Touching another one on a row costs a query per row, which the
 # benchmark's "queries at page size 10/20/50/100" figure and tests/test_views_list.py would show.
 ROW_FIELDS = ("id", "display_name", "status", "job_type", "created_at", "started_at", "finished_at", "dlc_job_id",
-              "stop_error", "owner__username", "run_after_id")
+              "stop_error", "owner__username", "run_after_id", "idle_since")
 
 
 class CursorError(ValueError):
@@ -683,6 +683,7 @@ class Row(TypedDict):
     waits_for_url: str
     notes: int  # the job's notes (for_rows' note_count), 0 for a job read without it
     notes_label: str
+    idle: bool  # running idle (jobs.idle): a column of the row, no query of its own
 
 
 def rows(jobs: Iterable[Job], checked: Iterable[int] = ()) -> list[Row]:
@@ -723,6 +724,7 @@ def rows(jobs: Iterable[Job], checked: Iterable[int] = ()) -> list[Row]:
             waits_for_url=f"{url_pattern[0]}{waits_for}{url_pattern[2]}" if waits_for else "",
             notes=note_count,
             notes_label=notes.count_label(note_count) if note_count else "",
+            idle=job.idle_since is not None and job.status == "Running",
         ))
     return out
 

@@ -126,6 +126,13 @@ class Job(models.Model):
     logs_archived_at = models.DateTimeField(null=True, blank=True)
     # A failed job's likely cause (jobs.diagnosis), computed once from its logs: {} until then.
     diagnosis = models.JSONField(default=dict, blank=True)
+    # Idle resources (jobs.idle), while the job runs in a workspace with an idle policy: since when every pod has
+    # been under the threshold (null: busy, or not known to be idle), the last check, and what it measured
+    # ({metric, value, threshold_percent, window_minutes, cores, text}; "stopped": the reason, once the policy
+    # stopped the job).
+    idle_since = models.DateTimeField(null=True, blank=True)
+    idle_checked_at = models.DateTimeField(null=True, blank=True)
+    idle_detail = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -146,6 +153,10 @@ class Job(models.Model):
             # only when the query repeats its condition, which jobs.lifecycle's lookups do). EXPLAIN of both on
             # both databases: tests/test_job_indexes.py.
             models.Index(fields=["status"], name="job_status"),
+            # The idle check's candidates (jobs.idle.candidates): running jobs, the least recently checked first.
+            # Partial, so only running rows pay for the check's write of idle_checked_at.
+            models.Index(fields=["idle_checked_at", "id"], name="job_running_idle_check",
+                         condition=models.Q(status="Running")),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -235,6 +246,7 @@ from jobs.portal_models import (  # noqa: E402,F401
     AuditEvent,
     JobTemplate,
     JobTemplateVersion,
+    WorkspaceCost,
     WorkspacePolicy,
 )
 from jobs.scalar_models import JobScalar  # noqa: E402,F401

@@ -24,6 +24,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,7 +39,7 @@ from django.utils import timezone
 from jobs import audit, dependencies, diagnosis, dlc
 from jobs import status as st
 from jobs.models import AuditEvent, Job, Webhook, WebhookDelivery
-from jobs.notify_models import EVENTS, PER_SWEEP, SKIPPED, SWEEP_ENDED
+from jobs.notify_models import EVENTS, IDLE, PER_SWEEP, SKIPPED, SWEEP_ENDED, is_idle
 from jobs.sweep_models import Sweep, SweepTrial
 
 EVENT_STATUSES = frozenset(value for value, _ in EVENTS)
@@ -56,7 +57,9 @@ SIGNATURE_HEADER = "X-DLC-Signature"
 
 
 def event_name(status: str) -> str:
-    """The payload's "event" for a delivery's status: job.succeeded ... job.skipped, or sweep.ended."""
+    """The payload's "event" for a delivery's status: job.succeeded ... job.skipped, job.idle, or sweep.ended."""
+    if is_idle(status):
+        return "job.idle"
     return "sweep.ended" if status == SWEEP_ENDED else f"job.{status.lower()}"
 
 
@@ -112,6 +115,29 @@ def payload(job: Job, *, status: str | None = None, sent_at: datetime | None = N
     }
 
 
+def idle_payload(job: Job, *, sent_at: datetime | None = None, event_id: Any = None) -> dict[str, Any]:
+    """The JSON of "job.idle": the running job and its idle state as the API's job detail gives it (jobs.idle)."""
+    from jobs import idle
+
+    return {
+        "event": "job.idle",
+        "event_id": str(event_id) if event_id else None,
+        "job": {
+            "id": job.pk,
+            "name": job.display_name,
+            "status": job.status,
+            "dlc_job_id": job.dlc_job_id,
+            "workspace": job.workspace.name,
+            "owner": job.owner.get_username() if job.owner else None,
+            "url": job_url(job),
+            "created_at": _iso(job.created_at),
+            "started_at": _iso(job.started_at),
+            "idle": idle.as_json(job),
+        },
+        "sent_at": _iso(sent_at or timezone.now()),
+    }
+
+
 def sweep_payload(sweep: Sweep, *, sent_at: datetime | None = None, event_id: Any = None) -> dict[str, Any]:
     """The JSON of "sweep.ended": the sweep, its trials' ends counted, and each trial's job and end (as a job event
     would name it: Skipped apart from Stopped)."""
@@ -137,7 +163,9 @@ def sweep_payload(sweep: Sweep, *, sent_at: datetime | None = None, event_id: An
 
 
 def delivery_payload(delivery: WebhookDelivery, job: Job) -> dict[str, Any]:
-    """What a delivery POSTs: its sweep's summary, or its job's end."""
+    """What a delivery POSTs: its sweep's summary, its job's idle spell, or its job's end."""
+    if is_idle(delivery.status):
+        return idle_payload(job, event_id=delivery.event_id)
     if delivery.status == SWEEP_ENDED:
         trial = SweepTrial.objects.filter(job=job).select_related("sweep__workspace", "sweep__owner").first()
         if trial is not None:
@@ -147,8 +175,9 @@ def delivery_payload(delivery: WebhookDelivery, job: Job) -> dict[str, Any]:
 
 
 def ping_payload(webhook: Webhook) -> dict[str, Any]:
-    return {"event": "test", "workspace": webhook.workspace.name, "webhook": webhook.name,
-            "sent_at": _iso(timezone.now())}
+    # A fresh event_id per test: every POST has one, and a receiver that drops repeats must not drop the next test.
+    return {"event": "test", "event_id": str(uuid.uuid4()), "workspace": webhook.workspace.name,
+            "webhook": webhook.name, "sent_at": _iso(timezone.now())}
 
 
 def encode(data: dict[str, Any]) -> bytes:
@@ -545,6 +574,13 @@ def deliveries_for(job: Job) -> list[WebhookDelivery]:
     return found
 
 
+def idle_deliveries(job: Job, status: str) -> list[WebhookDelivery]:
+    """The deliveries of an idle spell (`status`: jobs.idle.spell_status), made once per webhook and spell: one per
+    webhook whose events include Idle (held for a paused one)."""
+    return [_owe(webhook, job.pk, status) for webhook in Webhook.objects.filter(HEARING, workspace_id=job.workspace_id)
+            if notifies(webhook, IDLE)]
+
+
 def retry_wait(attempts: int) -> float:
     """Seconds before the next try after `attempts` failed ones: base, 4x base, 16x base..."""
     return settings.DLC_WEBHOOK_RETRY_BASE_SECONDS * 4 ** max(0, attempts - 1)
@@ -559,7 +595,11 @@ def attempt(delivery: WebhookDelivery, job: Job) -> str:
     ).update(next_attempt_at=now + CLAIM)
     if not claimed:
         return "skipped"
-    if job.is_active or (delivery.status == st.SUBMIT_FAILED and job.dlc_job_id):
+    if is_idle(delivery.status) and (not job.is_active or job.idle_since is None):
+        # The spell ended before its turn (busy again, or the job ended): old news, not sent.
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=None, last_error="no longer idle")
+        return "skipped"
+    if (job.is_active and not is_idle(delivery.status)) or (delivery.status == st.SUBMIT_FAILED and job.dlc_job_id):
         # The end was undone: a job given up as SubmitFailed (or stopped unsent) whose CreateJob had landed after
         # all is adopted by DLC's job (lifecycle.adopt). Receivers must not hear of that end now; its real end
         # makes a delivery anew (the unique key is free again).

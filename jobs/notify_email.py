@@ -32,7 +32,7 @@ from jobs import access, audit, dependencies, diagnosis, dlc, logarchive, logmas
 from jobs import status as st
 from jobs.models import AuditEvent, Job, PodLog
 from jobs.notify import Answer, job_url, next_try_in, overdue_jobs
-from jobs.notify_models import EmailDelivery, NotificationPrefs
+from jobs.notify_models import EmailDelivery, NotificationPrefs, is_idle
 from jobs.sweep_models import Sweep, SweepTrial
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,8 @@ PREF_OF_STATUS = {
     "Succeeded": "email_on_success",
     "Stopped": "email_on_stop",
 }
-PREF_FIELDS = ("email_on_failure", "email_on_success", "email_on_stop")
+PREF_FIELDS = ("email_on_failure", "email_on_success", "email_on_stop", "email_on_idle")
+IDLE_PREF = "email_on_idle"  # an idle spell's mail (status "Idle:<start>", jobs.idle): the job is still running
 SUBJECT_VERBS = {
     "Failed": "failed",
     st.SUBMIT_FAILED: "failed: DLC refused it",
@@ -288,11 +289,35 @@ def body(job: Job, status: str) -> str:
 
 def message(job: Job, status: str, to: str) -> EmailMessage:
     """The mail of a delivery: a job's end, or (a delivery keyed on a sweep's trial) the sweep's summary."""
+    if is_idle(status):
+        return EmailMessage(subject=f"[DLC Console] {_one_line(job.display_name)[:200]} is idle",
+                            body=idle_body(job), to=[to])
     sweep = sweep_of(job)
     if sweep is not None:
         trials = _trials(sweep)
         return EmailMessage(subject=sweep_subject(sweep, trials), body=sweep_body(sweep, trials), to=[to])
     return EmailMessage(subject=subject(job, status), body=body(job, status), to=[to])
+
+
+def idle_body(job: Job) -> str:
+    """An idle spell's mail: what was measured, and when the policy will stop the job (if it will)."""
+    from jobs import idle
+
+    detail = job.idle_detail or {}
+    stop = idle.stops_at(job, idle.policy_of(job))
+    lines = [
+        f"Your job {_one_line(job.display_name)} is running but idle: {detail.get('text', '')} over the last "
+        f"{detail.get('window_minutes', 0):g} min (under {detail.get('threshold_percent', 0):g}%).",
+        "",
+        f"Job:        {_one_line(job.display_name)} (#{job.pk}{', DLC ' + job.dlc_job_id if job.dlc_job_id else ''})",
+        f"Workspace:  {job.workspace.name}",
+        f"Idle since: {_when(job.idle_since)}",
+        f"Stops at:   {_when(stop) if stop else 'never: the workspace policy does not stop idle jobs'}",
+        f"Job page:   {job_url(job)}",
+        "", "--", "You get this mail because you asked for it. Change what you get at",
+        settings.DLC_BASE_URL + reverse("email_notifications"),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def send_test(user) -> Answer:
@@ -352,6 +377,18 @@ def owed(job_ids: list[int], found: list[int] | None = None) -> list[int]:
         ignore_conflicts=True,  # this end (or an earlier one of the job) was mailed already: never twice
     )
     return [pk for pk, _, _ in rows]
+
+
+def idle_owed(job: Job, status: str) -> bool:
+    """An idle spell's mail to the job's owner, made once for the spell (its unique key), if they opted in and
+    have an address; True when one is owed now (the caller enqueues the job's email task)."""
+    owner = job.owner
+    if owner is None or not owner.email or not configured() or not getattr(prefs_for(owner), IDLE_PREF):
+        return False
+    EmailDelivery.objects.bulk_create([EmailDelivery(job=job, user=owner, status=status,
+                                                     next_attempt_at=timezone.now())], ignore_conflicts=True)
+    return EmailDelivery.objects.filter(job=job, user=owner, status=status, sent_at__isnull=True,
+                                        next_attempt_at__isnull=False).exists()
 
 
 @dataclass(frozen=True)
@@ -418,8 +455,11 @@ def _why_not(delivery: EmailDelivery, job: Job) -> str:
         return "the user is inactive"
     if not user.email:
         return "no address"
-    if prefs is None or not getattr(prefs, PREF_OF_STATUS.get(delivery.status, ""), False):
+    pref = IDLE_PREF if is_idle(delivery.status) else PREF_OF_STATUS.get(delivery.status, "")
+    if prefs is None or not getattr(prefs, pref, False):
         return "opted out"
+    if is_idle(delivery.status):
+        return "" if job.is_active and job.idle_since is not None else "no longer idle"
     sweep = sweep_of(job)
     if sweep is not None:
         stopped = [t.job for t in _trials(sweep) if t.job.status == "Stopped"]
@@ -447,7 +487,7 @@ def attempt(delivery: EmailDelivery, job: Job) -> str:
     if not claimed:
         return "skipped"
     rows = EmailDelivery.objects.filter(pk=delivery.pk)
-    if job.is_active or (delivery.status == st.SUBMIT_FAILED and job.dlc_job_id):
+    if (job.is_active and not is_idle(delivery.status)) or (delivery.status == st.SUBMIT_FAILED and job.dlc_job_id):
         # The end was undone (a SubmitFailed job whose CreateJob had landed after all was adopted): no mail now;
         # its real end makes a delivery anew (the unique key is free again).
         rows.filter(sent_at__isnull=True).delete()

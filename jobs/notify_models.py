@@ -22,6 +22,15 @@ SKIPPED = "Skipped"
 # A delivery's `status` for a sweep's one summary ("sweep.ended"), keyed on the sweep's first trial's job.
 SWEEP_ENDED = "SweepEnded"
 
+# A delivery's `status` for an idle spell of a running job is "Idle:<the spell's start, epoch seconds>" (jobs.idle):
+# one per spell, the next spell news again.
+IDLE = "Idle"
+
+
+def is_idle(status: str) -> bool:
+    return status == IDLE or status.startswith(IDLE + ":")
+
+
 # The job ends a webhook may be told about: the terminal statuses (jobs.status.TERMINAL) and Skipped, in page order.
 EVENTS = [
     ("Succeeded", "Succeeded"),
@@ -29,6 +38,8 @@ EVENTS = [
     ("Stopped", "Stopped"),
     (st.SUBMIT_FAILED, st.label(st.SUBMIT_FAILED)),
     (SKIPPED, "Skipped (the job it was to run after did not succeed)"),
+    # Not an end: a running job the workspace's idle policy flagged (jobs.idle), "job.idle" once per idle spell.
+    (IDLE, "Idle (still running; flagged by the workspace's idle policy)"),
 ]
 PER_TRIAL, PER_SWEEP = "trial", "sweep"
 SWEEP_CHOICES = [(PER_TRIAL, "An event per trial"), (PER_SWEEP, "One event when the sweep ends")]
@@ -168,6 +179,7 @@ class NotificationPrefs(models.Model):
     email_on_failure = models.BooleanField("Email me when my job fails", default=False)
     email_on_success = models.BooleanField("Email me when my job succeeds", default=False)
     email_on_stop = models.BooleanField("Email me when my job is stopped", default=False)
+    email_on_idle = models.BooleanField("Email me when my running job is idle", default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -192,7 +204,13 @@ class EmailDelivery(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["job", "user"], name="one_email_per_job_and_user")]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "user"], condition=~models.Q(status__startswith=IDLE),
+                                    name="one_email_per_job_and_user"),
+            # An idle spell's mail (status "Idle:<start>", jobs.idle): one per spell, beside the end's one.
+            models.UniqueConstraint(fields=["job", "user", "status"], condition=models.Q(status__startswith=IDLE),
+                                    name="one_email_per_idle_spell"),
+        ]
         # The sweep's "owed and overdue" range (sent and given-up rows hold NULL there).
         indexes = [models.Index(fields=["next_attempt_at"], name="email_next_attempt")]
 

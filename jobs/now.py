@@ -51,6 +51,7 @@ class ActiveJob:
     submitted: datetime | None
     started: datetime | None
     size: Resources
+    idle: bool = False  # running idle, as the workspace's idle policy last found it (jobs.idle)
 
     @property
     def holding(self) -> bool:
@@ -146,6 +147,10 @@ class Holding:
     unknown: int = 0
     queued: int = 0
     queued_gpu: float = 0.0
+    # Of the running: the jobs the idle policy found idle, and the GPUs and cores they hold (known sizes only).
+    idle: int = 0
+    idle_gpu: float = 0.0
+    idle_cpu: float = 0.0
 
     def add(self, job: ActiveJob) -> None:
         if job.queued:
@@ -154,11 +159,15 @@ class Holding:
             return
         self.running += 1
         self.nodes += job.size.nodes
+        self.idle += job.idle
         if job.size.cpu is None or job.size.gpu is None:
             self.unknown += 1
             return
         self.cpu += job.size.cpu
         self.gpu += job.size.gpu
+        if job.idle:
+            self.idle_cpu += job.size.cpu
+            self.idle_gpu += job.size.gpu
 
 
 @dataclass
@@ -189,7 +198,7 @@ def _priority(value: Any) -> int:
 
 
 _COLUMNS = ("pk", "display_name", "owner__username", "status", "resource_id", "priority_text", "created_at",
-            "submitted_at", "started_at", "specs_json")
+            "submitted_at", "started_at", "idle_since", "specs_json")
 
 
 def _query(workspace: Workspace, statuses: Iterable[str], *, sized: bool = True):
@@ -210,11 +219,11 @@ def active_jobs(workspace: Workspace, specs: Mapping[str, Mapping] | None = None
     sizes: dict[str | None, Resources] = {}
     jobs = []
     for row in _query(workspace, statuses, sized=sized):
-        pk, name, owner, status, quota, prio, created, submitted, started = row[:9]
-        specs_json = row[9] if sized else None
+        pk, name, owner, status, quota, prio, created, submitted, started, idle_since = row[:10]
+        specs_json = row[10] if sized else None
         size = sizes.get(specs_json) or sizes.setdefault(specs_json, size_of(specs_json, specs))
         jobs.append(ActiveJob(pk, name, owner or "(deleted user)", status, str(quota or ""), _priority(prio),
-                              created, submitted, started, size))
+                              created, submitted, started, size, idle_since is not None and status == "Running"))
     return jobs
 
 

@@ -21,6 +21,8 @@ def policy_row(workspace: Workspace) -> WorkspacePolicy:
 
 
 def policy_for(workspace: Workspace) -> spec.Policy:
+    from jobs import costs  # costs reads jobs.usage, which the forms layer imports
+
     row = policy_row(workspace)
     return spec.Policy(
         allowed_sources=frozenset(row.allowed_sources) if row.allowed_sources else None,
@@ -30,6 +32,7 @@ def policy_for(workspace: Workspace) -> spec.Policy:
         allowed_image_prefixes=tuple(row.allowed_image_prefixes) if row.allowed_image_prefixes else None,
         required_tag_keys=tuple(row.required_tag_keys or ()),
         default_tags=dict(row.default_tags or {}),
+        budget_spent=costs.refusal(workspace) if workspace.pk else None,
     )
 
 
@@ -93,6 +96,15 @@ def hints_for(workspace: Workspace) -> dict[str, list[str]]:
         out.setdefault("basic.tags", []).append(
             "Default tags: " + ", ".join(f"{k}={v}" for k, v in p.default_tags.items()) + "."
         )
+    # Not a rule a job can break at submit, but one that ends it: its owner should know before a job that waits on
+    # input (a notebook, a debug `sleep`) is stopped under them.
+    row = policy_row(workspace)
+    if row.idle_after_minutes:
+        idle = f"A job using under {row.idle_threshold_percent}% of its GPUs (or CPU cores) is flagged idle after " \
+               f"{format_minutes(row.idle_after_minutes)}"
+        if row.idle_stop_after_minutes:
+            idle += f" and stopped after {format_minutes(row.idle_stop_after_minutes)}"
+        out.setdefault("resources.max_duration", []).append(idle + ".")
     return out
 
 

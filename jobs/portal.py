@@ -41,6 +41,7 @@ from jobs.models import AuditEvent, Membership, Webhook, Workspace, WorkspacePol
 from jobs.portal_forms import (
     SETTINGS_FIELDS,
     AuditFilterForm,
+    CostForm,
     DefaultVersionForm,
     ImportForm,
     LockForm,
@@ -346,6 +347,36 @@ def policy_edit(request: HttpRequest, ws: int) -> HttpResponse:
         return redirect("policy_edit", ws=workspace.pk)
     return render(request, "portal/policy.html", {
         "workspace": workspace, "form": form, "hints": policies.hints_for(workspace), "tab": "policy",
+    })
+
+
+# --- prices and budget ------------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def cost_edit(request: HttpRequest, ws: int) -> HttpResponse:
+    """The workspace's price table and monthly budget (jobs.costs), audited as a settings change."""
+    from jobs import costs
+    from jobs.models import WorkspaceCost
+
+    workspace = access.get_workspace(request.user, ws, "manage")
+    row = costs.row(workspace)
+    form = CostForm(request.POST or None, initial=CostForm.initial_from(row))
+    if request.method == "POST" and form.is_valid():
+        values = form.cost_values()
+        # In the form's own terms (plain decimal text, None for blank), so an unchanged save records nothing.
+        before = {**CostForm.initial_from(row), "instance_prices": row.instance_prices or {}}
+        before.update({k: before[k] or None for k in ("gpu_hour_price", "cpu_core_hour_price", "monthly_budget")})
+        with transaction.atomic():
+            WorkspaceCost.objects.update_or_create(workspace=workspace, defaults=values)
+            changed = audit.changes(before, values)
+            if changed:
+                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="costs", changes=changed)
+        messages.success(request, "Prices saved." if changed else "Nothing changed.")
+        return redirect("cost_edit", ws=workspace.pk)
+    return render(request, "portal/costs.html", {
+        "workspace": workspace, "form": form, "tab": "costs", "budget": costs.budget(workspace, stored=row),
     })
 
 
@@ -846,7 +877,7 @@ def usage_report(request: HttpRequest, ws: int) -> HttpResponse:
     """GPU-, CPU- and node-hours of a workspace's jobs over a period, per owner, per job type and per job; every
     member may see it (a team's use of its shared resources is no secret within the team). `?format=csv`: a file
     of one line per job. An HTMX request gets the "Now" section alone (jobs.now), which refreshes itself."""
-    from jobs import now, usage
+    from jobs import costs, now, usage
     from jobs.forms.wizard import instance_catalog
     from jobs.views import wants_partial
 
@@ -869,4 +900,5 @@ def usage_report(request: HttpRequest, ws: int) -> HttpResponse:
         "workspace": workspace, "report": result, "periods": usage.PERIODS, "tab": "usage",
         "now": now.snapshot(workspace, catalog.by_type(), now=result.end),
         "catalog_error": catalog.error, "is_admin": access.can(request.user, "manage", workspace=workspace),
+        "budget": costs.budget(workspace),
     })

@@ -15,7 +15,7 @@ from jobs import access, catalog, export, notify, spec
 from jobs.forms import environment
 from jobs.forms import wizard as glue
 from jobs.models import AuditEvent, Membership, Webhook, Workspace
-from jobs.templates_lib import DESCRIPTION_MAX, LOCKABLE
+from jobs.templates_lib import DESCRIPTION_MAX, LOCKABLE, name_twin
 
 _region = RegexValidator(r"^[a-z]{2,}(-[a-z0-9]+)+$", "A region id such as cn-hangzhou.")
 _endpoint = RegexValidator(
@@ -94,6 +94,17 @@ class WorkspaceSettingsForm(forms.ModelForm):
         self.fields["credential_profile"].validators.append(_profile)
         self.fields["role_arn"].validators.append(_role_arn)
 
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        # Workspace.name is unique as written (an exact duplicate is the model's error); a kept name stays valid even
+        # if a case twin was saved before this check.
+        if name != self.instance.name:
+            twin = name_twin(Workspace.objects.exclude(pk=self.instance.pk), name)
+            if twin is not None and twin != name:
+                raise forms.ValidationError(f"There is a workspace named '{twin}': names may not differ only in "
+                                            "case.")
+        return name
+
 
 class WorkspaceCreateForm(WorkspaceSettingsForm):
     class Meta:
@@ -159,6 +170,22 @@ class PolicyForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}), required=False, label="Default tags",
         help_text="key=value, one per line; prefilled in new jobs.",
     )
+    # The idle policy (jobs.idle): measured from DLC's monitoring, never on missing data.
+    idle_after_minutes = forms.IntegerField(
+        min_value=10, max_value=7 * 24 * 60, required=False, label="Flag jobs idle after (minutes)",
+        error_messages={"min_value": "At least 10 minutes: a shorter window flags jobs that only pause, to save a "
+                                     "checkpoint or load data."},
+        help_text="A running job whose every pod stays under the threshold this long is marked idle. Empty: off. "
+                  "At least 10: shorter flags jobs that only pause to checkpoint.")
+    idle_threshold_percent = forms.IntegerField(
+        min_value=1, max_value=100, initial=5, required=False, label="Idle under (percent)",
+        help_text="GPU utilisation for GPU jobs, else CPU cores used of those requested. Empty: 5.")
+    idle_stop_after_minutes = forms.IntegerField(
+        min_value=10, max_value=30 * 24 * 60, required=False, label="Stop idle jobs after (minutes)",
+        error_messages={"min_value": "At least 10 minutes, and no less than the time after which a job is "
+                                     "flagged idle."},
+        help_text="Idle this long (counted from when it went idle), the job is stopped and the reason recorded. "
+                  "Empty: never stopped, only flagged.")
 
     def clean_allowed_sources(self) -> list[str]:
         chosen = self.cleaned_data["allowed_sources"]
@@ -184,6 +211,13 @@ class PolicyForm(forms.Form):
             self.add_error("max_duration", f"At most {spec.MAX_DURATION_DAYS} days "
                            f"({spec.MAX_DURATION_DAYS * catalog.DURATION_UNITS['days']} minutes): no job may run "
                            "longer, so a larger cap would limit nothing.")
+        after, stop = data.get("idle_after_minutes"), data.get("idle_stop_after_minutes")
+        if stop is not None and after is None and "idle_after_minutes" not in self.errors:
+            self.add_error("idle_stop_after_minutes", "Set 'Flag jobs idle after' too: a job is stopped only once it "
+                                                      "has been flagged idle.")
+        elif stop is not None and after is not None and stop < after:
+            self.add_error("idle_stop_after_minutes", f"At least {after} minutes, the time after which a job is "
+                                                      "flagged idle: a job cannot be stopped as idle before it is.")
         return data
 
     def _check_tags(self, rows: list[dict[str, str]]) -> None:
@@ -226,6 +260,9 @@ class PolicyForm(forms.Form):
             "allowed_image_prefixes": data["allowed_image_prefixes"],
             "required_tag_keys": data["required_tag_keys"],
             "default_tags": data["default_tags"],
+            "idle_after_minutes": data.get("idle_after_minutes"),
+            "idle_threshold_percent": data.get("idle_threshold_percent") or 5,
+            "idle_stop_after_minutes": data.get("idle_stop_after_minutes"),
         }
 
     @classmethod
@@ -242,7 +279,91 @@ class PolicyForm(forms.Form):
             "allowed_image_prefixes": "\n".join(row.allowed_image_prefixes or []),
             "required_tag_keys": "\n".join(row.required_tag_keys or []),
             "default_tags": "\n".join(f"{k}={v}" for k, v in (row.default_tags or {}).items()),
+            "idle_after_minutes": row.idle_after_minutes,
+            "idle_threshold_percent": row.idle_threshold_percent,
+            "idle_stop_after_minutes": row.idle_stop_after_minutes,
         }
+
+
+class CostForm(forms.Form):
+    """The workspace's price table and monthly budget (jobs.costs). Prices are per hour, >= 0, at most 4 decimals."""
+
+    currency = forms.CharField(max_length=8, initial="CNY", label="Currency",
+                               help_text="A label shown with every amount, e.g. CNY or USD (at most 8 characters).")
+    instance_prices = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6, "placeholder": "ecs.gn6i-c4g1.xlarge 12.40"}), required=False,
+        label="Price per hour of each instance type",
+        help_text="One per line: <instance type> <price per hour>. A job on an instance type not listed has no "
+                  "price (shown as such, never guessed).",
+    )
+    gpu_hour_price = forms.CharField(required=False, label="Quota jobs: price per GPU-hour",
+                                     help_text="Blank: quota jobs with GPUs have no price. 0: GPUs cost nothing.")
+    cpu_core_hour_price = forms.CharField(required=False, label="Quota jobs: price per CPU core-hour",
+                                          help_text="Blank: quota jobs with CPU cores have no price. 0: cores cost "
+                                                    "nothing (e.g. included in the GPU price).")
+    monthly_budget = forms.CharField(required=False, label="Monthly budget",
+                                     help_text="Per calendar month in the console's time zone. Blank: no budget.")
+    refuse_when_spent = forms.BooleanField(required=False,
+                                           label="Refuse new jobs once this month's budget is spent",
+                                           help_text="Through the wizard, the API, clones, sweeps and schedules.")
+
+    def clean_currency(self) -> str:
+        value = self.cleaned_data["currency"].strip()
+        if not value.isprintable():
+            raise forms.ValidationError("Letters, digits or symbols only.")
+        return value
+
+    def clean_instance_prices(self) -> dict[str, str]:
+        from jobs import costs
+
+        table, problems = costs.parse_table(self.cleaned_data["instance_prices"])
+        if problems:
+            raise forms.ValidationError(problems)
+        return table
+
+    def _price(self, name: str, places: int = 4) -> str | None:
+        from jobs import costs
+
+        text = self.cleaned_data[name].strip()
+        if not text:
+            return None
+        price, problem = costs.parse_price(text)
+        if price is None:
+            raise forms.ValidationError(problem)
+        if -price.as_tuple().exponent > places:
+            raise forms.ValidationError(f"{text} has more than {places} decimals.")
+        return costs.plain(price)
+
+    def clean_gpu_hour_price(self) -> str | None:
+        return self._price("gpu_hour_price")
+
+    def clean_cpu_core_hour_price(self) -> str | None:
+        return self._price("cpu_core_hour_price")
+
+    def clean_monthly_budget(self) -> str | None:
+        return self._price("monthly_budget", places=2)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("refuse_when_spent") and not self.errors.get("monthly_budget") and not data.get("monthly_budget"):
+            self.add_error("monthly_budget", "Set a monthly budget to refuse jobs beyond it.")
+        return data
+
+    def cost_values(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {key: data[key] for key in ("currency", "instance_prices", "gpu_hour_price", "cpu_core_hour_price",
+                                           "monthly_budget", "refuse_when_spent")}
+
+    @classmethod
+    def initial_from(cls, row) -> dict[str, Any]:
+        from jobs import costs
+
+        def text(value: Any) -> str:
+            return costs.plain(value) or ""
+
+        return {"currency": row.currency, "instance_prices": costs.table_text(row.instance_prices or {}),
+                "gpu_hour_price": text(row.gpu_hour_price), "cpu_core_hour_price": text(row.cpu_core_hour_price),
+                "monthly_budget": text(row.monthly_budget), "refuse_when_spent": row.refuse_when_spent}
 
 
 class AuditFilterForm(forms.Form):
@@ -347,9 +468,12 @@ class WebhookForm(forms.ModelForm):
         name = self.cleaned_data["name"].strip()
         if not name:
             raise forms.ValidationError("Give the webhook a name.")
-        taken = Webhook.objects.filter(workspace=self.workspace, name=name).exclude(pk=self.instance.pk)
-        if taken.exists():
+        twin = name_twin(Webhook.objects.filter(workspace=self.workspace).exclude(pk=self.instance.pk), name)
+        if twin == name:
             raise forms.ValidationError("This workspace already has a webhook of that name.")
+        if twin is not None and name != self.instance.name:  # a case twin saved before this check keeps its name
+            raise forms.ValidationError(f"This workspace has a webhook named '{twin}': names may not differ only in "
+                                        "case.")
         return name
 
     def clean_sweeps(self) -> str:

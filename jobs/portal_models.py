@@ -25,6 +25,11 @@ class WorkspacePolicy(models.Model):
     allowed_image_prefixes = models.JSONField(default=list, blank=True)
     required_tag_keys = models.JSONField(default=list, blank=True)
     default_tags = models.JSONField(default=dict, blank=True)
+    # The idle policy (jobs.idle): a running job whose every pod stays under the threshold for
+    # idle_after_minutes is flagged idle, and stopped once idle for idle_stop_after_minutes. Blank: off / never.
+    idle_after_minutes = models.PositiveIntegerField("flag jobs idle after (minutes)", null=True, blank=True)
+    idle_threshold_percent = models.PositiveSmallIntegerField("idle under (percent)", default=5)
+    idle_stop_after_minutes = models.PositiveIntegerField("stop idle jobs after (minutes)", null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
@@ -174,3 +179,25 @@ class JobTemplateVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.template} v{self.number}"
+
+
+class WorkspaceCost(models.Model):
+    """A workspace's price table and monthly budget, set by its admins (jobs.costs reads them; nothing else does).
+
+    instance_prices: {instance type: price per hour as decimal text}, text so no float rounds a price. A blank
+    rate is "no price" (never 0): jobs needing it show no cost rather than a guessed one.
+    """
+
+    workspace = models.OneToOneField("jobs.Workspace", on_delete=models.CASCADE, related_name="costs")
+    currency = models.CharField(max_length=8, default="CNY")
+    instance_prices = models.JSONField(default=dict, blank=True)
+    gpu_hour_price = models.DecimalField("price per GPU-hour", max_digits=14, decimal_places=4, null=True,
+                                         blank=True)
+    cpu_core_hour_price = models.DecimalField("price per CPU core-hour", max_digits=14, decimal_places=4, null=True,
+                                              blank=True)
+    monthly_budget = models.DecimalField(max_digits=16, decimal_places=2, null=True, blank=True)
+    refuse_when_spent = models.BooleanField("refuse new jobs once this month's budget is spent", default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"Prices of {self.workspace}"

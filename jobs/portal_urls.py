@@ -13,6 +13,7 @@ urlpatterns = [
     path("workspaces/<int:ws>/members", portal.members, name="members"),
     path("workspaces/<int:ws>/members/<int:pk>", portal.member_update, name="member_update"),
     path("workspaces/<int:ws>/policy", portal.policy_edit, name="policy_edit"),
+    path("workspaces/<int:ws>/prices", portal.cost_edit, name="cost_edit"),
     path("workspaces/<int:ws>/audit", portal.audit_log, name="audit_log"),
     path("workspaces/<int:ws>/usage", portal.usage_report, name="usage_report"),
     path("workspaces/<int:ws>/notifications", portal.notifications, name="notifications"),

@@ -365,10 +365,14 @@ def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_jo
     DisplayName is replaced by the first job's name, so its length is checked as the jobs will have it.
     """
     from jobs.api_jobs import check_body, take_secrets
+    from jobs.templates_lib import name_twin
 
     errors: dict[str, list[str]] = {}
-    if Schedule.objects.filter(workspace=workspace, name=chosen.name).exists():
+    twin = name_twin(Schedule.objects.filter(workspace=workspace), chosen.name)
+    if twin == chosen.name:
         errors["name"] = [NAME_TAKEN]
+    elif twin is not None:  # its jobs' names would differ from the other's only in case too
+        errors["name"] = [f"A schedule of this workspace is named '{twin}': names may not differ only in case."]
     now = timezone.now()
     recurrence = replace(chosen.recurrence, anchor=now)  # every N hours: the first run N hours from now
     first = next_run(recurrence, now)

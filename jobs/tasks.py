@@ -7,7 +7,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from jobs import dependencies, dlc, early_stop, lifecycle, logarchive, notify, notify_email, schedules
+from jobs import dependencies, dlc, early_stop, idle, lifecycle, logarchive, notify, notify_email, schedules
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -127,3 +127,11 @@ def stop_trials_early() -> int:
     """Median early stopping of sweeps' running trials (jobs.early_stop.check): at most DLC_EARLY_STOP_MAX_CHECKS
     trials' logs read per run. Safe to run twice or at once: each stop is claimed on its trial's row."""
     return len(early_stop.check())
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def check_idle() -> int:
+    """The idle policy's look at running jobs (jobs.idle.check): at most DLC_IDLE_MAX_CHECKS jobs' metrics read per
+    run, the least recently checked first. Safe to run twice or at once: its writes are conditional, and a stop
+    goes through request_stop, which stops a job once."""
+    return len(idle.check())

@@ -249,6 +249,16 @@ def version_of(template: JobTemplate, number: int | None = None) -> JobTemplateV
 DESCRIPTION_MAX = 2000
 
 
+def name_twin(rows: QuerySet, name: str) -> str | None:
+    """The name of a row of `rows` equal to `name` ignoring case, else None: names that differ only in case read as
+    one in lists, mail and audit (workspaces, templates, schedules, webhooks refuse them). Compared in Python with
+    casefold, since SQLite's iexact folds ASCII only; a scope holds few names. Names are unique as written only, so
+    case twins saved before this check stay."""
+    folded = name.casefold()
+    twins = [other for other in rows.values_list("name", flat=True) if other.casefold() == folded]
+    return name if name in twins else next(iter(twins), None)  # the same name first: that is the plainer error
+
+
 def save(workspace: Workspace, user, name: str, sections: Mapping, *, description: str = "",
          note: str = "", source: Job | None = None) -> JobTemplateVersion:
     """Save sections as a new template, or as the next version of the workspace's template of that name.
@@ -268,6 +278,13 @@ def save(workspace: Workspace, user, name: str, sections: Mapping, *, descriptio
     if len(description) > DESCRIPTION_MAX:
         raise ValidationError({"description": f"At most {DESCRIPTION_MAX} characters ({len(description)} given)."})
     access.require(user, "create", workspace=workspace)
+    mine = JobTemplate.objects.filter(workspace=workspace)
+    if not mine.filter(name=name).exists():  # a new template; its exact name saves a version of the one that has it
+        twin = name_twin(mine, name)
+        if twin is not None:
+            raise ValidationError({"name": f"This workspace has a template named '{twin}': names may not differ "
+                                           f"only in case. Save as '{twin}' to add a version of it, or choose another "
+                                           "name."})
     for _attempt in range(3):
         try:
             with transaction.atomic():

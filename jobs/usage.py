@@ -3,7 +3,8 @@
 Computed from what the console already holds: each job's CreateJob body (pod counts and, per role, either a
 quota's ResourceConfig or an instance type whose CPUs and GPUs ListEcsSpecs gives) and its run time (started to
 finished, or to now while it runs), cut to the period. DLC's bill is the authority on cost; this is the team's
-view of who used what, which the cloud console does not give per person.
+view of who used what, which the cloud console does not give per person. Costs, at the workspace's own prices,
+are jobs.costs' (a job without a price counts in `no_price`, never at a guessed rate).
 
 A job counts in a period if it ran during it. Jobs are read through the (workspace, created) index from
 LOOKBACK before the period plus every active job, so a job that ran longer than LOOKBACK before the period and
@@ -19,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform
@@ -27,6 +28,9 @@ from django.utils import timezone
 
 from jobs import status as st
 from jobs.models import Job, Workspace
+
+if TYPE_CHECKING:
+    from jobs.costs import Prices
 
 PERIODS: dict[int, str] = {1: "24 hours", 7: "7 days", 30: "30 days", 90: "90 days"}
 DEFAULT_DAYS = 30
@@ -102,9 +106,15 @@ class Line:
     cpu_hours: float = 0.0
     gpu_hours: float = 0.0
     unknown: int = 0
+    cost: Decimal = Decimal(0)
+    no_price: int = 0  # jobs left out of `cost` (jobs.costs: an instance type or quota rate without a price)
 
     def add(self, job: JobUsage) -> None:
         self.jobs += 1
+        if job.cost is None:
+            self.no_price += 1
+        else:
+            self.cost += job.cost
         self.running += job.running
         self.hours += job.hours
         self.node_hours += job.hours * job.size.nodes
@@ -124,6 +134,7 @@ class JobUsage:
     running: bool
     hours: float
     size: Resources
+    cost: Decimal | None = None  # in the period, at the workspace's prices (None: no price)
 
     @property
     def gpu_hours(self) -> float | None:
@@ -145,6 +156,8 @@ class Report:
     top_jobs: list[JobUsage] = field(default_factory=list)
     jobs: list[JobUsage] = field(default_factory=list)
     catalog_missing: bool = False
+    currency: str = ""
+    priced: bool = False  # the workspace has a price table at all
 
 
 _COLUMNS = ("pk", "display_name", "owner__username", "job_type", "status", "started_at", "finished_at", "specs_json")
@@ -168,13 +181,22 @@ def _rows(workspace: Workspace, start: datetime, end: datetime) -> Iterable[tupl
             yield row
 
 
+# jobs.costs reads the same rows for a month's spend.
+rows = _rows
+
+
 def report(workspace: Workspace, days: int = DEFAULT_DAYS, *, specs: Mapping[str, Mapping] | None = None,
-           now: datetime | None = None) -> Report:
+           now: datetime | None = None, prices: Prices | None = None) -> Report:
     """Usage of the workspace's jobs in the `days` before now. `specs`: ListEcsSpecs by instance type (None:
-    jobs on instance types count as of unknown size)."""
+    jobs on instance types count as of unknown size). `prices`: the workspace's (jobs.costs), read when None."""
+    from jobs import costs
+
     end = now or timezone.now()
     start = end - timedelta(days=days)
-    result = Report(start=start, end=end, days=days, catalog_missing=specs is None)
+    prices = prices if prices is not None else costs.prices_for(workspace)
+    rates = costs.Rates(prices)
+    result = Report(start=start, end=end, days=days, catalog_missing=specs is None, currency=prices.currency,
+                    priced=prices.any)
     owners: dict[str, Line] = {}
     types: dict[str, Line] = {}
     sizes: dict[str | None, Resources] = {}
@@ -185,7 +207,8 @@ def report(workspace: Workspace, days: int = DEFAULT_DAYS, *, specs: Mapping[str
         # own, with 0 hours, as the CSV's "one line per job" says.
         hours = hours_within(started, finished, start, end)
         job = JobUsage(pk, name, owner or "(deleted user)", job_type or "(unknown)", status not in st.TERMINAL,
-                       hours, sizes.get(specs_json) or sizes.setdefault(specs_json, size_of(specs_json, specs)))
+                       hours, sizes.get(specs_json) or sizes.setdefault(specs_json, size_of(specs_json, specs)),
+                       costs.cost(rates(specs_json), hours))
         result.jobs.append(job)
         for table, key in ((owners, job.owner), (types, job.job_type)):
             table.setdefault(key, Line(key)).add(job)
@@ -210,11 +233,14 @@ def size_of(specs_json: str | None, specs: Mapping[str, Mapping] | None) -> Reso
 
 
 def to_csv(result: Report) -> str:
-    """One line per job (a spreadsheet can pivot it any way); hours to 0.01, unknown sizes left empty."""
+    """One line per job (a spreadsheet can pivot it any way); hours to 0.01, unknown sizes and costs without a
+    price left empty."""
+    from jobs.costs import money
+
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["job_id", "name", "owner", "job_type", "running", "hours_in_period", "nodes", "cpus", "gpus",
-                     "node_hours", "cpu_core_hours", "gpu_hours"])
+                     "node_hours", "cpu_core_hours", "gpu_hours", "cost", "currency"])
 
     def num(value: float | None) -> str:
         return "" if value is None else f"{value:.2f}"
@@ -222,7 +248,8 @@ def to_csv(result: Report) -> str:
     for job in sorted(result.jobs, key=lambda j: j.pk):
         writer.writerow([job.pk, _cell(job.name), _cell(job.owner), _cell(job.job_type), "yes" if job.running else "no",
                          num(job.hours), job.size.nodes, num(job.size.cpu), num(job.size.gpu),
-                         num(job.hours * job.size.nodes), num(job.cpu_hours), num(job.gpu_hours)])
+                         num(job.hours * job.size.nodes), num(job.cpu_hours), num(job.gpu_hours), money(job.cost),
+                         _cell(result.currency) if job.cost is not None else ""])
     return out.getvalue()
 
 

@@ -218,12 +218,15 @@ def _list_context(request: HttpRequest, workspace: Workspace | None, filters: li
 @login_required
 @require_GET
 def job_list(request: HttpRequest) -> HttpResponse:
+    from jobs import costs
+
     workspace = current_workspace(request)
     filters = listing.Filters.from_query(request.GET)
     context = _list_context(request, workspace, filters)
     if wants_partial(request):
         return render(request, "jobs/_results.html", context)
     context["choices"] = listing.filter_choices(filters, listing.owner_choices(workspace, filters.owner))
+    context["budget_notice"] = costs.notice(workspace) if workspace else ""
     return render(request, "jobs/list.html", context)
 
 

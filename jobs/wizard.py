@@ -26,6 +26,7 @@ from django.views.decorators.http import require_POST
 from jobs import (
     access,
     clone,
+    costs,
     dependencies,
     early_stop,
     export,
@@ -293,7 +294,24 @@ def _context(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | No
         "suggest": _suggest(wizard, start),
         **portal_wizard.page_context(start.portal, start.workspace),
         "template_choices": _template_choices(start),
+        "estimate": _estimate(wizard, start, sweep_input),
+        "budget_notice": costs.notice(start.workspace),
     }
+
+
+def _estimate(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | None = None) -> costs.Estimate | None:
+    """The resources section's cost estimate at the workspace's prices (jobs.costs), times a sweep's trials."""
+    prices = costs.prices_for(start.workspace)
+    if not prices.any:
+        return None
+    body = wizard.body()
+    trials = 1
+    if sweep_input and sweep_input.get(sweeps.FIELD, "").strip():
+        search, _errors = sweeps.parse_form(sweep_input[sweeps.FIELD], sweep_input.get(sweeps.TRIALS_FIELD),
+                                            sweep_input.get(sweeps.SEED_FIELD), env_names=body.get("Envs") or {})
+        trials = search.size if search is not None else 1
+    minutes = body.get("JobMaxRunningTimeMinutes")
+    return costs.estimate(prices, body.get("JobSpecs"), minutes if isinstance(minutes, int) else None, trials)
 
 
 def _template_choices(start: Start) -> list[tuple[int, str]]:
@@ -487,6 +505,8 @@ def wizard_section(request: HttpRequest, name: str) -> HttpResponse:
     response = render(request, "jobs/wizard/_sections_response.html",
                       {"s": views[name], "also": also, "wizard": wizard, "start": start,
                        "reprompts": _reprompts(wizard, start),
+                       "estimate": _estimate(wizard, start, _sweep_input(request.POST))
+                       if "resources" in {name, *(v.name for v in also)} else None,
                        "suggest": _suggest(wizard, start, {name, *(v.name for v in also)})})
     if wizard.action in ("add", "remove", "refresh"):
         response["HX-Trigger"] = "wizard-changed"

@@ -38,6 +38,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.postgres)
 
 
+@pytest.fixture(name="fast_password_hashing", scope="session", autouse=True)
+def fixture_fast_password_hashing():
+    # Django's PBKDF2 at 1,000 iterations in this process (tests/support/hashers.py); the default list follows, so
+    # any hash is still checked.
+    from django.conf import settings
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["tests.support.hashers.FastPBKDF2PasswordHasher",
+                                             *settings.PASSWORD_HASHERS]):
+        yield
+
+
 @pytest.fixture(name="webhook_receivers_allowed", scope="session", autouse=True)
 def fixture_webhook_receivers_allowed():
     # pytest-django loaded the settings before this module set the environment variable.
@@ -69,8 +81,10 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Stack:
         # The session localdlc keeps every earlier test's jobs: a new test's workspace must not import them.
         # Webhook retries (jobs.notify) after 0.3 s, 1.2 s...: the retry test waits for one, not for 30 s.
         # Due schedules (jobs.schedules) are looked for every 2 s, not 30 s: the schedule test waits for one.
+        # An ended job's logs are archived 1 s after a sync sees the end, not 5 s: many tests wait for the archive.
         extra_env={"DATABASE_URL": database_url, "DLC_SWEEP_INTERVAL": "5", "DLC_IMPORT_LOOKBACK_HOURS": "0",
-                   "DLC_WEBHOOK_RETRY_BASE_SECONDS": "0.3", "DLC_SCHEDULE_INTERVAL": "2"},
+                   "DLC_WEBHOOK_RETRY_BASE_SECONDS": "0.3", "DLC_SCHEDULE_INTERVAL": "2", "DLC_ARCHIVE_DELAY": "1"},
+        overlap_start=True,
     )
     running.start()
     yield running

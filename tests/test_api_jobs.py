@@ -450,3 +450,112 @@ def test_a_clones_secret_variable_is_asked_for_in_the_field_the_clone_endpoint_t
     direct = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}",
                                 {**pf.BODY, "Envs": {"WANDB_API_KEY": "********"}}).json()["errors"]
     assert "send the value in SecretEnvs" in direct["Envs.WANDB_API_KEY"][0]  # POST /api/v1/jobs takes SecretEnvs
+
+
+# --- the dry run picks and checks as the create does ---------------------------------------------------------
+
+
+def both_answers(api, body, query=""):
+    """(create, dry run) of one body: the dry run must give the create's verdict."""
+    return (api.post(f"/api/v1/jobs{query}", body), api.post(f"/api/v1/jobs/validate{query}", body))
+
+
+def test_the_dry_run_refuses_a_workspace_id_of_another_dlc_workspace_as_the_create_does(team, api):
+    """QA: WorkspaceId "zzz" with ?workspace= was valid for the dry run, 400 for the create."""
+    for query in (f"?workspace={team.alpha.pk}", ""):
+        created, checked = both_answers(api["member"], {**pf.BODY, "WorkspaceId": "zzz"}, query)
+        assert created.status_code == checked.status_code == 400, (query, checked.json())
+        assert checked.json()["errors"] == created.json()["errors"]
+        assert "submits to DLC workspace 'alpha'; leave WorkspaceId out" in checked.json()["errors"]["WorkspaceId"][0]
+    assert not Job.objects.filter(display_name="train-a").exclude(pk=team.job.pk).exists()
+
+
+def test_the_dry_run_chooses_the_workspace_the_create_would_use(team, api):
+    """QA: with two workspaces the dry run took the first one's guardrails and said valid where the create asked
+    which workspace is meant."""
+    from jobs import templates_lib
+    from jobs.models import WorkspacePolicy
+
+    Membership.objects.create(user=team.users["member"], workspace=team.beta, role="member")
+    created, checked = both_answers(api["member"], {**pf.BODY, "DisplayName": "unsaid"})
+    assert created.status_code == checked.status_code == 400
+    assert checked.json()["candidates"] == created.json()["candidates"] and len(checked.json()["candidates"]) == 2
+    # Alpha's guardrail refuses the image, Beta has none: the body's WorkspaceId says whose rules apply.
+    WorkspacePolicy.objects.create(workspace=team.alpha, allowed_image_prefixes=["registry.alpha/"])
+    to_beta = {**pf.BODY, "DisplayName": "to-beta", "WorkspaceId": "beta"}
+    in_beta = api["member"].post("/api/v1/jobs/validate", to_beta)
+    assert in_beta.status_code == 200 and in_beta.json()["valid"] is True, in_beta.json()
+    to_alpha = api["member"].post("/api/v1/jobs/validate", {**to_beta, "WorkspaceId": "alpha"})
+    assert to_alpha.status_code == 400 and "registry.alpha/" in str(to_alpha.json()["errors"])
+    # A template's locks hold in the dry run as in the create.
+    query = f"?workspace={team.alpha.pk}&template={team.template.pk}"
+    WorkspacePolicy.objects.filter(workspace=team.alpha).delete()
+    templates_lib.set_locks(team.template, team.users["admin"], ["environment.command"])
+    created, checked = both_answers(api["member"], {**pf.BODY, "UserCommand": "echo other"}, query)
+    assert created.status_code == checked.status_code == 400
+    assert "locked by the template" in checked.json()["errors"]["UserCommand"][0]
+    assert api["member"].post(f"/api/v1/jobs/validate{query}", pf.BODY).status_code == 200
+
+
+def test_a_workspace_that_is_no_number_is_a_400_at_workspace_and_an_unknown_one_a_404(team, api):
+    """QA: ?workspace=abc answered 404 "Not found." on the endpoints documented to take an integer."""
+    member = api["member"]
+    for answer in (member.get("/api/v1/jobs", workspace="abc"), member.post("/api/v1/jobs?workspace=abc", pf.BODY),
+                   member.post("/api/v1/jobs/validate?workspace=abc", pf.BODY),
+                   member.get("/api/v1/sweeps", workspace="1.5"), member.get("/api/v1/schedules", workspace="²")):
+        assert answer.status_code == 400, answer.content
+        assert "whole number" in answer.json()["errors"]["workspace"][0]
+    for answer in (member.get("/api/v1/jobs", workspace=team.beta.pk),
+                   member.post(f"/api/v1/jobs/validate?workspace={team.beta.pk}", pf.BODY),
+                   member.get("/api/v1/jobs", workspace=10 ** 30)):
+        assert answer.status_code == 404
+    assert member.get("/api/v1/jobs", workspace=team.alpha.pk).status_code == 200
+
+
+def test_a_caller_without_a_workspace_is_told_so(team):
+    from django.contrib.auth import get_user_model
+
+    from tests.support.api import Api
+
+    loner = Api(get_user_model().objects.create_user("loner"))
+    answer = loner.post("/api/v1/jobs/validate", pf.BODY)
+    assert answer.status_code == 400 and "member of no workspace" in answer.json()["errors"]["workspace"][0]
+
+
+def test_next_is_a_url_to_follow_and_its_after_parameter_the_cursor(team, api):
+    """QA: the document said `after` is "Cursor from `next`", but next is a URL: after=<next> is a 400."""
+    from urllib.parse import parse_qs, urlsplit
+
+    for i in range(3):
+        pf.make_job(team.alpha, team.users["member"], f"page-{i}")
+    first = api["viewer"].get("/api/v1/jobs", size=10).json()
+    assert first["next"] is None
+    for i in range(10):
+        pf.make_job(team.alpha, team.users["member"], f"more-{i}")
+    first = api["viewer"].get("/api/v1/jobs", size=10).json()
+    cursor = parse_qs(urlsplit(first["next"]).query)["after"][0]
+    by_cursor = api["viewer"].get("/api/v1/jobs", size=10, after=cursor).json()
+    assert by_cursor["jobs"] == api["viewer"].get(first["next"]).json()["jobs"] != []
+    assert api["viewer"].get("/api/v1/jobs", size=10, after=first["next"]).status_code == 400
+    doc = pf.client_for().get("/api/v1/openapi.json").json()
+    page = doc["components"]["schemas"]["JobPage"]["properties"]
+    assert page["next"]["format"] == page["previous"]["format"] == "uri"
+    assert "`after` query parameter is the cursor" in page["next"]["description"]
+    params = {p["name"]: p["description"] for p in doc["paths"]["/api/v1/jobs"]["get"]["parameters"]}
+    assert "not a URL" in params["after"] and "`next`" in params["after"] and "not a URL" in params["before"]
+    assert "with `status`, a job whose status changes" in params["sort"]
+
+
+def test_the_document_gives_every_workspace_taking_call_its_404_and_the_errors_bodies(team):
+    doc = pf.client_for().get("/api/v1/openapi.json").json()
+    for path, operations in doc["paths"].items():
+        for method, operation in operations.items():
+            if any(p.get("name") == "workspace" for p in operation.get("parameters", [])):
+                assert {"400", "404"} <= set(operation["responses"]), (method, path)
+    validate = doc["paths"]["/api/v1/jobs/validate"]["post"]
+    assert [p["name"] for p in validate["parameters"]] == ["workspace", "template", "version"]
+    assert "404" in validate["parameters"][0]["description"]
+    errors = {"$ref": "#/components/schemas/ValidationErrors"}
+    patch = doc["paths"]["/api/v1/jobs/{id}"]["patch"]["responses"]
+    assert patch["409"]["content"]["application/json"]["schema"] == patch["502"]["content"]["application/json"][
+        "schema"] == errors

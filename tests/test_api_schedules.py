@@ -142,7 +142,7 @@ def test_the_openapi_document_describes_schedules(db):
     from jobs import api_jobs
 
     doc = api_jobs.openapi_document("http://x")
-    assert doc["info"]["version"] == "1.7.0"
+    assert doc["info"]["version"] == "1.8.0"
     assert {"get", "post"} <= set(doc["paths"]["/api/v1/schedules"])
     assert {"get", "patch", "delete"} <= set(doc["paths"]["/api/v1/schedules/{id}"])
     assert {"Schedule", "ScheduleCreate", "ScheduleList"} <= set(doc["components"]["schemas"])
@@ -249,3 +249,13 @@ def test_fields_of_another_kind_and_text_numbers_are_refused_and_cron_weekday_nu
                                                                     "weekdays": [1, 2, 0], "every_hours": None}})
     assert response.status_code == 201, response.json()
     assert response.json()["recurrence"]["weekdays"] == ["mon", "tue", "sun"]
+
+
+def test_a_name_that_differs_only_in_case_is_a_400_at_name(db):
+    team = pf.make_team()
+    url = f"/api/v1/schedules?workspace={team.alpha.pk}"
+    assert call(team.users["member"], "post", url, NIGHTLY).status_code == 201
+    twin = call(team.users["member"], "post", url, {**NIGHTLY, "name": "Nightly"})
+    assert twin.status_code == 400
+    assert twin.json()["errors"] == {"name": ["A schedule of this workspace is named 'nightly': names may not differ "
+                                              "only in case."]}

@@ -605,7 +605,12 @@ def test_the_dry_run_uses_the_tokens_workspace_not_the_sessions(both):
     member = both.users["member"]
     session = pf.client_for(member)
     assert session.post("/workspace", {"workspace": both.beta.pk}).status_code == 302
-    assert session.post("/api/v1/jobs/validate", new_body("v"), content_type="application/json").status_code == 400
+    in_beta = session.post(f"/api/v1/jobs/validate?workspace={both.beta.pk}", new_body("v"),
+                           content_type="application/json")
+    assert in_beta.status_code == 400 and "registry.beta/" in str(in_beta.json()["errors"])
+    # As for a create, the session's chosen workspace does not pick one: two of them are candidates.
+    unsaid = session.post("/api/v1/jobs/validate", new_body("v"), content_type="application/json")
+    assert unsaid.status_code == 400 and len(unsaid.json()["candidates"]) == 2
     _, raw = apitokens.create_token(member, "alpha", workspace=both.alpha)
     assert call(raw, "POST", "/api/v1/jobs/validate", new_body("v"), client=session).status_code == 200
 

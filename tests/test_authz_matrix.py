@@ -228,6 +228,10 @@ MATRIX: dict[str, list[Case]] = {
         Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/members/{t.memberships['viewer'].pk}", ADMIN_POST,
              data=lambda t: {"role": "admin"})],
     "workspaces/<int:ws>/policy": [Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/policy", ADMIN_PAGE)],
+    "workspaces/<int:ws>/prices": [
+        Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/prices", ADMIN_PAGE),
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/prices", ADMIN_POST,
+             data=lambda t: {"currency": "CNY", "instance_prices": "ecs.g6.large 1.5"})],
     "workspaces/<int:ws>/audit": [Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/audit", ADMIN_PAGE)],
     "workspaces/<int:ws>/usage": [Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/usage", READ)],
     "workspaces/<int:ws>/notifications": [

@@ -23,7 +23,7 @@ def submit(submit_to_stack):
 
 
 def test_the_log_tail_shows_lines_as_the_pod_prints_them(stack, member, page, submit):
-    job = submit(member, "ticker", "for i in $(seq 1 24); do echo tick-$i; sleep 0.5; done")
+    job = submit(member, "ticker", "for i in $(seq 1 24); do echo tick-$i; sleep 0.35; done")
     sign_in(page, stack.url, member.username, PASSWORD)
     page.goto(f"{stack.url}/jobs/{job.pk}")
     lines = page.locator("#log-lines .ln")

@@ -148,7 +148,7 @@ def test_fill_every_section_fix_an_error_copy_the_request_submit_and_it_runs(sta
 
 def test_a_template_with_locked_roles_shows_no_row_buttons_and_says_locked(stack, workspace, member, page):
     from jobs import spec
-    from jobs.models import JobTemplate, JobTemplateVersion
+    from jobs.models import JobTemplate, JobTemplateVersion, WorkspaceCost
 
     body = {"DisplayName": "from-template", "JobType": "PyTorchJob", "UserCommand": "echo hi",
             "JobSpecs": [{"Type": "Master", "Image": "registry.example/pytorch:2.3", "PodCount": 1,
@@ -159,8 +159,11 @@ def test_a_template_with_locked_roles_shows_no_row_buttons_and_says_locked(stack
     template = JobTemplate.objects.create(workspace=workspace, name="locked-roles", created_by=member,
                                           locked=["resources.roles", "environment.command"])
     JobTemplateVersion.objects.create(template=template, number=1, sections=spec.inverse(body), created_by=member)
+    WorkspaceCost.objects.create(workspace=workspace, instance_prices={"ecs.g6.large": "1.5"})
     sign_in(page, stack.url, member.username, PASSWORD)
     page.goto(f"{stack.url}/jobs/new?template={template.pk}")
+    # The workspace's prices (jobs.costs): 3 pods of ecs.g6.large at 1.5 an hour.
+    expect(page.locator("#cost-estimate")).to_contain_text("Estimated 4.50 CNY per hour")
 
     roles = page.locator("#list-roles")
     expect(roles.locator(".row")).to_have_count(2)

@@ -67,7 +67,7 @@ class Faulty:
 def faulty(quiet_stack, transactional_db, tmp_path, settings):
     stack = Stack(
         data_dir=tmp_path / "stack", web_port=free_port(), localdlc_port=free_port(), quiet=True,
-        sync_interval=0.5, worker_concurrency=4,
+        sync_interval=0.5, worker_concurrency=4, overlap_start=True,
         extra_env={
             "DATABASE_URL": quiet_stack.extra_env["DATABASE_URL"],
             "DLC_SWEEP_INTERVAL": "1", "DLC_SWEEP_AGE": "2",

@@ -575,6 +575,7 @@ def test_adding_a_webhook_seals_its_secret_and_is_audited_without_it(team):
     ({"name": "n" * 101}, "name", "at most 100"),
     ({"name": "   "}, "name", "required"),
     ({"name": "taken"}, "name", "already has a webhook"),
+    ({"name": "TAKEN"}, "name", "named 'taken': names may not differ only in case"),
     ({"url": "http://[::1/x"}, "url", "Not a valid URL"),
     ({"url": "http://example.com:port/x"}, "url", "Not a valid URL"),
     ({"url": "https://example.com/" + "x" * 2000}, "url", "at most 2000"),
@@ -613,6 +614,38 @@ def test_the_signing_secret_is_kept_exactly_as_typed(team):
     assert Webhook.objects.get(workspace=team.alpha, name="padded").secret() == "  s3cret with spaces  "
 
 
+def test_a_renamed_webhook_may_not_take_another_ones_name_in_other_case_but_old_twins_keep_theirs(team):
+    from jobs.models import Webhook
+
+    first = make_webhook(team.alpha, "https://example.com/a", name="deploys")
+    second = make_webhook(team.alpha, "https://example.com/b", name="other")
+    twin = make_webhook(team.alpha, "https://example.com/c", name="Deploys")  # saved before the check
+    client = pf.client_for(team.users["admin"])
+
+    def edit(webhook, name):
+        return client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}",
+                           {"name": name, "url": webhook.url, "events": ["Failed"], "enabled": "on"})
+
+    refused = edit(second, "DEPLOYS")
+    assert refused.status_code == 200
+    assert "names may not differ only in case" in refused.context["form"].errors["name"][0]
+    assert edit(twin, "Deploys").status_code == 302, "a twin from before keeps its name"
+    assert edit(first, "deploys").status_code == 302
+    assert sorted(Webhook.objects.filter(workspace=team.alpha).values_list("name", flat=True)) == [
+        "Deploys", "deploys", "other"]
+
+
+def test_every_test_post_has_a_fresh_event_id(team):
+    """QA: the README says every POST has an event_id; the "Send test" one had none."""
+    import uuid
+
+    from jobs import notify
+
+    webhook = make_webhook(team.alpha, "https://example.com/t", name="t")
+    first, second = notify.ping_payload(webhook), notify.ping_payload(webhook)
+    assert first["event"] == "test" and uuid.UUID(first["event_id"]) != uuid.UUID(second["event_id"])
+
+
 def test_send_test_posts_now_and_answers_in_place(team, receiver):
     receiver.script = {"/bad": [404]}
     good = make_webhook(team.alpha, receiver.url("/good"), secret="k", name="good")
@@ -621,7 +654,7 @@ def test_send_test_posts_now_and_answers_in_place(team, receiver):
     ok = client.post(f"/workspaces/{team.alpha.pk}/notifications/{good.pk}/test", HTTP_HX_REQUEST="true")
     assert ok.status_code == 200 and 'data-ok="true"' in ok.content.decode() and b"<html" not in ok.content
     headers, body = receiver.posts("/good")[0]
-    assert json.loads(body)["event"] == "test"
+    assert json.loads(body)["event"] == "test" and json.loads(body)["event_id"]
     assert headers["X-DLC-Signature"] == "sha256=" + hmac.new(b"k", body, hashlib.sha256).hexdigest()
     failed = client.post(f"/workspaces/{team.alpha.pk}/notifications/{bad.pk}/test", HTTP_HX_REQUEST="true")
     assert 'data-ok="false"' in failed.content.decode() and "HTTP 404" in failed.content.decode()

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from jobs import policies, spec
-from jobs.models import Job, WorkspacePolicy
+from jobs.models import Job, Workspace, WorkspacePolicy
 from tests import portal_fixtures as pf
 from tests.support.wizard import credentials_file
 
@@ -60,6 +60,18 @@ def test_hints_describe_the_guardrails_by_field(team):
     assert hints["resources.roles"] == ["At most 4 GPUs per job."]
     assert hints["resources.max_duration"] == ["Maximum duration is required and at most 2 days."]
     assert hints["basic.tags"] == ["Required tags: cost-centre.", "Default tags: team=alpha."]
+
+
+def test_hints_tell_a_job_owner_of_the_idle_policy_that_may_stop_their_job(team):
+    def hints(**values):
+        set_policy(team.alpha, **values)
+        return policies.hints_for(Workspace.objects.get(pk=team.alpha.pk))  # not the instance's cached policy
+
+    assert hints(idle_after_minutes=30, idle_threshold_percent=5)["resources.max_duration"] == [
+        "A job using under 5% of its GPUs (or CPU cores) is flagged idle after 30 minutes."]
+    assert hints(idle_after_minutes=30, idle_stop_after_minutes=120)["resources.max_duration"] == [
+        "A job using under 5% of its GPUs (or CPU cores) is flagged idle after 30 minutes and stopped after 2 hours."]
+    assert "resources.max_duration" not in hints(idle_after_minutes=None, idle_stop_after_minutes=None)
 
 
 def test_wizard_shows_hints_prefills_default_tags_and_refuses_at_the_field(team):

@@ -86,6 +86,25 @@ def test_bad_settings_are_refused_at_the_field(team, field, value, message):
     assert getattr(team.alpha, field) != value
 
 
+def test_a_workspace_name_that_differs_only_in_case_is_refused_at_name(team):
+    """QA: "alpha" was taken next to "Alpha" (Workspace.name is unique as written only)."""
+    from jobs.models import Workspace
+
+    admin = superuser_client(team)
+    answer = admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha, name="BETA"))
+    assert answer.status_code == 200
+    assert "There is a workspace named 'Beta': names may not differ only in case." in \
+        answer.context["form"].errors["name"]
+    created = admin.post("/workspaces/new", {**settings_data(team.beta, name="alpha"), "backend": "local"})
+    assert created.status_code == 200 and "named 'Alpha'" in created.context["form"].errors["name"][0]
+    # A twin saved before the check keeps its name; neither may be renamed into the other's.
+    twin = Workspace.objects.create(name="ALPHA", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="alpha2")
+    assert admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha)).status_code == 302
+    renamed = admin.post(f"/workspaces/{twin.pk}/settings", settings_data(twin, name="alpha"))
+    assert renamed.status_code == 200 and "named 'Alpha'" in renamed.context["form"].errors["name"][0]
+    assert sorted(Workspace.objects.values_list("name", flat=True)) == ["ALPHA", "Alpha", "Beta"]
+
+
 def test_settings_page_is_for_admins_only(team):
     assert pf.client_for(team.users["member"]).get(f"/workspaces/{team.alpha.pk}/settings").status_code == 403
     assert pf.client_for(team.users["other"]).get(f"/workspaces/{team.alpha.pk}/settings").status_code == 404

@@ -424,6 +424,23 @@ def test_create_checks_the_body_with_the_workspace_rules_and_the_name(db):
     assert schedules.parse_settings("night ly", "daily", None, "02:00")[1]["name"]
 
 
+def test_a_name_that_differs_only_in_case_is_refused_and_old_twins_stay(db):
+    """QA: "Nightly" next to "nightly" was taken, and their jobs' names differed only in case."""
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    assert schedules.create(team.users["member"], team.alpha, pf.BODY, daily())[0] is not None
+    schedule, errors = schedules.create(team.users["member"], team.alpha, pf.BODY, daily("NIGHTLY"))
+    assert schedule is None and errors == {"name": ["A schedule of this workspace is named 'nightly': names may "
+                                                    "not differ only in case."]}
+    assert schedules.create(team.users["other"], team.beta, pf.BODY, daily("NIGHTLY"))[0] is not None, "per workspace"
+    # A twin saved before the check stays, and still refuses an exact duplicate as before.
+    make_schedule(team, name="Nightly")
+    assert Schedule.objects.filter(workspace=team.alpha).count() == 2
+    assert schedules.create(team.users["member"], team.alpha, pf.BODY, daily("Nightly"))[1] == {
+        "name": [schedules.NAME_TAKEN]}
+
+
 def test_one_name_sent_four_times_at_once_makes_one_schedule_and_three_name_errors(transactional_db):
     import threading
 

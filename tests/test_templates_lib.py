@@ -440,6 +440,24 @@ def test_templates_are_listed_by_name_whatever_its_case_in_the_list_and_the_pick
     assert picker[:5] == ["alpha", "base", "race-tmpl", "TMPL-A", "Zulu"], picker[:5]
 
 
+def test_a_name_that_differs_only_in_case_from_another_template_is_refused_at_name(team):
+    """QA: saving as "BASE" next to "base" made a second template instead of saying so."""
+    from jobs.models import JobTemplate
+
+    with pytest.raises(ValidationError) as refused:
+        templates_lib.save(team.alpha, team.users["member"], "BASE", sections())
+    assert "template named 'base': names may not differ only in case" in refused.value.message_dict["name"][0]
+    page = pf.client_for(team.users["member"]).post(f"/templates/save?job={team.job.pk}", {"name": "Base"})
+    assert page.status_code == 200 and "names may not differ only in case" in page.text
+    assert templates_lib.save(team.alpha, team.users["member"], "base", sections(
+        **{"environment.command": "echo 2"})).number == 2, "the same name still adds a version"
+    assert templates_lib.save(team.beta, team.users["other"], "BASE", sections()).number == 1, "per workspace"
+    # A twin saved before the check keeps taking versions under its own name.
+    JobTemplate.objects.create(workspace=team.alpha, name="Base", created_by=team.users["admin"])
+    assert templates_lib.save(team.alpha, team.users["member"], "Base", sections()).template.name == "Base"
+    assert JobTemplate.objects.filter(workspace=team.alpha, name__in=["base", "Base", "BASE"]).count() == 2
+
+
 def test_a_template_description_is_limited_at_its_field(team):
     """QA: a 20,000-character description was taken and widened the template page to 177,758 px."""
     too_long = "d" * (templates_lib.DESCRIPTION_MAX + 1)

@@ -129,6 +129,8 @@ class Policy:
     allowed_image_prefixes: tuple[str, ...] | None = None
     required_tag_keys: tuple[str, ...] = ()
     default_tags: Mapping[str, str] = field(default_factory=dict)  # prefilled by defaults()
+    # The message refusing every new job while this month's budget is spent (jobs.costs.refusal); None: allowed.
+    budget_spent: str | None = None
 
 
 @dataclass(frozen=True)

@@ -681,6 +681,8 @@ def _fmt_minutes(minutes: int) -> str:
 
 def _rule_policy(n: dict, ctx: Context, e: _Errors) -> None:
     policy, res = ctx.policy or Policy(), _res(n)
+    if policy.budget_spent:
+        e.add("", policy.budget_spent)  # about the workspace, not a field of the job
     if policy.allowed_sources is not None and res["source"] not in policy.allowed_sources:
         allowed = ", ".join(C.SOURCES[s] for s in C.SOURCES if s in policy.allowed_sources) or "none"
         e.add("resources.source", f"The workspace policy only allows these sources: {allowed}.")

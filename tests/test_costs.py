@@ -1,0 +1,255 @@
+"""jobs.costs: rates, estimates, a job's cost, the month's spend against the budget and its guardrail; the Prices and
+budget page, the usage report's cost columns and the API's cost figures.
+
+Pure functions first; then database tests on the portal team (no stack: costs need no backend).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from jobs import costs, policies, spec, usage
+from jobs.api_jobs import job_detail_json
+from jobs.models import AuditEvent, Job, WorkspaceCost
+from tests import portal_fixtures as pf
+from tests.support.api import Api
+
+PRICES = costs.Prices(currency="CNY",
+                      instance={"ecs.gn6i-c4g1.xlarge": Decimal("12.4"), "ecs.g6.large": Decimal("0.5")},
+                      gpu_hour=Decimal("10"), cpu_core_hour=Decimal("0.25"))
+
+
+def ecs(count=1, spec_name="ecs.gn6i-c4g1.xlarge", role="Worker"):
+    return {"Type": role, "PodCount": count, "Image": "img", "EcsSpec": spec_name}
+
+
+def quota(count=1, cpu="8", gpu="2"):
+    return {"Type": "Worker", "PodCount": count, "Image": "img", "ResourceConfig": {"CPU": cpu, "GPU": gpu,
+                                                                                    "Memory": "16Gi"}}
+
+
+# -- rates and estimates -------------------------------------------------------------------------------------
+
+
+def test_an_instance_job_costs_its_pods_times_the_instance_price():
+    assert PRICES.hourly([ecs(2)]) == Decimal("24.8")
+    assert PRICES.hourly([ecs(1, "ecs.g6.large", "PS"), ecs(2)]) == Decimal("25.3")
+
+
+def test_a_quota_job_costs_its_gpus_and_cores_at_the_quota_rates():
+    assert PRICES.hourly([quota(2, cpu="8", gpu="2")]) == 2 * (2 * Decimal(10) + 8 * Decimal("0.25"))
+    assert PRICES.hourly([quota(1, cpu="4", gpu="0")]) == Decimal("1")
+
+
+def test_no_price_is_never_guessed():
+    assert PRICES.hourly([ecs(1, "ecs.unpriced")]) is None
+    assert PRICES.hourly([ecs(1), ecs(1, "ecs.unpriced")]) is None, "one unpriced role: the whole job"
+    gpu_only = costs.Prices(gpu_hour=Decimal(3))
+    assert gpu_only.hourly([quota(1, cpu="8", gpu="1")]) is None, "cores used but no core-hour price"
+    assert gpu_only.hourly([quota(1, cpu="0", gpu="1")]) == Decimal(3)
+    assert costs.Prices().hourly([]) is None and costs.Prices().hourly("garbage") is None
+
+
+def test_amounts_are_decimal_and_rounded_half_up_to_the_cent():
+    assert costs.cost(Decimal("0.0001"), 0.5) == Decimal("0.0001")  # 0.00005 rounds up at 4 places
+    assert costs.cost(Decimal("12.4"), 1 / 3) == Decimal("4.1333")
+    assert costs.money(Decimal("0.005")) == "0.01" and costs.money(Decimal("2.344")) == "2.34"
+    assert costs.money(Decimal("24.8")) == "24.80" and costs.money(None) == ""
+    assert costs.cost(None, 3) is None
+
+
+def test_the_estimate_reads_per_hour_and_at_most_with_a_maximum_duration():
+    estimate = costs.estimate(PRICES, [ecs(2)], max_minutes=24 * 60)
+    assert estimate.text == "Estimated 24.80 CNY per hour, at most 595.20 CNY."
+    assert costs.estimate(PRICES, [ecs(2)]).text == "Estimated 24.80 CNY per hour."
+    sweep = costs.estimate(PRICES, [ecs(2)], max_minutes=60, trials=3)
+    assert sweep.text == ("Estimated 24.80 CNY per hour for each of 3 trials (74.40 CNY per hour in all), at most "
+                          "74.40 CNY in all.")
+    assert costs.estimate(PRICES, [ecs(1, "ecs.unpriced")]) is None
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("ecs.g6.large abc", "is not a number"),
+    ("ecs.g6.large -1", "is negative"),
+    ("ecs.g6.large 1.23456", "more than 4 decimals"),
+    ("ecs.g6.large", "expected `<instance type> <price per hour>`"),
+    ("not an instance 1", "expected"),
+    ("ECS! 1", "is not an instance type"),
+    ("ecs.g6.large 1\necs.g6.large 2", "has a price already"),
+    ("ecs.g6.large NaN", "is not a number"),
+])
+def test_a_bad_price_line_says_what_is_wrong(text, problem):
+    table, problems = costs.parse_table(text)
+    assert len(problems) == 1 and problem in problems[0], problems
+
+
+def test_a_good_price_table_parses_in_any_usual_separator():
+    table, problems = costs.parse_table("ecs.g6.large 1.5\n\n# comment\necs.gn6i-c4g1.xlarge=12.40\nml.gu7i.c16m60\t3")
+    assert problems == []
+    assert table == {"ecs.g6.large": "1.5", "ecs.gn6i-c4g1.xlarge": "12.4", "ml.gu7i.c16m60": "3"}
+
+
+# -- the month, in the console's zone ------------------------------------------------------------------------
+
+
+def test_a_month_starts_at_local_midnight_across_dst(settings):
+    settings.TIME_ZONE = "Europe/Berlin"
+    # 2026-03-01 00:30 in Berlin (CET, +01:00) is still February in UTC.
+    start, after = costs.month_bounds(datetime(2026, 2, 28, 23, 30, tzinfo=UTC))
+    assert start == datetime(2026, 2, 28, 23, 0, tzinfo=UTC)
+    assert after == datetime(2026, 3, 31, 22, 0, tzinfo=UTC), "April starts in summer time (+02:00)"
+    assert (after - start) == timedelta(days=31, hours=-1)
+    start, after = costs.month_bounds(datetime(2026, 10, 15, 12, 0, tzinfo=UTC))
+    assert start == datetime(2026, 9, 30, 22, 0, tzinfo=UTC) and after == datetime(2026, 10, 31, 23, 0, tzinfo=UTC)
+    start, after = costs.month_bounds(datetime(2026, 12, 31, 23, 30, tzinfo=UTC))  # already January in Berlin
+    assert start == datetime(2026, 12, 31, 23, 0, tzinfo=UTC) and after == datetime(2027, 1, 31, 23, 0, tzinfo=UTC)
+
+
+def test_a_budget_warns_at_80_and_100_percent():
+    def at(spent):
+        return costs.Budget(Decimal(100), Decimal(spent), "CNY", 0, True, "December 2026")
+
+    assert at("79.99").level == 0 and at("79.99").notice == ""
+    assert at(80).level == 80 and "80.00 CNY spent" in at(80).notice and "refused" not in at(80).notice
+    assert at(100).exhausted and "New jobs are refused" in at(100).notice
+    assert not costs.Budget(Decimal(0), Decimal(0), "CNY", 0, False, "x").exhausted
+
+
+# -- database ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(name="team")
+def fixture_team(db):
+    team = pf.make_team()
+    Job.objects.all().delete()  # the fixture's jobs never started
+    return team
+
+
+def set_prices(team, **fields):
+    values = {"instance_prices": {"ecs.gn6i-c4g1.xlarge": "12.4"}, "gpu_hour_price": "10",
+              "cpu_core_hour_price": "0.25", **fields}
+    stored = WorkspaceCost.objects.update_or_create(workspace=team.alpha, defaults=values)[0]
+    team.alpha.refresh_from_db()  # as a new request would read it (the workspace caches its prices row)
+    return stored
+
+
+def ran(team, name, *, started, finished=None, roles=None, owner="member", job_type="PyTorchJob"):
+    return Job.objects.create(
+        workspace=team.alpha, owner=team.users[owner], display_name=name, job_type=job_type,
+        status="Running" if finished is None else "Succeeded", dlc_job_id=f"dlc-{name}",
+        body={**pf.BODY, "DisplayName": name, "JobSpecs": roles or [ecs(2)]},
+        created_at=started - timedelta(minutes=1), started_at=started, finished_at=finished)
+
+
+def test_a_jobs_cost_so_far_and_when_ended(team):
+    set_prices(team)
+    now = datetime(2026, 12, 10, 12, tzinfo=UTC)
+    running = ran(team, "live", started=now - timedelta(hours=2))
+    cost = costs.job_cost(running, now=now)
+    assert (cost.amount, cost.currency, cost.running) == (Decimal("49.6"), "CNY", True)
+    ended = ran(team, "done", started=now - timedelta(hours=3), finished=now - timedelta(hours=2, minutes=30))
+    assert costs.job_cost(ended, now=now).as_json() == {"amount": "12.40", "currency": "CNY", "running": False}
+    assert costs.job_cost(ran(team, "x", started=now, roles=[ecs(1, "ecs.unpriced")]), now=now) is None
+    assert job_detail_json(running)["cost"]["currency"] == "CNY"
+    assert job_detail_json(ran(team, "none", started=now, roles=[ecs(1, "ecs.unpriced")]))["cost"] is None
+
+
+def test_the_months_spend_counts_ended_and_running_jobs_inside_the_month(team, settings, django_assert_max_num_queries):
+    settings.TIME_ZONE = "UTC"
+    set_prices(team)
+    now = datetime(2026, 12, 10, 12, tzinfo=UTC)
+    start, _after = costs.month_bounds(now)
+    ran(team, "across", started=start - timedelta(hours=5), finished=start + timedelta(hours=1))  # 1 h counts
+    ran(team, "live", started=now - timedelta(hours=2))  # 2 h so far
+    ran(team, "last-month", started=start - timedelta(days=3), finished=start - timedelta(days=2))
+    ran(team, "unpriced", started=now - timedelta(hours=1), roles=[ecs(1, "ecs.unpriced")])
+    prices = costs.prices_for(team.alpha)
+    with django_assert_max_num_queries(2):  # the two index walks of jobs.usage, whatever the number of jobs
+        found = costs.spend(team.alpha, start, now, prices)
+    assert (found.amount, found.jobs, found.no_price) == (Decimal("24.8") * 3, 3, 1)
+
+
+def test_the_guardrail_refuses_new_jobs_once_the_budget_is_spent(team):
+    set_prices(team, monthly_budget="0.01", refuse_when_spent=True,
+               instance_prices={"ecs.gn6i-c4g1.xlarge": "100000"})
+    ran(team, "expensive", started=datetime.now(UTC) - timedelta(minutes=1))
+    sections = spec.inverse({**pf.BODY, "JobSpecs": [ecs(1)]})
+    errors = spec.validate_sections(sections, policies.context_for(team.alpha, with_specs=False))
+    assert "budget for" in errors[""][0] and "refused" in errors[""][0]
+    api = spec.validate({**pf.BODY}, policies.context_for(team.alpha, with_specs=False))
+    assert "budget for" in api[""][0], "the API, clones, sweeps and schedules check bodies the same way"
+    # Without the guardrail the same spend only warns.
+    set_prices(team, monthly_budget="0.01", refuse_when_spent=False)
+    assert "" not in spec.validate_sections(sections, policies.context_for(team.alpha, with_specs=False))
+    assert "spent of this workspace's budget" in costs.notice(team.alpha)
+
+
+def test_the_api_refuses_a_create_over_budget_with_a_400(team):
+    set_prices(team, monthly_budget="0", refuse_when_spent=True)
+    ran(team, "spent", started=datetime.now(UTC) - timedelta(hours=1))
+    answer = Api(team.users["member"]).post("/api/v1/jobs", {"workspace": team.alpha.pk, "body": pf.BODY})
+    assert answer.status_code == 400, answer.content
+    assert any("budget" in m for ms in answer.json()["errors"].values() for m in ms)
+
+
+def test_the_usage_report_csv_and_api_have_costs(team):
+    set_prices(team, monthly_budget="1000")
+    now = datetime.now(UTC)
+    ran(team, "big", started=now - timedelta(hours=3), finished=now - timedelta(hours=1))  # 2 h x 24.8
+    ran(team, "cheap", started=now - timedelta(hours=2), finished=now - timedelta(hours=1), owner="admin",
+        job_type="TFJob", roles=[quota(1, cpu="4", gpu="0")])  # 1 h x 1.00
+    ran(team, "unpriced", started=now - timedelta(hours=2), finished=now - timedelta(hours=1),
+        roles=[ecs(1, "ecs.unpriced")])
+    result = usage.report(team.alpha, 7, specs=None)
+    assert result.total.cost == Decimal("50.6") and result.total.no_price == 1
+    assert {line.key: line.cost for line in result.by_type} == {"PyTorchJob": Decimal("49.6"), "TFJob": Decimal(1)}
+    rows = list(csv.DictReader(io.StringIO(usage.to_csv(result))))
+    assert [(r["name"], r["cost"], r["currency"]) for r in rows] == [
+        ("big", "49.60", "CNY"), ("cheap", "1.00", "CNY"), ("unpriced", "", "")]
+    data = Api(team.users["viewer"]).get(f"/api/v1/workspaces/{team.alpha.pk}/usage", days=7).json()
+    assert (data["totals"]["cost"], data["totals"]["no_price_jobs"], data["currency"]) == ("50.60", 1, "CNY")
+    assert {j["name"]: j["cost"] for j in data["top_jobs"]} == {"big": "49.60", "cheap": "1.00", "unpriced": None}
+    assert data["budget"]["amount"] == "1000.00" and data["budget"]["refuse_when_spent"] is False
+    page = pf.client_for(team.users["viewer"]).get(f"/workspaces/{team.alpha.pk}/usage")
+    assert b'id="budget-spent"' in page.content and b"no price" in page.content
+
+
+# -- the Prices and budget page ------------------------------------------------------------------------------
+
+
+def test_the_page_shows_each_error_at_its_field(team):
+    client = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/prices"
+    answer = client.post(url, {"currency": "CNY", "instance_prices": "ecs.g6.large 1\necs.g6.large 2\necs.g6.xlarge -2",
+                               "gpu_hour_price": "ten", "cpu_core_hour_price": "-1", "monthly_budget": "1.234",
+                               "refuse_when_spent": "on"})
+    assert answer.status_code == 200
+    errors = answer.context["form"].errors
+    assert "has a price already" in errors["instance_prices"][0] and "is negative" in errors["instance_prices"][1]
+    assert "not a number" in errors["gpu_hour_price"][0] and "negative" in errors["cpu_core_hour_price"][0]
+    assert "more than 2 decimals" in errors["monthly_budget"][0]
+    assert not WorkspaceCost.objects.exists()
+    missing = client.post(url, {"currency": "", "refuse_when_spent": "on"}).context["form"].errors
+    assert "currency" in missing and "Set a monthly budget" in missing["monthly_budget"][0]
+
+
+def test_saving_prices_is_audited_and_reads_back(team):
+    client = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/prices"
+    data = {"currency": "USD", "instance_prices": "ecs.gn6i-c4g1.xlarge 12.40", "gpu_hour_price": "",
+            "cpu_core_hour_price": "0.2500", "monthly_budget": "500", "refuse_when_spent": "on"}
+    assert client.post(url, data).status_code == 302
+    stored = WorkspaceCost.objects.get(workspace=team.alpha)
+    assert stored.instance_prices == {"ecs.gn6i-c4g1.xlarge": "12.4"} and stored.gpu_hour_price is None
+    assert stored.monthly_budget == Decimal(500) and stored.refuse_when_spent
+    event = AuditEvent.objects.get(action=AuditEvent.CHANGED, details__event="costs")
+    assert event.details["changes"]["currency"] == {"from": "CNY", "to": "USD"}
+    assert client.post(url, data).status_code == 302
+    assert AuditEvent.objects.filter(details__event="costs").count() == 1, "saving the same values changes nothing"
+    page = client.get(url)
+    assert page.context["form"].initial["cpu_core_hour_price"] == "0.25" and b"Budget for" in page.content
