@@ -10,7 +10,8 @@ first; jobs already in the database count, so a kept database (or a PostgreSQL o
 
 The floor is the bare SQL a person would write for the same rows: the page's order walked on its index with the
 filters checked, except the rare name search on SQLite, which reads the name index's few matches first
-(migration 0007; walking a million names for one match is no floor).
+(migration 0007; walking a million names for one match is no floor), and the tagged page (a tag 1% of the jobs
+have, bench.seed), which reads the job ids from the tag index (migration 0030) and sorts those jobs.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def floor_sql(kind: str, pg: bool, name_index: bool = False) -> str:
         "filtered": " AND j.status = %s AND j.job_type = %s",
         "searched": f" AND {search}",
         "rare search": f" AND {search}",
+        "tagged": " AND j.id IN (SELECT t.job_id FROM jobs_jobtag t WHERE t.workspace_id = %s AND t.key = %s "
+                  "AND t.value = %s)",
     }[kind]
     return (
         "SELECT j.id, j.display_name, j.status, j.job_type, u.username, j.created_at, j.started_at, "
@@ -75,6 +78,7 @@ def pages(workspace_id: int, size: int, name_index: bool) -> dict[str, tuple[dic
         "searched": ({"q": seed.SEARCH_TERM}, [workspace_id, f"%{seed.SEARCH_TERM}%", limit]),
         "rare search": ({"q": seed.RARE_TERM}, [workspace_id, *([listing.fts_phrase(seed.RARE_TERM)] if name_index
                                                                  else []), f"%{seed.RARE_TERM}%", limit]),
+        "tagged": ({"tag": "=".join(seed.FILTER_TAG)}, [workspace_id, workspace_id, *seed.FILTER_TAG, limit]),
     }
 
 
@@ -272,7 +276,7 @@ def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
     measured = sorted({size for _, size in results})
     if len(measured) > 1:
         small, large = measured[0], measured[-1]
-        for kind in ("first", "deep", "filtered", "searched", "rare search"):
+        for kind in ("first", "deep", "filtered", "searched", "rare search", "tagged"):
             growth = results[(kind, large)] / results[(kind, small)]
             record("list", f"{kind} growth {small:,} -> {large:,}", growth, "x", db=db,
                    target=f"<{TARGET_GROWTH:g}x", met=growth < TARGET_GROWTH)

@@ -24,6 +24,10 @@ STATUSES = [("Succeeded", 70), ("Failed", 12), ("Stopped", 8), ("Running", 4), (
             ("EnvPreparing", 1), ("Creating", 1), ("SubmitFailed", 1), ("Submitting", 1)]
 JOB_TYPES = [("PyTorchJob", 60), ("TFJob", 20), ("XGBoostJob", 10), ("MPIJob", 10)]
 FILTER_STATUS, FILTER_TYPE = "Failed", "TFJob"  # the "filtered" page: ~12% x 20% = 2.4% of jobs
+# Every job is tagged team=vision (BODY); one in TAG_EVERY also experiment=ablation-<0..4>, so the "tagged" page's
+# tag is on 1% of the jobs, like the searched name.
+TAG_EVERY, TAG_VALUES = 20, 5
+FILTER_TAG = ("experiment", "ablation-2")
 OWNERS = 20
 SPAN = timedelta(days=3 * 365)
 EPOCH = datetime(2023, 1, 1, tzinfo=UTC)
@@ -67,6 +71,14 @@ def make_users(workspace, count: int = OWNERS) -> list[int]:
     return ids
 
 
+def tags_of(n: int) -> dict[str, str]:
+    """The user tags of job number n (its body's Settings.Tags)."""
+    tags = dict(BODY["Settings"]["Tags"])
+    if n % TAG_EVERY == 7:
+        tags[FILTER_TAG[0]] = f"ablation-{(n // TAG_EVERY) % TAG_VALUES}"
+    return tags
+
+
 def rows(workspace_id: int, owner_ids: list[int], start: int, stop: int, seed: int = 7):
     """Field values (attname -> Python value) for jobs number start..stop-1 of the workspace's history."""
     rnd = random.Random(seed * 1_000_003 + start)
@@ -85,7 +97,7 @@ def rows(workspace_id: int, owner_ids: list[int], start: int, stop: int, seed: i
             "owner_id": owner_ids[n % len(owner_ids)],
             "display_name": name,
             "job_type": rnd.choice(types),
-            "body": {**BODY, "DisplayName": name},
+            "body": {**BODY, "DisplayName": name, "Settings": {**BODY["Settings"], "Tags": tags_of(n)}},
             "idempotency_tag": uuid.UUID(int=rnd.getrandbits(128), version=4),
             "dlc_job_id": f"dlc{workspace_id:03d}{n:012x}" if submitted else "",
             "status": status,
@@ -149,6 +161,9 @@ def _insert(workspace_id: int, owner_ids: list[int], start: int, stop: int, chun
 
     table = connection.ops.quote_name(Job._meta.db_table)
     quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COALESCE(MAX(id), 0) FROM jobs_job")
+        (last_id,) = cursor.fetchone()
     for begin in range(start, stop, chunk):
         batch = [raw(v) for v in rows(workspace_id, owner_ids, begin, min(stop, begin + chunk))]
         with transaction.atomic(), connection.cursor() as cursor:
@@ -159,5 +174,18 @@ def _insert(workspace_id: int, owner_ids: list[int], start: int, stop: int, chun
             else:
                 marks = ", ".join(["%s"] * len(columns))
                 cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({marks})", batch)
+            last_id = _insert_tags(cursor, workspace_id, last_id)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
+
+
+def _insert_tags(cursor, workspace_id: int, last_id: int) -> int:
+    """The tag rows (jobs.tags) of the jobs inserted after last_id, as Job.save would write them; their number n
+    is the end of their name. The new last id."""
+    cursor.execute("SELECT id, display_name FROM jobs_job WHERE id > %s ORDER BY id", [last_id])
+    made = cursor.fetchall()
+    tag_rows = [(pk, workspace_id, key, value) for pk, name in made
+                for key, value in tags_of(int(name.rsplit("-", 1)[1])).items()]
+    cursor.executemany("INSERT INTO jobs_jobtag (job_id, workspace_id, key, value) VALUES (%s, %s, %s, %s)",
+                       tag_rows)
+    return made[-1][0] if made else last_id

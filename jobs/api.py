@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
-from jobs import api_jobs, spec
+from jobs import access, api_jobs, spec
 from jobs.apitokens import api_view, error
 
 
@@ -28,10 +28,11 @@ def validate_job(request: HttpRequest) -> JsonResponse:
     """Run exactly the create's checks (POST /api/v1/jobs: jobs.spec with the workspace's guardrails, WorkspaceId,
     SecretEnvs, run_after, ?template= locks) on a CreateJob body, saving nothing.
 
-    200 {"valid": true, "notes": {...}} or 400 {"errors": {"<wire path, e.g. JobSpecs[0].PodCount>": [...]}}.
+    200 {"valid": true, "notes": {...}, "can_create": bool[, "cannot_create": "<the create's 403 message>"]} or
+    400 {"errors": {"<wire path, e.g. JobSpecs[0].PodCount>": [...]}}.
     The workspace is chosen as the create chooses it (api_jobs.request_workspace): ?workspace=<id>, else the
     caller's only one, else the one whose DLC workspace is the body's WorkspaceId; else 400 with `candidates`.
-    Viewers may ask too: a dry run changes nothing.
+    Viewers may ask too: a dry run changes nothing, and `can_create` says whether the create would be refused.
     """
     try:
         body = json.loads(request.body or b"")
@@ -49,7 +50,13 @@ def validate_job(request: HttpRequest) -> JsonResponse:
                                                     locks=locks)
     if checked is None:
         return JsonResponse({"errors": errors}, status=400)
-    return JsonResponse({"valid": True, "notes": spec.notes(spec.inverse(checked.wire), checked.context)})
+    answer = {"valid": True, "notes": spec.notes(spec.inverse(checked.wire), checked.context),
+              "can_create": True}
+    try:  # a viewer's or a read-only token's valid body would still be the create's 403: say so, and why
+        access.require(request.api_user, "create", workspace=workspace)
+    except PermissionDenied as refused:
+        answer.update(can_create=False, cannot_create=str(refused) or "Not permitted.")
+    return JsonResponse(answer)
 
 
 class JsonErrorsMiddleware:

@@ -39,7 +39,11 @@ API_VERSION = "1.8.0"  # 1.1: /api/v1/workspaces rows gained effective_role and 
 #      decimal strings to the cent. A workspace that refuses jobs once its budget is spent answers a create 400
 #      with the reason at "".
 #      Idle resources (jobs.idle): a job's detail has `idle`, null or {since, metric, value, threshold_percent,
-#      window_minutes, stops_at} while the workspace's idle policy finds it running idle.
+#      window_minutes, stops_at} while the workspace's idle policy finds it running idle (null once it ended).
+#      A job the console stopped (the idle policy, a sweep's early stopping): its detail's reason.message is the
+#      console's reason (reason.code stays DLC's; was DLC's "stopped by the user" message).
+#      GET /api/v1/jobs filters by tag (`tag`, repeatable: `key` or `key=value`, all must hold; a malformed one
+#      answers 400 at `tag`) and by `idle=1` (running jobs the idle policy flagged).
 #      Also: POST /api/v1/jobs/validate picks the workspace as the create does (?workspace=, else your only one, else by
 #      the body's WorkspaceId: 400 with candidates when ambiguous; was: your session's or first workspace), refuses a
 #      WorkspaceId of another DLC workspace and takes ?template= / &version= as the create does; ?workspace= that is
@@ -48,7 +52,8 @@ API_VERSION = "1.8.0"  # 1.1: /api/v1/workspaces rows gained effective_role and 
 #      that sort=status may repeat or skip a job whose status changes between pages, the {"errors": ...} body of a
 #      priority change's 409 and 502. Names that differ only in case from another of the same scope are refused
 #      (400 at name): schedules here; workspaces, templates and webhooks in the portal. A webhook's test POST has
-#      an event_id (new on each test).
+#      an event_id (new on each test). The dry run's 200 has `can_create` and, when false (a viewer, a read-only
+#      token), `cannot_create`: the create's 403 message.
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
@@ -431,7 +436,7 @@ def jobs(request: HttpRequest) -> JsonResponse:
     def link(**cursor: str) -> str:
         from urllib.parse import urlencode
 
-        return request.build_absolute_uri(reverse("api_jobs") + "?" + urlencode({**base, **cursor}))
+        return request.build_absolute_uri(reverse("api_jobs") + "?" + urlencode({**base, **cursor}, doseq=True))
 
     return JsonResponse({
         "jobs": [job_json(job, request) for job in page.jobs],
@@ -482,10 +487,17 @@ def job_detail_json(job: Job, request: HttpRequest | None = None) -> dict[str, A
     """One job as GET /api/v1/jobs/{id} shows it: job_json and, while it is queued, its place in its quota's queue
     (jobs.now; one query, so not in the list)."""
     from jobs import costs, idle, now
+    from jobs.jobpage import console_stop_reason
 
     position = now.queue_position(job)
     cost = costs.job_cost(job)
-    return {**job_json(job, request), "queue_position": position.as_json() if position else None,
+    found = job_json(job, request)
+    # The console stopped it (the idle policy, early stopping): its reason, as DLC's message only says the user
+    # did; the code stays DLC's. Not in the list: a query per stopped job.
+    own = console_stop_reason(job)
+    if own:
+        found["reason"] = {"code": job.reason_code, "message": own}
+    return {**found, "queue_position": position.as_json() if position else None,
             "cost": cost.as_json() if cost else None, "idle": idle.as_json(job)}
 
 
@@ -667,10 +679,17 @@ def openapi_document(server: str) -> dict[str, Any]:
                      "two pages or on none (its place in the order moved); the other orders are on keys that do "
                      "not change."),
             ("size", "10, 20 (default), 50, 100"),
+            ("idle", "1: only running jobs the workspace's idle policy found idle (a job's `idle` is not null). "
+                     "Any other value: 400 at `idle`."),
             ("after", "A cursor, not a URL: the `after` query parameter of the page's `next` URL. Simplest: "
                       "request `next` as it is."),
             ("before", "A cursor, not a URL: the `before` query parameter of the page's `previous` URL."))
-    ]
+    ] + [{"name": "tag", "in": "query", "style": "form", "explode": True,
+           "schema": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
+           "description": "A job tag (Settings.Tags), as `key` (any value) or `key=value`; repeat it for jobs that "
+                          "have all of them: ?tag=team=vision&tag=experiment. A key of letters, digits, '-', '_' and "
+                          "'.' (up to 128), a value up to 256 characters; else 400 at `tag`. The console's own "
+                          "submission tag is not a tag here."}]
     template_params = [
         {"name": "template", "in": "query", "schema": {"type": "integer"},
          "description": "Template the job starts from: its locked fields must keep their values (a lock on the "
@@ -764,10 +783,16 @@ def openapi_document(server: str) -> dict[str, Any]:
                 "parameters": [ws_param, *template_params],
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
-                "responses": {"200": {"description": "Valid: `notes` are the wizard's remarks on the job.",
+                "responses": {"200": {"description": "Valid: `notes` are the wizard's remarks on the job; "
+                                                     "`can_create` false (a viewer, a read-only token): the create "
+                                                     "would answer 403 with `cannot_create`.",
                                       "content": {"application/json": {"schema": {
-                                          "type": "object", "properties": {"valid": {"type": "boolean"},
-                                                                           "notes": {"type": "object"}}}}}},
+                                          "type": "object", "required": ["valid", "notes", "can_create"],
+                                          "properties": {
+                                              "valid": {"type": "boolean"}, "notes": {"type": "object"},
+                                              "can_create": {"type": "boolean"},
+                                              "cannot_create": {"type": "string", "description": "Only when "
+                                                                "can_create is false: the create's 403 message."}}}}}},
                               "400": invalid_or_candidates, "401": err, "404": err,
                               "413": {**validation, "description": "The body is too large (error at \"\")."}}}},
             **note_paths(err, validation),
@@ -836,6 +861,12 @@ def openapi_document(server: str) -> dict[str, Any]:
                                   "description": "The job this one runs after (null: none, or deleted)."},
                     "run_after_when": {"type": "string", "enum": list(dependencies.WHEN)},
                     "pods": {"type": "array", "items": {"type": "object"}},
+                    "reason": {
+                        "type": "object", "nullable": True,
+                        "description": "Why the job is where it is: DLC's code and message. In GET /api/v1/jobs/{id}, "
+                                       "a job the console stopped (the idle policy, a sweep's early stopping) has "
+                                       "the console's reason as message (code stays DLC's).",
+                        "properties": {"code": {"type": "string"}, "message": {"type": "string"}}},
                     "queue_position": {
                         "type": "object", "nullable": True,
                         "description": "GET /api/v1/jobs/{id} only (not in lists): while the job is queued, its "
@@ -851,7 +882,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                                        "running job idle, since when, what was measured (metric GPU or CPU, the "
                                        "busiest pod's average percent over window_minutes, under "
                                        "threshold_percent) and when the policy stops it (stops_at, null: never). "
-                                       "Null when not idle.",
+                                       "Null when not idle, and once the job ended.",
                         "properties": {"since": {"type": "string", "format": "date-time"},
                                        "metric": {"type": "string", "enum": ["GPU", "CPU"]},
                                        "value": {"type": "number"}, "threshold_percent": {"type": "number"},

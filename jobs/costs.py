@@ -33,6 +33,12 @@ CENT = Decimal("0.01")
 _EXACT = Decimal("0.0001")
 WARN_AT = (100, 80)  # the budget notice's thresholds, in percent, highest first
 INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9]*(\.[A-Za-z0-9_-]+){1,4}$")  # ecs.gn6i-c4g1.xlarge, ml.gu7i.c16m60
+INSTANCE_TYPE_MAX = 64  # DLC's longest instance type names are about 30 characters
+TABLE_MAX_LINES = 500
+COMMA = "Use a dot for decimals (1.5), and no thousands separators."
+# Plain decimal notation in ASCII digits: Decimal() also takes "1e3", "1_000" and other scripts' digits ("١٢").
+_PLAIN_NUMBER = re.compile(r"[+-]?(?P<whole>[0-9]*)(?:\.(?P<fraction>[0-9]*))?")
+_SEPARATOR = re.compile(r"\s*[\s=,]\s*")
 SPEND_TTL = 60  # seconds a month-to-date figure is reused (the guardrail may let a job through for that long)
 
 
@@ -54,10 +60,13 @@ class Prices:
         quota rates (a rate left blank for a resource the role uses: no price)."""
         if not isinstance(role, Mapping):
             return None
+        pods = _pods(role)
+        if pods is None:
+            return None
         size = usage.resources([role], None)  # sized from ResourceConfig; an instance type stays unknown here
         if size.cpu is None or size.gpu is None:
             price = self.instance.get(str(role.get("EcsSpec") or ""))
-            return None if price is None else price * size.nodes
+            return None if price is None else price * pods
         total = Decimal(0)
         for amount, rate in ((size.gpu, self.gpu_hour), (size.cpu, self.cpu_core_hour)):
             if amount:
@@ -73,6 +82,15 @@ class Prices:
         if not rates or any(rate is None for rate in rates):
             return None
         return sum(rates, Decimal(0))
+
+
+def _pods(role: Mapping) -> int | None:
+    """A role's PodCount, None unless a whole number >= 1: jobs.spec and DLC require one (no default to assume), and
+    pricing a missing count as 0 pods would make the job free."""
+    count = role.get("PodCount")
+    if isinstance(count, str) and count.isascii() and count.isdigit() and len(count) <= 9:
+        count = int(count)
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 1 else None
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -113,7 +131,9 @@ def cost(rate: Decimal | None, hours: float) -> Decimal | None:
 def plain(value: Any) -> str | None:
     """A stored or typed amount as its shortest decimal text ("12.4" for 12.4000), for the form and the audit."""
     number = _decimal(value)
-    return None if number is None else format(number.normalize(), "f")
+    if number is None:
+        return None
+    return format(number.normalize() if number else Decimal(0), "f")  # "-0" and "0.00" read "0"
 
 
 def money(amount: Decimal | None) -> str:
@@ -190,6 +210,15 @@ class Estimate:
             out += f", at most {money(self.at_most * self.trials)} {self.currency}"
             out += " in all" if self.trials > 1 else ""
         return out + "."
+
+
+@dataclass(frozen=True)
+class Unpriced:
+    """In place of an estimate when the workspace has prices but not for this job (so a changed instance type
+    does not leave the last figure standing)."""
+
+    text: str = ("No estimate: the workspace's price table has no price for an instance type (or quota resource) "
+                 "of this job.")
 
 
 def estimate(prices: Prices, job_specs: Any, max_minutes: int | None = None, trials: int = 1) -> Estimate | None:
@@ -333,41 +362,60 @@ def notice(workspace: Workspace) -> str:
 # --- the price table as text --------------------------------------------------------------------------------
 
 
-def parse_price(text: Any) -> tuple[Decimal | None, str]:
-    """(price, "") or (None, why not) for one price as typed: a number >= 0 with at most 4 decimals."""
-    value = str(text or "").strip().replace(",", "")
+def _shown(text: str, limit: int = 40) -> str:
+    """Typed text quoted in a message, cut short: a pasted page must not come back as the error."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def parse_price(text: Any, places: int = PLACES) -> tuple[Decimal | None, str]:
+    """(price, "") or (None, why not) for one price as typed: a number >= 0 in ASCII digits with a dot and at most
+    `places` decimals (trailing zeros aside). A comma is refused, never dropped: "1,5" would otherwise be 15."""
+    value = str(text or "").strip()
     if not value:
         return None, "Enter a price."
-    try:
-        number = Decimal(value)
-    except (InvalidOperation, ValueError):
-        return None, f"{value!r} is not a number (e.g. 12.5)."
-    if not number.is_finite():
-        return None, f"{value!r} is not a number (e.g. 12.5)."
+    if "," in value:
+        return None, COMMA
+    found = _PLAIN_NUMBER.fullmatch(value)
+    if found is None or not (found["whole"] or found["fraction"]):
+        if not value.isascii():  # "١٢", "１２.５": digits to Decimal(), not to the rest of the console
+            return None, f"{_shown(value)} is not a number: use the digits 0-9 and a dot (e.g. 12.5)."
+        return None, f"{_shown(value)} is not a number (e.g. 12.5)."
+    number = Decimal(value)
+    if number.is_zero():
+        number = Decimal(0)  # "-0" is 0, not a negative price or a "-0" in the audit
     if number < 0:
-        return None, f"{value} is negative: a price is 0 or more."
+        return None, f"{value if len(value) <= 40 else _shown(value)} is negative: a price is 0 or more."
     if number >= MAX_PRICE:
-        return None, f"{value} is too large (less than {MAX_PRICE:,})."
-    if -number.as_tuple().exponent > PLACES:
-        return None, f"{value} has more than {PLACES} decimals."
+        return None, f"{_shown(value)} is too large (less than {MAX_PRICE:,})."
+    if len((found["fraction"] or "").rstrip("0")) > places:
+        return None, f"{_shown(value)} has more than {places} decimals."
     return number, ""
 
 
 def parse_table(text: str) -> tuple[dict[str, str], list[str]]:
     """Instance prices typed one per line as `<instance type> <price>` (or `=`, `,` or a tab between): the table
-    as {type: price text} and a message per bad line."""
+    as {type: price text} and a message per bad line. At most TABLE_MAX_LINES lines and INSTANCE_TYPE_MAX characters
+    a name: the table is copied into every audit entry of a change."""
     table: dict[str, str] = {}
     problems: list[str] = []
-    for number, line in enumerate(str(text or "").splitlines(), 1):
+    lines = str(text or "").splitlines()
+    if len(lines) > TABLE_MAX_LINES:
+        return table, [f"The table has {len(lines):,} lines: at most {TABLE_MAX_LINES} (one instance type each)."]
+    for number, line in enumerate(lines, 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        parts = line.replace("=", " ").replace("\t", " ").replace(",", " ").split()
-        if len(parts) != 2:
+        parts = _SEPARATOR.split(line, maxsplit=1)
+        # The first separator splits: a comma after it is the price's ("1,5"), refused by parse_price.
+        if len(parts) != 2 or not parts[0] or not parts[1] or re.search(r"[\s=]", parts[1]):
             problems.append(f"Line {number}: expected `<instance type> <price per hour>`, e.g. "
-                            f"`ecs.gn6i-c4g1.xlarge 12.5`; got {line!r}.")
+                            f"`ecs.gn6i-c4g1.xlarge 12.5`; got {_shown(line, 80)}.")
             continue
         name, given = parts
+        if len(name) > INSTANCE_TYPE_MAX:
+            problems.append(f"Line {number}: an instance type name has at most {INSTANCE_TYPE_MAX} characters "
+                            f"(this one has {len(name):,}).")
+            continue
         if not INSTANCE_TYPE_RE.match(name):
             problems.append(f"Line {number}: {name!r} is not an instance type (e.g. ecs.gn6i-c4g1.xlarge).")
             continue

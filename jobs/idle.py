@@ -249,12 +249,19 @@ def policy_of(job: Job) -> WorkspacePolicy | None:
         return None
 
 
+def stop_due(stop_at: datetime | None, now: datetime | None = None) -> bool:
+    """True when the stop's time has passed and the job still runs: the checks since could not tell (DLC
+    unreachable, no samples), so the next check that finds it idle stops it."""
+    return stop_at is not None and stop_at <= (now or timezone.now())
+
+
 def as_json(job: Job, policy: WorkspacePolicy | None = None) -> dict[str, Any] | None:
-    """The API's `idle`: null, or {since, metric, value, threshold_percent, window_minutes, stops_at}."""
-    if job.idle_since is None:
+    """The API's `idle`: null, or {since, metric, value, threshold_percent, window_minutes, stops_at}. Null once
+    the job ended, as on the page: the flag is of a running job, and the policy's stop reason is the job's `reason`."""
+    if job.idle_since is None or not job.is_active:
         return None
     detail = job.idle_detail or {}
-    stop = stops_at(job, policy if policy is not None else policy_of(job)) if job.is_active else None
+    stop = stops_at(job, policy if policy is not None else policy_of(job))
     return {"since": job.idle_since.isoformat(), "metric": detail.get("metric"), "value": detail.get("value"),
             "threshold_percent": detail.get("threshold_percent"), "window_minutes": detail.get("window_minutes"),
             "stops_at": stop.isoformat() if stop else None}
@@ -281,6 +288,18 @@ def candidates(limit: int) -> list[Job]:
         found += list(rows.filter(idle_checked_at__isnull=False).order_by("idle_checked_at", "id")
                       [:limit - len(found)])
     return found
+
+
+def clear_flags(workspace: Any = None) -> int:
+    """Unflag the running jobs of workspaces whose idle policy is off (of `workspace` only, when given): the beat
+    skips them, so nothing else would ever end their spell. One UPDATE; returns the rows cleared."""
+    from django.db.models import Q
+
+    rows = Job.objects.filter(status=RUNNING, idle_since__isnull=False)
+    if workspace is not None:
+        rows = rows.filter(workspace=workspace)
+    off = Q(workspace__policy__isnull=True) | Q(workspace__policy__idle_after_minutes__isnull=True)
+    return rows.filter(off).update(idle_since=None, idle_detail={})
 
 
 def spell_status(since: datetime) -> str:
@@ -339,8 +358,10 @@ def check_job(job: Job, policy: WorkspacePolicy, now: datetime | None = None, *,
         stop_after = timedelta(minutes=policy.idle_stop_after_minutes)
     verdict = measure(job, window, float(policy.idle_threshold_percent), now=now)
     if record(job, verdict, now, window):
+        # Never stopped in the check that flags it: the owner hears of the spell first (and a stop no longer
+        # than the window, however configured, waits for the next check).
         notify_idle(job)
-    if verdict.state == IDLE and job.idle_since is not None and stop_after is not None \
+    elif verdict.state == IDLE and job.idle_since is not None and stop_after is not None \
             and now - job.idle_since >= stop_after:
         stop(job, verdict, now - job.idle_since)
     return verdict
@@ -370,6 +391,10 @@ def check(limit: int | None = None) -> list[int]:
     """One cycle: measure at most `limit` (max_checks()) running jobs under an idle policy. Returns the ids of the
     jobs found idle. Safe to run twice or at once: each row's writes are conditional, a stop is request_stop's."""
     limit = max_checks() if limit is None else limit
+    try:
+        clear_flags()  # a policy turned off by any path (the admin, a shell) heals here
+    except Exception:  # noqa: BLE001 - the checks below are worth more than the cleanup, which the next cycle redoes
+        log.exception("clearing idle flags of workspaces without an idle policy failed")
     idle = []
     for job in candidates(limit):
         try:

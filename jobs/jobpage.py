@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -33,6 +35,7 @@ class Item:
     value: Any
     kind: str = "text"  # text | mono | pre | rows
     columns: list[tuple[str, str]] = field(default_factory=list)  # for rows: (key, heading)
+    links: list[tuple[str, str]] = field(default_factory=list)  # (text, URL): the page shows these instead of value
 
 
 @dataclass
@@ -77,7 +80,11 @@ def _basic(s: dict) -> list[Item]:
     _add(items, "Description", s.get("description"), "pre")
     tags = [t for t in s.get("tags") or [] if t.get("key") != dlc.IDEMPOTENCY_TAG_KEY]
     if tags:
-        items.append(Item("Tags", ", ".join(f"{t.get('key')}={t.get('value')}" for t in tags), "mono"))
+        texts = [f"{t.get('key')}={t.get('value')}" for t in tags]
+        # Each a link to the job list filtered by that tag (jobs.listing); compare keeps the text.
+        base = reverse("job_list")
+        items.append(Item("Tags", ", ".join(texts), "mono",
+                          links=[(text, f"{base}?{urlencode({'tag': text})}") for text in texts]))
     _add(items, "DLC workspace", s.get("workspace_id"), "mono")
     return items
 
@@ -284,21 +291,25 @@ def events(lines: list[str]) -> list[Event]:
     return out
 
 
+def console_stop_reason(job: Job) -> str:
+    """Why the console itself stopped the job, "" if it did not: the idle policy's reason (idle_detail["stopped"],
+    jobs.idle) or a sweep trial's early stop (its stop_reason, jobs.early_stop). DLC then only says the user
+    stopped it, so the page, the mail, the webhook and the API prefer this one; the job's fields stay DLC's, as
+    the sync writes them."""
+    if job.stop_requested_at is None or job.status not in ("Stopping", "Stopped"):
+        return ""
+    if (job.idle_detail or {}).get("stopped"):
+        return str(job.idle_detail["stopped"])
+    from jobs.models import SweepTrial
+
+    own = SweepTrial.objects.filter(job=job).exclude(stop_reason="").values_list("stop_reason", flat=True).first()
+    return own or ""
+
+
 def status_reason(job: Job) -> str:
-    """The reason the page shows under the job's status: DLC's (code: message), unless the console stopped the
-    job for a reason of its own (a sweep trial stopped early, jobs.early_stop): DLC then only says the user
-    stopped it. The console's reason is the trial's stop_reason; the job's fields stay DLC's, as the sync writes
-    them."""
-    if job.stop_requested_at is not None and job.status in ("Stopping", "Stopped"):
-        from jobs.models import SweepTrial
-
-        if (job.idle_detail or {}).get("stopped"):  # stopped by the idle policy (jobs.idle)
-            return str(job.idle_detail["stopped"])
-
-        own = SweepTrial.objects.filter(job=job).exclude(stop_reason="").values_list("stop_reason", flat=True).first()
-        if own:
-            return own
-    return ": ".join(x for x in (job.reason_code, job.reason_message) if x)
+    """The reason the page shows under the job's status: the console's own stop reason, else DLC's (code:
+    message)."""
+    return console_stop_reason(job) or ": ".join(x for x in (job.reason_code, job.reason_message) if x)
 
 
 def timeline(job: Job, released_at: datetime | None = None) -> list[Step]:
@@ -497,6 +508,7 @@ class IdleNote:
     since: datetime
     text: str  # "CPU 0.3% of 4 cores over the last 30 min"
     stops_at: datetime | None
+    due: bool = False  # stops_at has passed (the checks since could not tell): the next idle check stops it
 
 
 def idle_note(job: Job) -> IdleNote | None:
@@ -507,8 +519,9 @@ def idle_note(job: Job) -> IdleNote | None:
     from jobs import idle
 
     detail = job.idle_detail or {}
+    stop_at = idle.stops_at(job, idle.policy_of(job))
     return IdleNote(job.idle_since, f"{detail.get('text', '')} over the last {detail.get('window_minutes', 0):g} min",
-                    idle.stops_at(job, idle.policy_of(job)))
+                    stop_at, idle.stop_due(stop_at))
 
 
 # --- stop results ----------------------------------------------------------------------------------------

@@ -169,6 +169,16 @@ class Job(models.Model):
     def __str__(self) -> str:
         return self.display_name
 
+    def save(self, *args, **kwargs) -> None:
+        adding = self._state.adding
+        super().save(*args, **kwargs)
+        if adding:
+            # The one place every job is made (wizard, API, clone, sweeps, schedules, import, resubmit): its tag rows
+            # (jobs.tags) go in with it, in the caller's transaction. No query for a job without tags.
+            from jobs import tags
+
+            tags.write(self, new=True)
+
     def get_absolute_url(self) -> str:
         return reverse("job_detail", args=[self.pk])
 
@@ -274,3 +284,29 @@ class JobNote(models.Model):
 
     def __str__(self) -> str:
         return f"note {self.pk} on job {self.job_id}"
+
+
+class JobTag(models.Model):
+    """One user tag of a job (its body's Settings.Tags, never the console's idempotency tag) as a row, so the job
+    list filters by tag on an index instead of reading every job's JSON. Written by jobs.tags wherever a job's body
+    is set; `workspace` is the job's, copied so the index can start with it."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tags", db_index=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", db_index=False)
+    key = models.CharField(max_length=128)
+    value = models.CharField(max_length=256, blank=True)
+
+    class Meta:
+        indexes = [
+            # "The jobs of this workspace with key=value" (or key alone: a prefix) as an index range of job ids: the
+            # list counts them, and joins them when they are few (jobs.listing.filter_tags).
+            models.Index(fields=["workspace", "key", "value", "job"], name="jobtag_ws_key_value"),
+        ]
+        constraints = [
+            # A job's tags are a map: one value per key. Its index, starting with the job, serves the list's check of
+            # a common tag row by row, the deletes that rewrite a job's tags and the cascade from Job.
+            models.UniqueConstraint(fields=["job", "key"], name="one_jobtag_per_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value} on job {self.job_id}"

@@ -89,6 +89,8 @@ def _diagnosis(job: Job, status: str) -> dict[str, str] | None:
 def payload(job: Job, *, status: str | None = None, sent_at: datetime | None = None,
             event_id: Any = None) -> dict[str, Any]:
     """The JSON a webhook receives for a job's end (`status`: the end's, should the job have moved on since)."""
+    from jobs.jobpage import console_stop_reason
+
     status = status or end_of(job)
     return {
         "event": event_name(status),
@@ -103,8 +105,10 @@ def payload(job: Job, *, status: str | None = None, sent_at: datetime | None = N
             "url": job_url(job),
             "created_at": _iso(job.created_at),
             "finished_at": _iso(job.finished_at),
+            # DLC's code; the message is the console's own when it stopped the job (the idle policy, early
+            # stopping), as DLC's only says the user did.
             "reason_code": job.reason_code,
-            "reason_message": job.reason_message,
+            "reason_message": console_stop_reason(job) or job.reason_message,
             # The job it ran (or was to run) after: for job.skipped, the one that did not succeed.
             "upstream_job_id": job.run_after_id,
             # A failure's likely cause (jobs.diagnosis), null for other ends. Sent before the log archive, so it

@@ -232,6 +232,12 @@ def _reason(job: Job, status: str) -> str:
         code, message = error.get("Code") or "", error.get("Message") or ""
     else:
         code, message = job.reason_code, job.reason_message
+        from jobs.jobpage import console_stop_reason
+
+        # The console stopped it (idle policy, early stopping): DLC's own reason only says "by the user".
+        own = console_stop_reason(job) if status == "Stopped" else ""
+        if own:
+            return f"{_one_line(own)}{f' (DLC: {code})' if code else ''}"
     text = ": ".join(part for part in (str(code), dlc.redact(_one_line(message))[:1000]) if part)
     return text or "-"
 

@@ -29,6 +29,7 @@ from jobs import (
     audit,
     dlc,
     export,
+    idle,
     notify,
     policies,
     ratelimit,
@@ -340,6 +341,8 @@ def policy_edit(request: HttpRequest, ws: int) -> HttpResponse:
         before = {k: getattr(row, k) for k in values}
         with transaction.atomic():
             WorkspacePolicy.objects.update_or_create(workspace=workspace, defaults=values)
+            if values["idle_after_minutes"] is None:
+                idle.clear_flags(workspace)
             changed = audit.changes(before, values)
             if changed:
                 audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="policy", changes=changed)

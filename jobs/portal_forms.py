@@ -182,7 +182,7 @@ class PolicyForm(forms.Form):
         help_text="GPU utilisation for GPU jobs, else CPU cores used of those requested. Empty: 5.")
     idle_stop_after_minutes = forms.IntegerField(
         min_value=10, max_value=30 * 24 * 60, required=False, label="Stop idle jobs after (minutes)",
-        error_messages={"min_value": "At least 10 minutes, and no less than the time after which a job is "
+        error_messages={"min_value": "At least 10 minutes, and longer than the time after which a job is "
                                      "flagged idle."},
         help_text="Idle this long (counted from when it went idle), the job is stopped and the reason recorded. "
                   "Empty: never stopped, only flagged.")
@@ -215,9 +215,11 @@ class PolicyForm(forms.Form):
         if stop is not None and after is None and "idle_after_minutes" not in self.errors:
             self.add_error("idle_stop_after_minutes", "Set 'Flag jobs idle after' too: a job is stopped only once it "
                                                       "has been flagged idle.")
-        elif stop is not None and after is not None and stop < after:
-            self.add_error("idle_stop_after_minutes", f"At least {after} minutes, the time after which a job is "
-                                                      "flagged idle: a job cannot be stopped as idle before it is.")
+        elif stop is not None and after is not None and stop <= after:
+            # Both count from when the job went idle: equal, it would be flagged and stopped in the same check.
+            self.add_error("idle_stop_after_minutes", f"Must be longer than {after} minutes, the time after which a "
+                                                      "job is flagged idle, so the owner is told before the job is "
+                                                      "stopped.")
         return data
 
     def _check_tags(self, rows: list[dict[str, str]]) -> None:
@@ -327,11 +329,9 @@ class CostForm(forms.Form):
         text = self.cleaned_data[name].strip()
         if not text:
             return None
-        price, problem = costs.parse_price(text)
+        price, problem = costs.parse_price(text, places)
         if price is None:
             raise forms.ValidationError(problem)
-        if -price.as_tuple().exponent > places:
-            raise forms.ValidationError(f"{text} has more than {places} decimals.")
         return costs.plain(price)
 
     def clean_gpu_hour_price(self) -> str | None:

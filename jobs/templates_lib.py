@@ -279,12 +279,14 @@ def save(workspace: Workspace, user, name: str, sections: Mapping, *, descriptio
         raise ValidationError({"description": f"At most {DESCRIPTION_MAX} characters ({len(description)} given)."})
     access.require(user, "create", workspace=workspace)
     mine = JobTemplate.objects.filter(workspace=workspace)
-    if not mine.filter(name=name).exists():  # a new template; its exact name saves a version of the one that has it
-        twin = name_twin(mine, name)
-        if twin is not None:
-            raise ValidationError({"name": f"This workspace has a template named '{twin}': names may not differ "
-                                           f"only in case. Save as '{twin}' to add a version of it, or choose another "
-                                           "name."})
+    # A template's exact name saves a version of it (even where case twins were saved before this rule); so does
+    # another save creating the same name at this moment (get_or_create below): only a new name that differs from
+    # another in case alone is refused.
+    twin = None if mine.filter(name=name).exists() else name_twin(mine.exclude(name=name), name)
+    if twin is not None:
+        raise ValidationError({"name": f"This workspace has a template named '{twin}': names may not differ "
+                                       f"only in case. Save as '{twin}' to add a version of it, or choose another "
+                                       "name."})
     for _attempt in range(3):
         try:
             with transaction.atomic():

@@ -168,7 +168,7 @@ def _ignored(values: list[str], shown: int = 10) -> str:
 
 
 def _url(name: str, params: dict[str, str]) -> str:
-    query = urlencode(params)
+    query = urlencode(params, doseq=True)  # the list's repeatable `tag`
     return reverse(name) + (f"?{query}" if query else "")
 
 

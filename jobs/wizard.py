@@ -299,8 +299,10 @@ def _context(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | No
     }
 
 
-def _estimate(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | None = None) -> costs.Estimate | None:
-    """The resources section's cost estimate at the workspace's prices (jobs.costs), times a sweep's trials."""
+def _estimate(wizard: glue.Wizard, start: Start,
+              sweep_input: dict[str, str] | None = None) -> costs.Estimate | costs.Unpriced | None:
+    """The resources section's cost estimate at the workspace's prices (jobs.costs), times a sweep's trials; None
+    when the workspace has no prices. The API panel's refresh sends it too, so it follows every field."""
     prices = costs.prices_for(start.workspace)
     if not prices.any:
         return None
@@ -311,7 +313,8 @@ def _estimate(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | N
                                             sweep_input.get(sweeps.SEED_FIELD), env_names=body.get("Envs") or {})
         trials = search.size if search is not None else 1
     minutes = body.get("JobMaxRunningTimeMinutes")
-    return costs.estimate(prices, body.get("JobSpecs"), minutes if isinstance(minutes, int) else None, trials)
+    found = costs.estimate(prices, body.get("JobSpecs"), minutes if isinstance(minutes, int) else None, trials)
+    return found if found is not None else costs.Unpriced()
 
 
 def _template_choices(start: Start) -> list[tuple[int, str]]:
@@ -532,4 +535,4 @@ def wizard_preview(request: HttpRequest) -> HttpResponse:
                                       after[dependencies.WHEN_FIELD]).errors
     return render(request, "jobs/wizard/_preview_response.html",
                   {"preview": _preview(wizard, start, sweep_errors, after_errors), "diff": _diff(wizard, start),
-                   "start": start})
+                   "start": start, "estimate": _estimate(wizard, start, given)})

@@ -50,6 +50,17 @@ def fixture_fast_password_hashing():
         yield
 
 
+@pytest.fixture(name="static_files_looked_up_when_asked", scope="session", autouse=True)
+def fixture_static_files_looked_up_when_asked():
+    # Every Django test Client builds its own middleware chain, and WhiteNoise's scan of every static file took
+    # 15 ms of each (thousands of clients in a run). With autorefresh it looks a /static/ URL up when one is asked
+    # for and serves the same files; this process only: the stack's web server keeps the settings' behaviour.
+    from django.test import override_settings
+
+    with override_settings(WHITENOISE_AUTOREFRESH=True):
+        yield
+
+
 @pytest.fixture(name="webhook_receivers_allowed", scope="session", autouse=True)
 def fixture_webhook_receivers_allowed():
     # pytest-django loaded the settings before this module set the environment variable.
@@ -82,8 +93,10 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Stack:
         # Webhook retries (jobs.notify) after 0.3 s, 1.2 s...: the retry test waits for one, not for 30 s.
         # Due schedules (jobs.schedules) are looked for every 2 s, not 30 s: the schedule test waits for one.
         # An ended job's logs are archived 1 s after a sync sees the end, not 5 s: many tests wait for the archive.
+        # Its localdlc's jobs are Creating and EnvPreparing 0.1 s each (as the `localdlc` fixture's), not 0.3 s.
         extra_env={"DATABASE_URL": database_url, "DLC_SWEEP_INTERVAL": "5", "DLC_IMPORT_LOOKBACK_HOURS": "0",
-                   "DLC_WEBHOOK_RETRY_BASE_SECONDS": "0.3", "DLC_SCHEDULE_INTERVAL": "2", "DLC_ARCHIVE_DELAY": "1"},
+                   "DLC_WEBHOOK_RETRY_BASE_SECONDS": "0.3", "DLC_SCHEDULE_INTERVAL": "2", "DLC_ARCHIVE_DELAY": "1",
+                   "LOCALDLC_CREATING_SECONDS": "0.1", "LOCALDLC_ENV_PREPARING_SECONDS": "0.1"},
         overlap_start=True,
     )
     running.start()

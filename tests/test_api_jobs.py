@@ -497,6 +497,23 @@ def test_the_dry_run_chooses_the_workspace_the_create_would_use(team, api):
     assert api["member"].post(f"/api/v1/jobs/validate{query}", pf.BODY).status_code == 200
 
 
+def test_the_dry_run_says_whether_the_caller_may_create_what_it_validated(team, api):
+    """QA: a viewer's or a read-only token's dry run said {"valid": true} and nothing else; the create is a 403."""
+    query = f"?workspace={team.alpha.pk}"
+    member = api["member"].post(f"/api/v1/jobs/validate{query}", pf.BODY).json()
+    assert member["valid"] is True and member["can_create"] is True and "cannot_create" not in member
+    read_only = Api(team.users["member"], read_only=True)
+    for caller in (api["viewer"], read_only):
+        created, checked = both_answers(caller, pf.BODY, query)
+        assert created.status_code == 403 and checked.status_code == 200, checked.content
+        assert checked.json()["valid"] is True and checked.json()["can_create"] is False
+        assert checked.json()["cannot_create"] == created.json()["error"]
+    assert "read-only" in read_only.post(f"/api/v1/jobs/validate{query}", pf.BODY).json()["cannot_create"]
+    documented = api["viewer"].get("/api/v1/openapi.json").json()["paths"]["/api/v1/jobs/validate"]["post"]
+    schema = documented["responses"]["200"]["content"]["application/json"]["schema"]
+    assert {"can_create", "cannot_create"} <= set(schema["properties"]) and "can_create" in schema["required"]
+
+
 def test_a_workspace_that_is_no_number_is_a_400_at_workspace_and_an_unknown_one_a_404(team, api):
     """QA: ?workspace=abc answered 404 "Not found." on the endpoints documented to take an integer."""
     member = api["member"]

@@ -183,6 +183,9 @@ def test_a_template_with_locked_roles_shows_no_row_buttons_and_says_locked(stack
     expect(page.locator("#add-tags")).to_be_visible()
     expect(page.locator("#add-datasets")).to_be_visible()
     expect(page.locator("#lock-list-tags")).to_have_count(0)
+    # The estimate follows a field outside Resources too (QA: it changed only when focus left that section).
+    page.fill("#id_sweep", "LR = 0.1, 0.2")
+    expect(page.locator("#cost-estimate")).to_contain_text("for each of 2 trials (9.00 CNY per hour in all)")
 
 
 def test_remove_by_keyboard_keeps_the_focus_in_the_list(stack, member, page):

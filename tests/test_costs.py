@@ -253,3 +253,108 @@ def test_saving_prices_is_audited_and_reads_back(team):
     assert AuditEvent.objects.filter(details__event="costs").count() == 1, "saving the same values changes nothing"
     page = client.get(url)
     assert page.context["form"].initial["cpu_core_hour_price"] == "0.25" and b"Budget for" in page.content
+
+
+# -- QA walk: prices as typed, roles without a PodCount ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["1,5", "0,25", "1,000", "1,000.50"])
+def test_a_comma_is_refused_not_dropped(text):
+    """QA: "1,5" saved as 15: the comma was removed as a thousands separator."""
+    assert costs.parse_price(text) == (None, costs.COMMA)
+    table, problems = costs.parse_table(f"ecs.g6.large {text}")
+    assert table == {} and problems == [f"Line 1 (ecs.g6.large): {costs.COMMA}"]
+    assert costs.parse_table(f"ecs.g6.large,{text}")[1] == [f"Line 1 (ecs.g6.large): {costs.COMMA}"]
+
+
+@pytest.mark.parametrize(("text", "saved"), [("-0", "0"), ("-0.00", "0"), ("1.00000", "1"), ("12.400000", "12.4"),
+                                             (".5", "0.5")])
+def test_zero_is_never_negative_and_trailing_zeros_are_no_precision(text, saved):
+    price, problem = costs.parse_price(text)
+    assert problem == "" and costs.plain(price) == saved
+    assert costs.parse_table(f"ecs.g6.large {text}") == ({"ecs.g6.large": saved}, [])
+    assert costs.plain("-0") == "0", "a stored -0 reads 0 in the form and the audit"
+
+
+@pytest.mark.parametrize("text", ["١٢", "１２.５", "1²", "1e3", "1_000", "Infinity", "."])
+def test_only_ascii_decimal_numbers_are_prices(text):
+    price, problem = costs.parse_price(text)
+    assert price is None and "is not a number" in problem, problem
+    assert ("0-9" in problem) == (not text.isascii())
+
+
+def test_instance_type_names_and_tables_have_a_limit():
+    long_name = "ecs." + "a" * 61
+    problems = costs.parse_table(f"{long_name} 1")[1]
+    assert problems == ["Line 1: an instance type name has at most 64 characters (this one has 65)."]
+    assert costs.parse_table(f"{long_name[:-1]} 1")[1] == []
+    huge = "\n".join(f"ecs.g{i}.large 1" for i in range(costs.TABLE_MAX_LINES + 1))
+    table, problems = costs.parse_table(huge)
+    assert table == {} and problems == ["The table has 501 lines: at most 500 (one instance type each)."]
+    assert len(costs.parse_table(huge.rsplit("\n", 1)[0])[0]) == costs.TABLE_MAX_LINES
+    garbage = costs.parse_table("ecs.g6.large 1 " + "x" * 5000)[1][0]
+    assert len(garbage) < 200, "a pasted page does not come back whole as the error"
+
+
+@pytest.mark.parametrize("count", [None, 0, -1, "x", 1.5, True])
+def test_a_role_without_a_valid_pod_count_has_no_price(count):
+    """QA: a role with no PodCount was priced 0 (free). jobs.spec and DLC require one: no count, no price."""
+    role = {key: value for key, value in ecs(1).items() if key != "PodCount"}
+    if count is not None:
+        role["PodCount"] = count
+    assert PRICES.hourly([role]) is None
+    quota_role = {**quota(1), "PodCount": count} if count is not None else \
+        {k: v for k, v in quota(1).items() if k != "PodCount"}
+    assert PRICES.hourly([quota_role]) is None
+    assert PRICES.hourly([{**role, "PodCount": "2"}]) == Decimal("24.8"), "a count as digits, as usage reads it"
+
+
+def test_the_page_refuses_commas_and_long_tables_at_their_fields_and_saves_minus_zero_as_zero(team):
+    client = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/prices"
+    base = {"currency": "CNY", "instance_prices": "", "gpu_hour_price": "", "cpu_core_hour_price": "",
+            "monthly_budget": ""}
+    errors = client.post(url, {**base, "gpu_hour_price": "1,5", "cpu_core_hour_price": "１２.５",
+                               "monthly_budget": "1,000", "instance_prices": "ecs.g6.large 1,5"}).context["form"].errors
+    assert errors["gpu_hour_price"] == [costs.COMMA] and errors["monthly_budget"] == [costs.COMMA]
+    assert "0-9" in errors["cpu_core_hour_price"][0] and costs.COMMA in errors["instance_prices"][0]
+    many = "\n".join(f"ecs.g{i}.large 1" for i in range(3000))
+    assert "at most 500" in client.post(url, {**base, "instance_prices": many}).context["form"].errors[
+        "instance_prices"][0]
+    assert not WorkspaceCost.objects.exists()
+    saved = {**base, "gpu_hour_price": "-0", "cpu_core_hour_price": "1.00000", "monthly_budget": "500.000",
+             "instance_prices": "ecs.g6.large -0"}
+    assert client.post(url, saved).status_code == 302
+    stored = WorkspaceCost.objects.get(workspace=team.alpha)
+    assert (stored.gpu_hour_price, stored.cpu_core_hour_price, stored.monthly_budget) == (0, 1, 500)
+    assert stored.instance_prices == {"ecs.g6.large": "0"}
+    change = AuditEvent.objects.get(details__event="costs").details["changes"]
+    assert change["gpu_hour_price"]["to"] == "0" and "-0" not in str(change)
+
+
+def test_the_wizards_estimate_follows_the_instance_type_the_duration_and_the_sweep(team):
+    """QA: the estimate was recomputed only when focus left Resources. The API panel's refresh (sent on every
+    change of the form) now carries it out of band, so it follows every field."""
+    import html as html_lib
+    import re
+
+    from jobs.forms import wizard as glue
+
+    set_prices(team, instance_prices={"ecs.g6.large": "1.5"})
+    web = pf.client_for(team.users["member"])
+    body = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "PodCount": 2}]}
+    data = {**glue.sections_to_data(spec.inverse(body)), "_workspace": team.alpha.pk}
+
+    def estimate(**changes) -> str:
+        html = web.post("/jobs/new/preview", {**data, **changes}, HTTP_HX_REQUEST="true").content.decode()
+        found = re.search(r'<p id="cost-estimate"[^>]*hx-swap-oob="true"[^>]*>(.*?)</p>', html, re.S)
+        return html_lib.unescape(found.group(1).strip()) if found else "(none)"
+
+    assert estimate(**{"resources-max_duration": ""}) == "Estimated 3.00 CNY per hour."
+    assert estimate(**{"resources-max_duration": "2", "resources-max_duration_unit": "hours"}) == \
+        "Estimated 3.00 CNY per hour, at most 6.00 CNY."
+    assert estimate(**{"resources-max_duration": "", "resources-roles-0-instance_type": "ecs.g6.xlarge"}) == \
+        costs.Unpriced().text, "a type with no price: the old figure goes"
+    assert "for each of 3 trials" in estimate(**{"resources-max_duration": "", "sweep": "LR = 0.1, 0.2, 0.3"})
+    WorkspaceCost.objects.all().delete()
+    assert estimate() == "", "no prices: nothing to say (the element stays, hidden, for the next refresh)"

@@ -570,7 +570,8 @@ def test_a_failed_upstream_skips_the_chain_below_it_without_sending_anything(sta
 
     web = signed_in_session(stack.url, member.username)
     before = _creates(stack)
-    prep = _create(web, stack, "chain-bad-prep", "echo failing; exit 1")
+    # The upstream fails a second in, not at once: the dependents are created while it is still active.
+    prep = _create(web, stack, "chain-bad-prep", "echo failing; sleep 1; exit 1")
     train = _create(web, stack, "chain-bad-train", "echo train", after=prep)
     evaluate = _create(web, stack, "chain-bad-eval", "echo eval", after=train)
     wait_for(lambda: _status(prep, "Failed"), timeout=90, what="the upstream failing")

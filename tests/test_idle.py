@@ -109,6 +109,9 @@ def test_the_api_shape_and_when_the_policy_stops_it():
     policy.idle_stop_after_minutes = None
     assert idle.as_json(job, policy)["stops_at"] is None
     assert idle.as_json(Job(status="Running"), policy) is None
+    # QA: a job that was idle kept `idle` in the API after it ended (the list and the page no longer showed it).
+    for ended in ("Stopped", "Succeeded", "Failed"):
+        assert idle.as_json(Job(status=ended, idle_since=since, idle_detail=verdict.detail()), policy) is None
     assert idle.stop_reason(verdict, timedelta(minutes=60)) == \
         "Stopped by the idle policy: CPU 0.4% of 4 cores, under 5% for 60 min"
 
@@ -124,16 +127,19 @@ def test_the_policy_forms_idle_fields_have_their_errors_at_the_field():
     form = policy_form(idle_after_minutes="60", idle_stop_after_minutes="30")
     assert not form.is_valid()
     assert form.errors["idle_stop_after_minutes"] == [
-        "At least 60 minutes, the time after which a job is flagged idle: a job cannot be stopped as idle before it "
-        "is."]
+        "Must be longer than 60 minutes, the time after which a job is flagged idle, so the owner is told before the "
+        "job is stopped."]
+    # QA: equal, the job was flagged and stopped in the same check, its owner never told first.
+    form = policy_form(idle_after_minutes="60", idle_stop_after_minutes="60")
+    assert not form.is_valid() and form.errors["idle_stop_after_minutes"][0].startswith("Must be longer than 60")
     assert "idle_stop_after_minutes" in policy_form(idle_stop_after_minutes="60").errors
     for bad in ("0", "101", "x"):
         assert "idle_threshold_percent" in policy_form(idle_threshold_percent=bad).errors
-    form = policy_form(idle_after_minutes="30", idle_threshold_percent="", idle_stop_after_minutes="30")
+    form = policy_form(idle_after_minutes="30", idle_threshold_percent="", idle_stop_after_minutes="31")
     assert form.is_valid(), form.errors
     values = form.policy_values()
     assert (values["idle_after_minutes"], values["idle_threshold_percent"], values["idle_stop_after_minutes"]) == \
-        (30, 5, 30)
+        (30, 5, 31)
     off = policy_form()
     assert off.is_valid() and off.policy_values()["idle_after_minutes"] is None
 
@@ -185,6 +191,109 @@ def test_a_spell_is_recorded_once_told_once_per_webhook_and_mail_and_ended_by_bu
     assert WebhookDelivery.objects.filter(job=job).count() == 2
 
 
+@pytest.mark.django_db
+def test_turning_the_policy_off_unflags_running_jobs_and_a_cycle_heals_one_turned_off_elsewhere():
+    """QA: cleared "Flag jobs idle after" left jobs flagged Idle for ever (the beat skips such workspaces)."""
+    from tests import portal_fixtures as pf
+
+    team = pf.make_team()
+    since = END - WINDOW
+    for ws in (team.alpha, team.beta):
+        WorkspacePolicy.objects.create(workspace=ws, idle_after_minutes=30, idle_stop_after_minutes=60)
+    flagged = {"idle_since": since, "idle_detail": {"text": "CPU 0.4% of 4 cores"}}
+    running = pf.make_job(team.alpha, team.users["member"], "idle-a", **flagged)
+    stopped = pf.make_job(team.alpha, team.users["member"], "idle-stopped", status="Stopped", idle_since=since,
+                          idle_detail={"stopped": "Stopped by the idle policy: ..."})
+    other = pf.make_job(team.beta, None, "idle-b", **flagged)
+    answer = pf.client_for(team.users["admin"]).post(f"/workspaces/{team.alpha.pk}/policy", {
+        "allowed_sources": list(catalog.SOURCES), "max_duration_unit": "days", "idle_after_minutes": ""})
+    assert answer.status_code == 302
+    running.refresh_from_db()
+    assert (running.idle_since, running.idle_detail) == (None, {})
+    assert Job.objects.get(pk=stopped.pk).idle_detail["stopped"], "an ended job's stop reason stays"
+    assert Job.objects.get(pk=other.pk).idle_since == since, "another workspace's policy is still on"
+
+    WorkspacePolicy.objects.filter(workspace=team.beta).update(idle_after_minutes=None)  # as the admin site would
+    assert idle.check(limit=0) == []
+    assert Job.objects.get(pk=other.pk).idle_since is None
+
+
+@pytest.mark.django_db
+def test_the_console_stop_reason_is_what_the_mail_webhook_api_and_page_say():
+    """QA: the idle policy's stop reached only the page and the audit log; mail, `job.stopped` webhook and API said
+    DLC's "JobStoppedByUser: The job was stopped by the user." An early-stopped trial had the same gap."""
+    from jobs import jobpage, notify, notify_email
+    from jobs.models import SweepTrial
+    from tests import portal_fixtures as pf
+    from tests.support.api import Api
+    from tests.test_early_stop import _sweep
+
+    team = pf.make_team()
+    job = pf.make_job(team.alpha, team.users["member"], "sleeper", idle_since=START,
+                      idle_detail=decide([pod("j-worker-0", 0.016)]).detail())
+    verdict = decide([pod("j-worker-0", 0.016)])
+    assert idle.stop(job, verdict, timedelta(minutes=60)) is True
+    reason = "Stopped by the idle policy: CPU 0.4% of 4 cores, under 5% for 60 min"
+    assert _sweep(team, {"Metric": "loss"}).status_code == 201
+    trial = SweepTrial.objects.select_related("job").get(number=2)
+    Job.objects.filter(pk=trial.job_id).update(status="Running", dlc_job_id="dlc-es-2")
+    trial.job.refresh_from_db()
+    early = "Stopped early: best loss 0.9 at step 3, behind the median 0.4 of 3 succeeded trials"
+    from jobs import early_stop
+
+    assert early_stop.stop_trial(trial, early) is True
+    api = Api(team.users["member"])
+    for pk, said in ((job.pk, reason), (trial.job_id, early)):
+        # As the sync writes DLC's end.
+        Job.objects.filter(pk=pk).update(status="Stopped", reason_code="JobStoppedByUser",
+                                         reason_message="The job was stopped by the user.", finished_at=END)
+        row = Job.objects.select_related("workspace", "owner").get(pk=pk)
+        assert jobpage.status_reason(row) == said
+        sent = notify.payload(row)["job"]
+        assert (sent["reason_code"], sent["reason_message"]) == ("JobStoppedByUser", said)
+        assert f"Reason:     {said} (DLC: JobStoppedByUser)\n" in notify_email.body(row, "Stopped")
+        got = api.get(f"/api/v1/jobs/{pk}").json()
+        assert got["reason"] == {"code": "JobStoppedByUser", "message": said}
+        assert got["idle"] is None
+    # A job the user stopped keeps DLC's own words everywhere.
+    user_stopped = pf.make_job(team.alpha, team.users["member"], "by-hand", status="Stopped",
+                               stop_requested_at=END, reason_code="JobStoppedByUser",
+                               reason_message="The job was stopped by the user.", finished_at=END)
+    assert notify.payload(user_stopped)["job"]["reason_message"] == "The job was stopped by the user."
+    assert "Reason:     JobStoppedByUser: The job was stopped by the user.\n" in notify_email.body(user_stopped,
+                                                                                                  "Stopped")
+    assert api.get(f"/api/v1/jobs/{user_stopped.pk}").json()["reason"]["message"] == \
+        "The job was stopped by the user."
+
+
+@pytest.mark.django_db
+def test_a_stop_past_due_reads_as_due_at_the_next_check_not_as_a_future_time():
+    """QA: while DLC is unreachable the checks are unknown, so a flagged job outlives its stop time; the page kept
+    announcing that time as if to come."""
+    from django.utils import timezone
+
+    from jobs import jobpage
+    from tests import portal_fixtures as pf
+
+    team = pf.make_team()
+    WorkspacePolicy.objects.create(workspace=team.alpha, idle_after_minutes=30, idle_stop_after_minutes=60)
+    now = timezone.now()
+    detail = {"text": "CPU 0.4% of 4 cores", "window_minutes": 30}
+    soon = pf.make_job(team.alpha, team.users["member"], "soon", idle_since=now - timedelta(minutes=40),
+                       idle_detail=detail)
+    late = pf.make_job(team.alpha, team.users["member"], "late", idle_since=now - timedelta(minutes=90),
+                       idle_detail=detail)
+    assert jobpage.idle_note(soon).due is False and jobpage.idle_note(late).due is True
+    client = pf.client_for(team.users["member"])
+    local = timezone.localtime
+    page = client.get(soon.get_absolute_url(), HTTP_HX_REQUEST="true").content.decode()
+    at = local(soon.idle_since + timedelta(minutes=60)).strftime("%H:%M")
+    assert f"The workspace's idle policy stops it at {at}</strong>" in page
+    page = client.get(late.get_absolute_url(), HTTP_HX_REQUEST="true").content.decode()
+    due = local(late.idle_since + timedelta(minutes=60)).strftime("%H:%M")
+    assert f"The workspace's idle policy stops it at the next check (it was due at {due})</strong>" in page
+
+
 # --- on the stack -------------------------------------------------------------------------------------------------
 
 BUSY = f"{sys.executable} -c 'while True: pass'"
@@ -225,6 +334,12 @@ def test_a_sleeping_pod_is_idle_a_busy_one_is_not_and_the_policy_stops_the_idle_
         sleeper = Job.objects.select_related("workspace").get(pk=jobs["sleeper"].pk)
         with use_broker(stack.redis_url):  # the StopJob task goes to the stack's worker
             verdict = idle.check_job(sleeper, policy, window=window, stop_after=window)
+            assert verdict.state == idle.IDLE, verdict
+            # QA: a stop no longer than the window stopped the job in the check that flagged it, before any news.
+            first = Job.objects.get(pk=sleeper.pk)
+            assert (first.idle_since, first.stop_requested_at, first.status) == (sleeper.idle_since, None, "Running")
+            # The next check (at the first's time again, so the reason's "for 10 s" is exact) stops it.
+            verdict = idle.check_job(sleeper, policy, first.idle_checked_at, window=window, stop_after=window)
         assert verdict.state == idle.IDLE, verdict
         assert verdict.text.startswith("CPU ") and verdict.text.endswith("% of 2 cores"), verdict.text
         wait_for(lambda: Job.objects.get(pk=sleeper.pk).status == "Stopped", timeout=20, what="the idle job stopped")

@@ -536,7 +536,7 @@ class _RefusingSMTP(socketserver.StreamRequestHandler):
 def test_an_smtp_answer_quoting_the_password_is_shown_without_it(team, settings):
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _RefusingSMTP)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         password = "pw-" + uuid.uuid4().hex
         smtp_to(settings, server.server_address[1], password=password)

@@ -409,3 +409,27 @@ def test_a_stop_dlc_refused_shows_on_the_row_and_wakes_the_poll(client, people, 
     html = client.get(f"/jobs/rows?watch={unescape(watch).replace('%3A', ':')}", **HTMX).content.decode()
     assert row_ids(html) == [job.pk]
     assert "Stop failed: Forbidden.Stop" in html
+
+
+def test_tag_and_idle_filters_show_as_chips_keep_in_links_err_at_tag_and_cost_a_query_per_tag(client, people, ws):
+    alice = people["alice"]
+    tagged = [make_job(ws, alice, name=f"t{i}", created=T0 + timedelta(seconds=i),
+                       body={"Settings": {"Tags": {"team": "vision", "run": str(i)}}}) for i in range(12)]
+    make_job(ws, alice, name="untagged")
+    client.force_login(alice)
+    with CaptureQueriesContext(connection) as plain:
+        client.get("/?size=10")
+    with CaptureQueriesContext(connection) as filtered:
+        html = client.get("/?size=10&tag=team=vision&tag=run").content.decode()
+    assert len(filtered.captured_queries) == len(plain.captured_queries) + 2  # one look-up per tag
+    assert row_ids(html) == [job.pk for job in tagged[::-1][:10]]
+    # Each tag a chip whose × leads to the list without it; the form sends the tags on (form="filters").
+    assert re.search(r'<input type="hidden" name="tag" value="team=vision" form="filters">.*'
+                     r'<a href="/\?size=10&amp;tag=run"', html, re.S)
+    assert "tag=team%3Dvision&tag=run" in link(html, "next")
+    assert row_ids(client.get(link(html, "next")).content.decode()) == [tagged[1].pk, tagged[0].pk]
+    partial = client.get("/?tag=team+vision&idle=maybe", **HTMX).content.decode()
+    assert re.search(r'id="err-tag" hx-swap-oob="true">&#x27;team vision&#x27; is not a tag', partial)
+    assert re.search(r'id="err-idle" hx-swap-oob="true">Use idle=1', partial)
+    Job.objects.filter(pk=tagged[3].pk).update(status="Running", idle_since=T0)
+    assert row_ids(client.get("/?idle=1&tag=team").content.decode()) == [tagged[3].pk]

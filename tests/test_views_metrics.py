@@ -22,20 +22,36 @@ BURN = (f"{sys.executable} -c 'import time; held = b\"x\" * (60 << 20); start = 
         "while time.time() < start + 1.5: pass\ntime.sleep(3.5)'")
 
 
+BODY = {"DisplayName": "burn", "JobType": "PyTorchJob", "UserCommand": BURN,
+        "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
+
+
+@pytest.fixture(scope="module")
+def burned(localdlc, tmp_path_factory) -> str:
+    """The DLC job id of a BURN job the session's localdlc ran to the end, once for the module: it takes 5 s, and
+    the tests only read its metrics (each through a row of its own, so no test sees another's shared read)."""
+    from django.test import override_settings
+
+    from jobs.models import Workspace
+    from tests.support.wizard import credentials_file
+
+    creds = credentials_file(localdlc, tmp_path_factory.mktemp("burn"))
+    unsaved = Workspace(name="Local", backend=Workspace.BACKEND_LOCAL, endpoint=localdlc.endpoint)
+    with override_settings(LOCALDLC_CREDENTIALS_FILE=str(creds)):
+        job_id = dlc.create_job(unsaved, BODY)
+        deadline = time.monotonic() + 30
+        while (item := dlc.get_job(unsaved, job_id))["Status"] != "Succeeded":
+            assert time.monotonic() < deadline and item["Status"] not in ("Failed", "Stopped"), item["Status"]
+            time.sleep(0.1)
+    return job_id
+
+
 @pytest.fixture
-def ran(ws, people) -> Job:
+def ran(ws, people, burned) -> Job:
     """A job localdlc ran to the end, its row synced the way the beat does it."""
-    body = {"DisplayName": "burn", "JobType": "PyTorchJob", "UserCommand": BURN,
-            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
     job = Job.objects.create(workspace=ws, owner=people["alice"], display_name="burn", status="Creating",
-                             job_type="PyTorchJob", body=body)
-    job.dlc_job_id = dlc.create_job(ws, body)
-    job.save()
-    deadline = time.monotonic() + 30
-    while (item := dlc.get_job(ws, job.dlc_job_id))["Status"] != "Succeeded":
-        assert time.monotonic() < deadline and item["Status"] not in ("Failed", "Stopped"), item["Status"]
-        time.sleep(0.1)
-    lifecycle.apply_remote(job, item)
+                             job_type="PyTorchJob", body=BODY, dlc_job_id=burned)
+    lifecycle.apply_remote(job, dlc.get_job(ws, burned))
     return job
 
 

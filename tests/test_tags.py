@@ -1,0 +1,277 @@
+"""jobs.tags and the list's tag and idle filters: tag rows written where a job is made (never the console's own tag),
+the migration's fill, `tag` (key, key=value, several, malformed) and `idle=1` through pages and counts, a fixed
+number of queries, the plan on the tag index, the API's answers and the job page's tag links."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from jobs import dlc, lifecycle, listing, tags
+from jobs.models import Job, JobTag, Membership, Workspace
+from tests.test_job_indexes import plan
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def ws(db):
+    return Workspace.objects.create(name="Tags", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="local")
+
+
+def body(name: str, **tag_map: str) -> dict:
+    return {"DisplayName": name, "JobType": "PyTorchJob", **({"Settings": {"Tags": tag_map}} if tag_map else {})}
+
+
+def make_job(ws, name: str, *, created=T0, status="Succeeded", **tag_map: str) -> Job:
+    return Job.objects.create(workspace=ws, display_name=name, status=status, body=body(name, **tag_map),
+                              created_at=created)
+
+
+def rows_of(job: Job) -> dict[str, str]:
+    return dict(JobTag.objects.filter(job=job).values_list("key", "value"))
+
+
+def walk(qs, **params) -> list[str]:
+    """Every name, following next cursors from the first page."""
+    seen, after = [], None
+    for _ in range(100):
+        page = listing.page(qs, listing.Filters.from_query(_query(params, after)))
+        seen += [j.display_name for j in page.jobs]
+        if not page.next_cursor:
+            return seen
+        after = page.next_cursor
+    raise AssertionError("pagination does not end")
+
+
+def _query(params: dict, after: str | None):
+    from django.http import QueryDict
+
+    q = QueryDict(mutable=True)
+    for key, value in params.items():
+        q.setlist(key, value if isinstance(value, list) else [str(value)])
+    if after:
+        q["after"] = after
+    return q
+
+
+# --- rows ----------------------------------------------------------------------------------------------------
+
+
+def test_rows_are_written_with_a_new_job_never_for_the_consoles_own_tag(ws, django_assert_num_queries):
+    job = Job.objects.create(workspace=ws, display_name="a", body={"Settings": {"Tags": {
+        "team": "vision", "experiment": "", dlc.IDEMPOTENCY_TAG_KEY: str(uuid.uuid4())}}})
+    assert rows_of(job) == {"team": "vision", "experiment": ""}
+    assert JobTag.objects.get(job=job, key="team").workspace_id == ws.pk
+    with django_assert_num_queries(1):  # the INSERT alone: an untagged job costs no tag query
+        Job.objects.create(workspace=ws, display_name="b", body={})
+    job.body = {"Settings": {"Tags": {"other": "x"}}}
+    job.status = "Running"
+    job.save()  # a later save (the sync's) leaves the rows alone
+    assert rows_of(job) == {"team": "vision", "experiment": ""}
+
+
+def test_a_clone_and_an_import_get_their_own_rows(ws):
+    from jobs.views import save_and_enqueue
+
+    source = make_job(ws, "src", team="vision")
+    clone = save_and_enqueue(workspace=ws, owner=None, body=body("src-copy", team="nlp", lr="3e-4"),
+                             cloned_from=source)
+    assert rows_of(clone) == {"team": "nlp", "lr": "3e-4"} and rows_of(source) == {"team": "vision"}
+    # A job made outside the console, as the sync's ListJobs page shows it: its tags, but no submission tag of ours.
+    item = {"JobId": "dlc-imported-1", "DisplayName": "outside", "JobType": "PyTorchJob", "Status": "Running",
+            "GmtCreateTime": "2026-03-01T12:00:00Z",
+            "Settings": {"Tags": {"team": "audio", dlc.IDEMPOTENCY_TAG_KEY: str(uuid.uuid4())}}}
+    imported = lifecycle.import_or_adopt(ws, item)
+    assert imported is not None and imported.imported
+    assert rows_of(imported) == {"team": "audio"}
+
+
+def test_pairs_cut_long_tags_and_skip_what_is_no_tag():
+    long = {"k" * 200: "v" * 300, "": "x", "n": None, dlc.IDEMPOTENCY_TAG_KEY: "t"}
+    assert tags.pairs({"Settings": {"Tags": long}}) == [("k" * 128, "v" * 256), ("n", "")]
+    assert tags.pairs({"Settings": {"Tags": ["not", "a", "map"]}}) == tags.pairs("junk") == []
+
+
+def test_the_migrations_fill_writes_rows_for_jobs_without_any_in_batches(ws):
+    jobs = [make_job(ws, f"j{i}", team="vision", run=str(i)) for i in range(5)] + [make_job(ws, "plain")]
+    JobTag.objects.filter(job__in=jobs[:4]).delete()  # as before migration 0030
+    assert tags.fill(Job, JobTag, batch=2) == 8
+    assert all(rows_of(job) == {"team": "vision", "run": str(i)} for i, job in enumerate(jobs[:5]))
+    assert tags.fill(Job, JobTag, batch=2) == 0  # rerun: nothing twice
+
+
+# --- filters ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tagged(ws):
+    """25 jobs, one a second, newest last: every 3rd experiment=a, every 2nd team=vision, 5 of them idle."""
+    made = []
+    for i in range(25):
+        tag_map = {**({"experiment": "a" if i % 3 == 0 else "b"}), **({"team": "vision"} if i % 2 == 0 else {})}
+        job = make_job(ws, f"j{i:02d}", created=T0 + timedelta(seconds=i), status="Running" if i % 5 == 0 else
+                       "Succeeded", **tag_map)
+        made.append(job)
+    Job.objects.filter(pk__in=[j.pk for j in made[::5]][:3]).update(idle_since=T0)  # j00, j05, j10
+    Job.objects.filter(pk=made[15].pk).update(idle_since=T0, status="Stopping")  # flagged, but no longer running
+    return made
+
+
+def newest_first(names: list[str]) -> list[str]:
+    return sorted(names, reverse=True)
+
+
+@pytest.mark.parametrize("through_index", [True, False])
+def test_key_key_value_and_two_tags_across_keyset_pages(ws, tagged, through_index, monkeypatch):
+    """Read through the tag index (a rare tag), or checked row by row (a common one): the same pages."""
+    if not through_index:
+        monkeypatch.setattr(listing, "FEW_TAGGED", 1)
+    jobs = Job.objects.filter(workspace=ws)
+    assert walk(jobs, tag="experiment=a", size=10) == newest_first([f"j{i:02d}" for i in range(0, 25, 3)])
+    assert walk(jobs, tag="team", size=10) == newest_first([f"j{i:02d}" for i in range(0, 25, 2)])
+    # AND of all given: experiment=a and team (any value): every 6th.
+    assert walk(jobs, tag=["experiment=a", "team"], size=10) == newest_first([f"j{i:02d}" for i in range(0, 25, 6)])
+    assert walk(jobs, tag=["experiment=a", "team"], size=10, sort="name") == [f"j{i:02d}" for i in range(0, 25, 6)]
+    assert walk(jobs, tag="experiment=") == []  # an empty value is a value
+    assert walk(jobs, tag="nope") == []
+
+
+def test_idle_only_is_running_jobs_the_policy_flagged(ws, tagged):
+    jobs = Job.objects.filter(workspace=ws)
+    assert walk(jobs, idle="1") == ["j10", "j05", "j00"]
+    assert walk(jobs, idle="1", tag="team=vision") == ["j10", "j00"]
+    counts = listing.counts(jobs, listing.Filters.from_query(_query({"idle": "1", "tag": "team"}, None)))
+    assert {s: t.n for s, t in counts.by_status.items()} == {"Running": 2}
+
+
+def test_counts_follow_the_tags(ws, tagged):
+    counts = listing.counts(Job.objects.filter(workspace=ws),
+                            listing.Filters.from_query(_query({"tag": "experiment=a"}, None)))
+    assert {s: t.n for s, t in counts.by_status.items()} == {"Running": 1, "Stopping": 1, "Succeeded": 7}
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("=vision", "is not a tag"), ("team vision", "is not a tag"), ("k" * 129, "at most 128"),
+    ("team=" + "v" * 257, "at most 128 characters and values at most 256"), ("team=a\x00b", "NUL"),
+])
+def test_a_malformed_tag_is_an_error_at_tag_and_the_good_ones_still_filter(ws, tagged, value, message):
+    f = listing.Filters.from_query(_query({"tag": ["team=vision", value]}, None))
+    assert message in " ".join(f.errors["tag"]) and list(f.errors) == ["tag"]
+    assert f.tags == [("team", "vision")]
+
+
+def test_bad_idle_and_too_many_tags_are_errors_at_their_field(ws):
+    assert "idle=1" in listing.Filters.from_query({"idle": "yes"}).errors["idle"][0]
+    f = listing.Filters.from_query(_query({"tag": [f"k{i}" for i in range(11)]}, None))
+    assert f.errors["tag"] == ["Filter by at most 10 tags."] and len(f.tags) == 10
+
+
+def test_query_round_trips_tags_and_idle(ws):
+    f = listing.Filters.from_query(_query({"tag": ["team=vision", "exp", "team=vision"], "idle": "1"}, None))
+    assert f.tags == [("team", "vision"), ("exp", None)]  # the same tag twice is once
+    assert f.query() == {"tag": ["team=vision", "exp"], "idle": "1"}
+    assert f.tag_chips() == [("team=vision", "/?tag=exp&idle=1"), ("exp", "/?tag=team%3Dvision&idle=1")]
+
+
+@pytest.mark.parametrize("params", [{"tag": "team=vision"}, {"tag": ["team=vision", "experiment"]},
+                                    {"tag": "experiment", "sort": "name"}])
+@pytest.mark.parametrize("few", [1, 500])
+def test_a_tagged_page_costs_one_query_per_tag_and_one_at_any_depth(ws, tagged, params, few, monkeypatch,
+                                                                    django_assert_num_queries):
+    monkeypatch.setattr(listing, "FEW_TAGGED", few)
+    monkeypatch.setattr(listing, "COUNT_THROUGH_INDEX_MAX", few)
+    jobs = Job.objects.filter(workspace=ws)
+    per_tag = len(params["tag"]) if isinstance(params["tag"], list) else 1
+    first = listing.page(jobs, listing.Filters.from_query(_query({**params, "size": 10}, None)))
+    assert first.next_cursor
+    with django_assert_num_queries(per_tag + 1):
+        listing.page(jobs, listing.Filters.from_query(_query({**params, "size": 10}, first.next_cursor)))
+    with django_assert_num_queries(per_tag + 1):
+        listing.counts(jobs, listing.Filters.from_query(_query(params, None)))
+
+
+def rows_plan(ws, params: dict) -> str:
+    jobs = listing.for_rows(Job.objects.filter(workspace=ws))
+    f = listing.Filters.from_query(params)
+    query = listing.apply_filters(jobs, f).order_by(*listing.ordering(f.sort))[:21]
+    sql, sql_params = query.query.get_compiler(using=query.db).as_sql()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            return plan(cursor.mogrify(sql, sql_params))
+    return plan(_inline(sql, sql_params))
+
+
+@pytest.mark.postgres
+def test_a_rare_tag_is_read_through_the_tag_index_a_common_one_checked_along_the_page_order(ws, tagged,
+                                                                                             monkeypatch):
+    """A rare tag: the rows query reads the workspace's key=value range of jobtag_ws_key_value, then those jobs by
+    primary key; a common one (FEW_TAGGED lowered) walks the page order's index and checks each job's tag on
+    one_jobtag_per_key. Never every job's tags or body. SQLite plans without statistics (as in production);
+    PostgreSQL (under the `postgres` marker) is asked which index it takes when it must take one."""
+    text = rows_plan(ws, {"tag": "experiment=a"})
+    if connection.vendor == "postgresql":
+        assert re.search(r"Index (Only )?Scan (Backward )?using jobtag_ws_key_value", text), text
+    else:
+        assert re.search(r"SEARCH jobs_jobtag USING COVERING INDEX jobtag_ws_key_value \(workspace_id=\? AND key=\? "
+                         r"AND value=\?\)\nSEARCH jobs_job USING INTEGER PRIMARY KEY", text), text
+    with CaptureQueriesContext(connection) as counted:
+        listing.counts(Job.objects.filter(workspace=ws), listing.Filters.from_query({"tag": "experiment=a"}))
+    grouped = counted.captured_queries[-1]["sql"]
+    text = plan(grouped)
+    if connection.vendor == "postgresql":
+        assert re.search(r"Index (Only )?Scan (Backward )?using jobtag_ws_key_value", text), text
+    else:  # the counts, exactly, from the tag's index range: no walk of the workspace's jobs
+        assert text.startswith("SEARCH jobs_jobtag USING COVERING INDEX jobtag_ws_key_value"), text
+    monkeypatch.setattr(listing, "FEW_TAGGED", 1)
+    text = rows_plan(ws, {"tag": "experiment=a"})
+    if connection.vendor == "postgresql":
+        assert re.search(r"Index (Only )?Scan (Backward )?using one_jobtag_per_key", text), text
+    else:
+        assert "SEARCH jobs_job USING INDEX job_ws_created (workspace_id=?)" in text, text
+        # A UniqueConstraint is in SQLite's CREATE TABLE: its index is named by SQLite.
+        assert re.search(r"SEARCH \w+ USING INDEX (one_jobtag_per_key|sqlite_autoindex_jobs_jobtag_\d) "
+                         r"\(job_id=\? AND key=\?\)", text), text
+    assert "SCAN jobs_job" not in text and "SCAN jobs_jobtag" not in text, text
+
+
+def _inline(sql: str, params) -> str:
+    return sql % tuple(p if isinstance(p, int) else "'" + str(p).replace("'", "''") + "'" for p in params)
+
+
+# --- the API and the job page ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def member(ws):
+    user = get_user_model().objects.create_user("tagger")
+    Membership.objects.create(user=user, workspace=ws, role=Membership.MEMBER)
+    return user
+
+
+def test_the_api_filters_by_tag_and_idle_and_refuses_a_malformed_tag_at_tag(client, ws, tagged, member):
+    client.force_login(member)
+    answer = client.get("/api/v1/jobs", {"tag": ["experiment=a", "team=vision"], "size": 10}).json()
+    assert [j["name"] for j in answer["jobs"]] == ["j24", "j18", "j12", "j06", "j00"]
+    page = client.get("/api/v1/jobs", {"tag": "team", "size": 10}).json()
+    assert "tag=team" in page["next"]  # the next page keeps the filter
+    assert len(client.get(page["next"]).json()["jobs"]) == 3
+    assert len(client.get("/api/v1/jobs", {"idle": "1"}).json()["jobs"]) == 3
+    refused = client.get("/api/v1/jobs", {"tag": "a b"})
+    assert refused.status_code == 400 and "is not a tag" in str(refused.json())
+
+
+def test_the_job_page_links_each_tag_to_the_list_filtered_by_it(client, ws, member):
+    job = make_job(ws, "shown", team="vision", experiment="a b")
+    client.force_login(member)
+    html = client.get(f"/jobs/{job.pk}").content.decode()
+    links = re.findall(r'<a class="chip mono job-tag" href="([^"]+)"[^>]*>([^<]+)</a>', html)
+    assert links == [("/?tag=team%3Dvision", "team=vision"), ("/?tag=experiment%3Da+b", "experiment=a b")]
+    listed = client.get(links[1][0]).content.decode()
+    assert f'id="job-{job.pk}"' in listed and 'value="experiment=a b" form="filters"' in listed
