@@ -25,9 +25,9 @@ def test_add_a_webhook_and_send_a_test_in_place(stack, member, workspace, receiv
     page.fill("#id_url", "ftp://example.com/hook")
     page.fill("#id_name", "team-chat")
     events = page.locator("#webhook-form input[name=events]")
-    expect(events).to_have_count(5)
+    expect(events).to_have_count(6)  # the five job ends and Idle
     expect(page.locator("#webhook-form input[name=sweeps][value=sweep]")).to_be_checked()  # one event per sweep
-    for box in events.all():  # a new webhook starts with every job end ticked; none is refused
+    for box in events.all():  # a new webhook starts with every event ticked; none is refused
         expect(box).to_be_checked()
         box.uncheck()
     page.click("#webhook-form button[type=submit]")
