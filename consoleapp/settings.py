@@ -274,6 +274,9 @@ DLC_EARLY_STOP_MAX_CHECKS = int(os.environ.get("DLC_EARLY_STOP_MAX_CHECKS", "20"
 # look measures at most (each is one or two GetJobMetrics calls), the least recently checked first.
 DLC_IDLE_INTERVAL = float(os.environ.get("DLC_IDLE_INTERVAL", "300"))
 DLC_IDLE_MAX_CHECKS = int(os.environ.get("DLC_IDLE_MAX_CHECKS", "20"))
+# Seconds between two checks of every budgeted workspace's spend for budget alerts (jobs.budget_alerts); a job's
+# end checks its workspace at once besides.
+DLC_BUDGET_INTERVAL = float(os.environ.get("DLC_BUDGET_INTERVAL", "300"))
 CELERY_BEAT_SCHEDULE = {
     # Periodic tasks expire after one interval: a backlog (worker down) must not replay every missed cycle.
     "sync-jobs": {"task": "jobs.tasks.sync_jobs", "schedule": DLC_SYNC_INTERVAL,
@@ -286,6 +289,8 @@ CELERY_BEAT_SCHEDULE = {
                           "options": {"expires": max(1.0, DLC_EARLY_STOP_INTERVAL)}},
     "check-idle": {"task": "jobs.tasks.check_idle", "schedule": DLC_IDLE_INTERVAL,
                    "options": {"expires": max(1.0, DLC_IDLE_INTERVAL)}},
+    "check-budgets": {"task": "jobs.tasks.check_budgets", "schedule": DLC_BUDGET_INTERVAL,
+                      "options": {"expires": max(1.0, DLC_BUDGET_INTERVAL)}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from jobs import notify_email, ratelimit
+from jobs.models import Membership
 from jobs.notify import Answer
 from jobs.notify_models import NotificationPrefs
 
@@ -32,15 +33,19 @@ class EmailPrefsForm(forms.ModelForm):
             "email_on_stop": "By someone else or by DLC; not when you stopped it yourself.",
             "email_on_idle": "Still running but using almost none of its CPUs or GPUs, as the workspace's idle "
                              "policy measures it; once each time it goes idle.",
+            "email_on_budget": "Once per threshold and month, as the usage page counts the spend.",
         }
 
     def __init__(self, *args, user, enabled: bool, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["email"].initial = user.email
+        if not Membership.objects.filter(user=user, role=Membership.ADMIN).exists():
+            del self.fields[notify_email.BUDGET_PREF]  # budget alerts go to workspace admins only
         if not enabled:
             # Email is off on this console: nothing may be ticked that would never be sent.
             for name in notify_email.PREF_FIELDS:
-                self.fields[name].disabled = True
+                if name in self.fields:
+                    self.fields[name].disabled = True
 
     def clean(self) -> dict:
         data = super().clean()

@@ -22,7 +22,20 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import access, audit, batchwrite, dependencies, dlc, logmask, notify, notify_email, secretbox, spec, syncstate
+from jobs import (
+    access,
+    audit,
+    batchwrite,
+    budget_alerts,
+    dependencies,
+    dlc,
+    logmask,
+    notify,
+    notify_email,
+    secretbox,
+    spec,
+    syncstate,
+)
 from jobs import status as st
 from jobs.models import Job, Workspace, WorkspaceSync
 
@@ -789,6 +802,10 @@ def _enqueue_notify(workspace_id: int, job_ids: list[int], found: list[int] | No
         return
     for job_id in notify_email.owed(job_ids, found):
         transaction.on_commit(lambda job_id=job_id: _enqueue("email_job", job_id))
+    # An end may take the month's spend past a budget threshold: checked now, not at the next beat (one query
+    # spares the task for the many workspaces without a budget).
+    if budget_alerts.has_budget(workspace_id):
+        transaction.on_commit(lambda: _enqueue("check_budgets", workspace_id))
     if not notify.has_webhooks(workspace_id):
         return
     if found:

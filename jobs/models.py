@@ -250,7 +250,7 @@ class PodLog(models.Model):
 
 # The team portal's models (policies, audit log, API tokens, job templates) and the webhooks of job
 # notifications (jobs.notify) live in their own modules.
-from jobs.notify_models import Webhook, WebhookDelivery  # noqa: E402,F401
+from jobs.notify_models import BudgetAlert, Webhook, WebhookDelivery  # noqa: E402,F401
 from jobs.portal_models import (  # noqa: E402,F401
     ApiToken,
     AuditEvent,

@@ -36,10 +36,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from jobs import audit, dependencies, diagnosis, dlc
+from jobs import audit, costs, dependencies, diagnosis, dlc
 from jobs import status as st
 from jobs.models import AuditEvent, Job, Webhook, WebhookDelivery
-from jobs.notify_models import EVENTS, IDLE, PER_SWEEP, SKIPPED, SWEEP_ENDED, is_idle
+from jobs.notify_models import BUDGET, EVENTS, IDLE, PER_SWEEP, SKIPPED, SWEEP_ENDED, BudgetAlert, is_idle
 from jobs.sweep_models import Sweep, SweepTrial
 
 EVENT_STATUSES = frozenset(value for value, _ in EVENTS)
@@ -166,8 +166,27 @@ def sweep_payload(sweep: Sweep, *, sent_at: datetime | None = None, event_id: An
     }
 
 
-def delivery_payload(delivery: WebhookDelivery, job: Job) -> dict[str, Any]:
-    """What a delivery POSTs: its sweep's summary, its job's idle spell, or its job's end."""
+def budget_payload(alert: BudgetAlert, *, sent_at: datetime | None = None, event_id: Any = None) -> dict[str, Any]:
+    """A workspace's spend crossing a share of its monthly budget (jobs.budget_alerts); amounts as decimal strings
+    to the cent, as the API gives them. `refusing`: the workspace refuses new jobs once its budget is spent."""
+    return {
+        "event": "budget.threshold",
+        "event_id": str(event_id or uuid.uuid4()),
+        "workspace": alert.workspace.name,
+        "month": alert.month,
+        "threshold_percent": alert.threshold,
+        "spent": costs.money(alert.spent),
+        "budget": costs.money(alert.budget),
+        "currency": alert.currency,
+        "refusing": bool(alert.threshold >= 100 and costs.row(alert.workspace).refuse_when_spent),
+        "sent_at": _iso(sent_at or timezone.now()),
+    }
+
+
+def delivery_payload(delivery: WebhookDelivery, job: Job | None) -> dict[str, Any]:
+    """What a delivery POSTs: its budget alert, its sweep's summary, its job's idle spell, or its job's end."""
+    if delivery.budget_alert_id:
+        return budget_payload(delivery.budget_alert, event_id=delivery.event_id)
     if is_idle(delivery.status):
         return idle_payload(job, event_id=delivery.event_id)
     if delivery.status == SWEEP_ENDED:
@@ -539,8 +558,9 @@ def sweep_notifies(webhook: Webhook, statuses: list[str]) -> bool:
     return webhook.hears and webhook.sweeps == PER_SWEEP and any(s in (webhook.events or []) for s in statuses)
 
 
-def _owe(webhook: Webhook, job_id: int, status: str) -> WebhookDelivery:
-    key = {"webhook": webhook, "job_id": job_id, "status": status, "resend_of__isnull": True}
+def _owe(webhook: Webhook, job_id: int | None, status: str, alert_id: int | None = None) -> WebhookDelivery:
+    key = {"webhook": webhook, "job_id": job_id, "budget_alert_id": alert_id, "status": status,
+           "resend_of__isnull": True}
     now = timezone.now()
     # A paused webhook's delivery is made held: sent when it is enabled, dropped after SWEEP_WINDOW (resume()).
     defaults = {"next_attempt_at": now} if webhook.enabled else {"held_at": now}
@@ -585,12 +605,19 @@ def idle_deliveries(job: Job, status: str) -> list[WebhookDelivery]:
             if notifies(webhook, IDLE)]
 
 
+def budget_deliveries(alert: BudgetAlert) -> list[WebhookDelivery]:
+    """The deliveries of a budget alert, made once per webhook whose events include Budget (held for a paused
+    one); jobs.budget_alerts makes them in the alert's transaction."""
+    webhooks = Webhook.objects.filter(HEARING, workspace_id=alert.workspace_id)
+    return [_owe(webhook, None, BUDGET, alert.pk) for webhook in webhooks if notifies(webhook, BUDGET)]
+
+
 def retry_wait(attempts: int) -> float:
     """Seconds before the next try after `attempts` failed ones: base, 4x base, 16x base..."""
     return settings.DLC_WEBHOOK_RETRY_BASE_SECONDS * 4 ** max(0, attempts - 1)
 
 
-def attempt(delivery: WebhookDelivery, job: Job) -> str:
+def attempt(delivery: WebhookDelivery, job: Job | None) -> str:
     """One try of a delivery that is due: "delivered", "retry", "failed" (out of attempts), or "skipped" (not
     due, done, or another worker's try is under way)."""
     now = timezone.now()
@@ -599,11 +626,13 @@ def attempt(delivery: WebhookDelivery, job: Job) -> str:
     ).update(next_attempt_at=now + CLAIM)
     if not claimed:
         return "skipped"
-    if is_idle(delivery.status) and (not job.is_active or job.idle_since is None):
+    if job is None:
+        pass  # a budget alert's: recorded once its threshold was crossed, it is news whatever the spend does next
+    elif is_idle(delivery.status) and (not job.is_active or job.idle_since is None):
         # The spell ended before its turn (busy again, or the job ended): old news, not sent.
         WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=None, last_error="no longer idle")
         return "skipped"
-    if (job.is_active and not is_idle(delivery.status)) or (delivery.status == st.SUBMIT_FAILED and job.dlc_job_id):
+    elif (job.is_active and not is_idle(delivery.status)) or (delivery.status == st.SUBMIT_FAILED and job.dlc_job_id):
         # The end was undone: a job given up as SubmitFailed (or stopped unsent) whose CreateJob had landed after
         # all is adopted by DLC's job (lifecycle.adopt). Receivers must not hear of that end now; its real end
         # makes a delivery anew (the unique key is free again).
@@ -672,6 +701,15 @@ def notify_job(job_id: int) -> float | None:
     return next_try_in(owed)
 
 
+def notify_budget(alert_id: int) -> float | None:
+    """Try a budget alert's owed deliveries that are due; as notify_job."""
+    owed = WebhookDelivery.objects.filter(budget_alert_id=alert_id, delivered_at__isnull=True,
+                                          next_attempt_at__isnull=False)
+    for delivery in owed.select_related("budget_alert__workspace").order_by("pk"):
+        attempt(delivery, None)
+    return next_try_in(owed)
+
+
 def next_try_in(owed: QuerySet) -> float | None:
     """Seconds until the earliest of these owed deliveries (webhook or email) is due, or None when none is owed;
     a hair late rather than early, as Celery's countdown may fire before the time on the row."""
@@ -688,7 +726,23 @@ def overdue_jobs(owed: QuerySet, older_than: timedelta) -> list[int]:
 
 
 def owed_jobs(older_than: timedelta) -> list[int]:
-    return overdue_jobs(WebhookDelivery.objects.filter(delivered_at__isnull=True), older_than)
+    return overdue_jobs(WebhookDelivery.objects.filter(delivered_at__isnull=True, job__isnull=False), older_than)
+
+
+def owed_budget_alerts(older_than: timedelta) -> list[int]:
+    """Budget alerts with a delivery owed whose task was lost (the sweep's, as owed_jobs)."""
+    now = timezone.now()
+    owed = WebhookDelivery.objects.filter(delivered_at__isnull=True, budget_alert__isnull=False,
+                                          next_attempt_at__lt=now - older_than, created_at__gt=now - SWEEP_WINDOW)
+    return list(owed.order_by().values_list("budget_alert_id", flat=True).distinct()[:100])
+
+
+def enqueue_budget(alert_ids: list[int]) -> None:
+    """These budget alerts' webhook tasks, once committed (as enqueue)."""
+    from jobs import lifecycle  # it imports this module
+
+    for alert_id in alert_ids:
+        transaction.on_commit(lambda alert_id=alert_id: lifecycle._enqueue("notify_budget_alert", alert_id))
 
 
 def enqueue(job_ids: list[int]) -> None:
@@ -708,7 +762,8 @@ def resume(webhook: Webhook) -> tuple[list[int], int]:
     held = WebhookDelivery.objects.filter(webhook=webhook, held_at__isnull=False, delivered_at__isnull=True)
     dropped = held.filter(created_at__lte=now - SWEEP_WINDOW).update(
         held_at=None, last_error="dropped: the webhook was paused for over a day; resend it if still wanted")
-    job_ids = sorted(set(held.values_list("job_id", flat=True)))
+    job_ids = sorted(set(held.filter(job__isnull=False).values_list("job_id", flat=True)))
+    enqueue_budget(sorted(set(held.filter(budget_alert__isnull=False).values_list("budget_alert_id", flat=True))))
     held.update(held_at=None, next_attempt_at=now)
     return job_ids, dropped
 
@@ -726,7 +781,8 @@ def resend(webhook: Webhook, delivery_id: int) -> WebhookDelivery | None:
         if not took:
             return None
         original = WebhookDelivery.objects.get(pk=delivery_id)
-        return WebhookDelivery.objects.create(webhook=webhook, job_id=original.job_id, status=original.status,
+        return WebhookDelivery.objects.create(webhook=webhook, job_id=original.job_id,
+                                              budget_alert_id=original.budget_alert_id, status=original.status,
                                               event_id=original.event_id, resend_of=original, next_attempt_at=now)
 
 
@@ -744,7 +800,7 @@ def _shown(webhook: Webhook, rows: list[WebhookDelivery]) -> list[WebhookDeliver
 
 def latest_deliveries(webhooks: list[Webhook], count: int = 5) -> dict[int, list[WebhookDelivery]]:
     """Each webhook's newest deliveries, for the settings page (a query per webhook: a workspace has few)."""
-    return {w.pk: _shown(w, list(WebhookDelivery.objects.filter(webhook=w).select_related("job")
+    return {w.pk: _shown(w, list(WebhookDelivery.objects.filter(webhook=w).select_related("job", "budget_alert")
                                  .order_by("-id")[:count])) for w in webhooks}
 
 
@@ -757,7 +813,7 @@ def deliveries_page(webhook: Webhook, *, before: int | None = None, given_up: bo
     """A page of a webhook's deliveries, newest first, keyed by id so a deep page costs what the first does
     (`before`: the last id of the page before); only the given-up ones if asked. (rows, `before` of the next page
     or None)."""
-    rows = WebhookDelivery.objects.filter(webhook=webhook).select_related("job")
+    rows = WebhookDelivery.objects.filter(webhook=webhook).select_related("job", "budget_alert")
     if given_up:
         rows = rows.filter(GIVEN_UP)
     if before is not None:

@@ -31,7 +31,7 @@ from django.utils import timezone
 from jobs import access, audit, dependencies, diagnosis, dlc, logarchive, logmask
 from jobs import status as st
 from jobs.models import AuditEvent, Job, PodLog
-from jobs.notify import Answer, job_url, next_try_in, overdue_jobs
+from jobs.notify import SWEEP_WINDOW, Answer, job_url, next_try_in, overdue_jobs
 from jobs.notify_models import EmailDelivery, NotificationPrefs, is_idle
 from jobs.sweep_models import Sweep, SweepTrial
 
@@ -44,7 +44,8 @@ PREF_OF_STATUS = {
     "Succeeded": "email_on_success",
     "Stopped": "email_on_stop",
 }
-PREF_FIELDS = ("email_on_failure", "email_on_success", "email_on_stop", "email_on_idle")
+PREF_FIELDS = ("email_on_failure", "email_on_success", "email_on_stop", "email_on_idle", "email_on_budget")
+BUDGET_PREF = "email_on_budget"  # a budget alert of a workspace the user administers (jobs.budget_alerts)
 IDLE_PREF = "email_on_idle"  # an idle spell's mail (status "Idle:<start>", jobs.idle): the job is still running
 SUBJECT_VERBS = {
     "Failed": "failed",
@@ -487,10 +488,7 @@ def attempt(delivery: EmailDelivery, job: Job) -> str:
     """One try of a delivery that is due: "sent", "retry", "failed" (out of attempts), "closed" (not to be sent
     after all), "waiting" (for the failed job's log archive) or "skipped" (not due, done, or under way elsewhere)."""
     now = timezone.now()
-    claimed = EmailDelivery.objects.filter(
-        pk=delivery.pk, sent_at__isnull=True, next_attempt_at__lte=now + EARLY
-    ).update(next_attempt_at=now + CLAIM)
-    if not claimed:
+    if not _claim(delivery):
         return "skipped"
     rows = EmailDelivery.objects.filter(pk=delivery.pk)
     if (job.is_active and not is_idle(delivery.status)) or (delivery.status == st.SUBMIT_FAILED and job.dlc_job_id):
@@ -506,12 +504,19 @@ def attempt(delivery: EmailDelivery, job: Job) -> str:
     if delivery.status == "Failed" and _logs_pending(job, now) and not SweepTrial.objects.filter(job=job).exists():
         rows.update(next_attempt_at=now + timedelta(seconds=LOG_POLL_SECONDS))
         return "waiting"
+    return _send(delivery, message(job, delivery.status, delivery.user.email))
+
+
+def _send(delivery: EmailDelivery, mail: EmailMessage) -> str:
+    """Send a claimed delivery's mail and record the try: "sent", "retry" or "failed" (out of attempts). The one
+    sending and retry path of job mails and budget alerts."""
+    rows = EmailDelivery.objects.filter(pk=delivery.pk)
     attempts = delivery.attempts + 1
     try:
-        mail_connection().send_messages([message(job, delivery.status, delivery.user.email)])
+        mail_connection().send_messages([mail])
     except Exception as err:  # noqa: BLE001 - any failure to send is an attempt used, retried or given up
         error = error_text(err)
-        log.warning("email of job %s to user %s failed (attempt %s): %s", job.pk, delivery.user_id, attempts, error)
+        log.warning("email %s to user %s failed (attempt %s): %s", delivery, delivery.user_id, attempts, error)
         done = timezone.now()
         last = attempts >= ATTEMPTS
         rows.update(attempts=attempts, last_error=error,
@@ -519,6 +524,14 @@ def attempt(delivery: EmailDelivery, job: Job) -> str:
         return "failed" if last else "retry"
     rows.update(attempts=attempts, last_error="", sent_at=timezone.now(), next_attempt_at=None)
     return "sent"
+
+
+def _claim(delivery: EmailDelivery) -> bool:
+    """Hold a due, unsent delivery for this try (CLAIM ahead), so two workers never send it at once."""
+    now = timezone.now()
+    return bool(EmailDelivery.objects.filter(
+        pk=delivery.pk, sent_at__isnull=True, next_attempt_at__lte=now + EARLY
+    ).update(next_attempt_at=now + CLAIM))
 
 
 def deliver(job_id: int) -> float | None:
@@ -532,4 +545,61 @@ def deliver(job_id: int) -> float | None:
 
 
 def owed_jobs(older_than: timedelta) -> list[int]:
-    return overdue_jobs(EmailDelivery.objects.filter(sent_at__isnull=True), older_than)
+    return overdue_jobs(EmailDelivery.objects.filter(sent_at__isnull=True, job__isnull=False), older_than)
+
+
+# -- budget alerts (jobs.budget_alerts makes the rows) ------------------------------------------------------
+
+
+def _why_not_budget(delivery: EmailDelivery) -> str:
+    """Why a budget alert's owed mail is not to be sent after all, checked when sending, or ""."""
+    from jobs.models import Membership
+
+    user = delivery.user
+    if not configured():
+        return "email is not configured"
+    if not user.is_active:
+        return "the user is inactive"
+    if not user.email:
+        return "no address"
+    if not NotificationPrefs.objects.filter(user=user, email_on_budget=True).exists():
+        return "opted out"
+    if not Membership.objects.filter(user=user, workspace_id=delivery.budget_alert.workspace_id,
+                                     role=Membership.ADMIN).exists():
+        return "no longer an admin of the workspace"
+    return ""
+
+
+def attempt_budget(delivery: EmailDelivery) -> str:
+    """One try of a budget alert's mail that is due; the outcomes of attempt()."""
+    from jobs import budget_alerts
+
+    if not _claim(delivery):
+        return "skipped"
+    delivery.refresh_from_db(fields=["attempts"])  # another worker may have tried since it was read
+    reason = _why_not_budget(delivery)
+    if reason:
+        EmailDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=None, last_error=reason)
+        return "closed"
+    alert = delivery.budget_alert
+    mail = EmailMessage(subject=budget_alerts.subject(alert), body=budget_alerts.body(alert),
+                        to=[delivery.user.email])
+    return _send(delivery, mail)
+
+
+def deliver_budget(alert_id: int) -> float | None:
+    """Try the alert's owed mails if due. Seconds until the next try, or None once nothing is owed (idempotent,
+    as deliver())."""
+    owed_rows = EmailDelivery.objects.filter(budget_alert_id=alert_id, sent_at__isnull=True,
+                                             next_attempt_at__isnull=False)
+    for delivery in owed_rows.select_related("user", "budget_alert__workspace").order_by("pk"):
+        attempt_budget(delivery)
+    return next_try_in(owed_rows)
+
+
+def owed_budget_alerts(older_than: timedelta) -> list[int]:
+    """Budget alerts with a mail owed whose task was lost (the sweep's, as owed_jobs)."""
+    now = timezone.now()
+    owed = EmailDelivery.objects.filter(sent_at__isnull=True, budget_alert__isnull=False,
+                                        next_attempt_at__lt=now - older_than, created_at__gt=now - SWEEP_WINDOW)
+    return list(owed.order_by().values_list("budget_alert_id", flat=True).distinct()[:100])

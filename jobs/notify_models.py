@@ -31,6 +31,9 @@ def is_idle(status: str) -> bool:
     return status == IDLE or status.startswith(IDLE + ":")
 
 
+# A budget alert of the workspace (jobs.budget_alerts), "budget.threshold": not a job's end, and no delivery's job.
+BUDGET = "Budget"
+
 # The job ends a webhook may be told about: the terminal statuses (jobs.status.TERMINAL) and Skipped, in page order.
 EVENTS = [
     ("Succeeded", "Succeeded"),
@@ -40,6 +43,8 @@ EVENTS = [
     (SKIPPED, "Skipped (the job it was to run after did not succeed)"),
     # Not an end: a running job the workspace's idle policy flagged (jobs.idle), "job.idle" once per idle spell.
     (IDLE, "Idle (still running; flagged by the workspace's idle policy)"),
+    # Not a job's: the workspace's month-to-date spend crossed 80% or 100% of its monthly budget, once each.
+    (BUDGET, "Budget (this month's spend crossed 80% or 100% of the budget)"),
 ]
 PER_TRIAL, PER_SWEEP = "trial", "sweep"
 SWEEP_CHOICES = [(PER_TRIAL, "An event per trial"), (PER_SWEEP, "One event when the sweep ends")]
@@ -115,7 +120,10 @@ class WebhookDelivery(models.Model):
     """
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
-    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="+")
+    # A job's (or its sweep's) event, or (job None) a budget alert's: exactly one of the two.
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="+", null=True, blank=True)
+    budget_alert = models.ForeignKey("jobs.BudgetAlert", on_delete=models.CASCADE, related_name="webhook_deliveries",
+                                     null=True, blank=True)
     status = models.CharField(max_length=32)
     attempts = models.PositiveIntegerField(default=0)
     last_code = models.PositiveSmallIntegerField("last HTTP status", null=True, blank=True)
@@ -135,6 +143,12 @@ class WebhookDelivery(models.Model):
             # Resends are copies of an end already made: the end itself is made once.
             models.UniqueConstraint(fields=["webhook", "job", "status"], condition=models.Q(resend_of__isnull=True),
                                     name="one_delivery_per_job_end"),
+            models.UniqueConstraint(fields=["webhook", "budget_alert"],
+                                    condition=models.Q(resend_of__isnull=True, budget_alert__isnull=False),
+                                    name="one_delivery_per_budget_alert"),
+            models.CheckConstraint(condition=models.Q(job__isnull=False, budget_alert__isnull=True)
+                                   | models.Q(job__isnull=True, budget_alert__isnull=False),
+                                   name="delivery_of_a_job_or_a_budget_alert"),
         ]
         indexes = [
             # The sweep's "owed and overdue" range: delivered and given-up rows hold NULL there.
@@ -144,7 +158,7 @@ class WebhookDelivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.webhook_id}/{self.job_id}/{self.status}"
+        return f"{self.webhook_id}/{self.job_id or 'budget-' + str(self.budget_alert_id)}/{self.status}"
 
     @property
     def state(self) -> str:
@@ -180,6 +194,8 @@ class NotificationPrefs(models.Model):
     email_on_success = models.BooleanField("Email me when my job succeeds", default=False)
     email_on_stop = models.BooleanField("Email me when my job is stopped", default=False)
     email_on_idle = models.BooleanField("Email me when my running job is idle", default=False)
+    email_on_budget = models.BooleanField(
+        "Email me when a workspace I administer crosses 80% or 100% of its monthly budget", default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -194,7 +210,10 @@ class EmailDelivery(models.Model):
     or retried never mails twice. `next_attempt_at` as on WebhookDelivery: when the next try is due, held a
     little ahead by a try under way (jobs.notify_email's claim), None once sent or given up."""
 
-    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="+")
+    # A job's mail, or (job None) a budget alert's (jobs.budget_alerts): exactly one of the two.
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="+", null=True, blank=True)
+    budget_alert = models.ForeignKey("jobs.BudgetAlert", on_delete=models.CASCADE, related_name="emails",
+                                     null=True, blank=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=32)
     attempts = models.PositiveIntegerField(default=0)
@@ -210,9 +229,37 @@ class EmailDelivery(models.Model):
             # An idle spell's mail (status "Idle:<start>", jobs.idle): one per spell, beside the end's one.
             models.UniqueConstraint(fields=["job", "user", "status"], condition=models.Q(status__startswith=IDLE),
                                     name="one_email_per_idle_spell"),
+            models.UniqueConstraint(fields=["budget_alert", "user"], condition=models.Q(budget_alert__isnull=False),
+                                    name="one_email_per_budget_alert_and_user"),
+            models.CheckConstraint(condition=models.Q(job__isnull=False, budget_alert__isnull=True)
+                                   | models.Q(job__isnull=True, budget_alert__isnull=False),
+                                   name="email_of_a_job_or_a_budget_alert"),
         ]
         # The sweep's "owed and overdue" range (sent and given-up rows hold NULL there).
         indexes = [models.Index(fields=["next_attempt_at"], name="email_next_attempt")]
 
     def __str__(self) -> str:
-        return f"{self.job_id}/{self.user_id}/{self.status}"
+        return f"{self.job_id or 'budget-' + str(self.budget_alert_id)}/{self.user_id}/{self.status}"
+
+
+class BudgetAlert(models.Model):
+    """A workspace's month-to-date spend crossing a share of its monthly budget (jobs.budget_alerts): recorded once
+    per workspace, month and threshold (the unique key), so two workers or a retried task alert once. `notified`:
+    this one was told (mail, audit); crossing 80% and 100% at once records both but tells only the 100%."""
+
+    workspace = models.ForeignKey("jobs.Workspace", on_delete=models.CASCADE, related_name="budget_alerts")
+    month = models.CharField(max_length=7)  # "2026-12", in DLC_TIME_ZONE
+    threshold = models.PositiveSmallIntegerField()  # percent: 80 or 100
+    spent = models.DecimalField(max_digits=20, decimal_places=4)
+    budget = models.DecimalField(max_digits=20, decimal_places=4)
+    currency = models.CharField(max_length=8)
+    notified = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["month", "threshold"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "month", "threshold"],
+                                               name="one_budget_alert_per_month_and_threshold")]
+
+    def __str__(self) -> str:
+        return f"{self.workspace_id}/{self.month}/{self.threshold}%"

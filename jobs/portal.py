@@ -27,6 +27,7 @@ from jobs import (
     access,
     apitokens,
     audit,
+    budget_alerts,
     dlc,
     export,
     idle,
@@ -532,7 +533,7 @@ def webhook_resend(request: HttpRequest, ws: int, pk: int, delivery: int) -> Htt
             audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, job=copy.job,
                          event="webhook-delivery-resent", webhook=webhook.name, delivery=delivery,
                          event_id=str(copy.event_id))
-            notify.enqueue([copy.job_id])
+            notify.enqueue([copy.job_id]) if copy.job_id else notify.enqueue_budget([copy.budget_alert_id])
     if copy is None:
         messages.info(request, "That delivery was resent already, or is not given up: nothing sent.")
     else:
@@ -903,5 +904,5 @@ def usage_report(request: HttpRequest, ws: int) -> HttpResponse:
         "workspace": workspace, "report": result, "periods": usage.PERIODS, "tab": "usage",
         "now": now.snapshot(workspace, catalog.by_type(), now=result.end),
         "catalog_error": catalog.error, "is_admin": access.can(request.user, "manage", workspace=workspace),
-        "budget": costs.budget(workspace),
+        "budget": costs.budget(workspace), "budget_alerts": budget_alerts.of_month(workspace),
     })

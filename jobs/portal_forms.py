@@ -430,8 +430,9 @@ class WebhookForm(forms.ModelForm):
     """A workspace webhook (jobs.notify). The signing secret is write-only: never shown, blank keeps the saved one."""
 
     events = forms.MultipleChoiceField(
-        choices=notify.EVENTS, widget=forms.CheckboxSelectMultiple, label="Notify when a job ends as",
-        error_messages={"required": "Choose at least one job end to notify."},
+        choices=notify.EVENTS, widget=forms.CheckboxSelectMultiple,
+        label="Events to notify (job ends, idle jobs, the budget)",
+        error_messages={"required": "Choose at least one event to notify."},
     )
     # strip=False: the receiver signs with the secret exactly as typed, spaces included.
     secret = forms.CharField(
@@ -456,7 +457,8 @@ class WebhookForm(forms.ModelForm):
         self.workspace = self.instance.workspace = workspace
         if self.instance.pk is None:
             # A new webhook starts with every job end ticked: an empty choice could only be refused.
-            self.fields["events"].initial = [value for value, _ in notify.EVENTS]
+            # Budget alerts are not a job's end: a receiver is told of them only once asked for.
+            self.fields["events"].initial = [value for value, _ in notify.EVENTS if value != notify.BUDGET]
         # Left out (a form from before the choice, a script): the webhook keeps its own, a new one the default.
         self.fields["sweeps"].required = False
         if self.instance.has_secret:

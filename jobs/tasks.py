@@ -7,7 +7,18 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from jobs import dependencies, dlc, early_stop, idle, lifecycle, logarchive, notify, notify_email, schedules
+from jobs import (
+    budget_alerts,
+    dependencies,
+    dlc,
+    early_stop,
+    idle,
+    lifecycle,
+    logarchive,
+    notify,
+    notify_email,
+    schedules,
+)
 from jobs.models import Job, Workspace
 
 log = logging.getLogger(__name__)
@@ -108,6 +119,8 @@ def sweep_stuck() -> int:
         (archive_logs, lifecycle.unarchived_jobs(age)),
         (notify_job, notify.owed_jobs(age)),
         (email_job, notify_email.owed_jobs(age)),
+        (email_budget_alert, notify_email.owed_budget_alerts(age)),
+        (notify_budget_alert, notify.owed_budget_alerts(age)),
     ]:
         for job_id in job_ids:
             task.delay(job_id)
@@ -135,3 +148,37 @@ def check_idle() -> int:
     run, the least recently checked first. Safe to run twice or at once: its writes are conditional, and a stop
     goes through request_stop, which stops a job once."""
     return len(idle.check())
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def check_budgets(workspace_id: int | None = None) -> int:
+    """Workspaces' spend against their monthly budgets (one, right after its jobs ended; all, from the beat): a
+    threshold newly crossed is recorded once (jobs.budget_alerts) and its mails and webhook POSTs enqueued. Run
+    twice, it finds the rows and tells nothing again; a lost task is the sweep's (the rows say what is owed)."""
+    if workspace_id is None:
+        owed = budget_alerts.check_all()
+    else:
+        workspace = Workspace.objects.filter(pk=workspace_id).first()
+        owed = [a.pk for a in budget_alerts.check(workspace) if a.notified] if workspace else []
+    for alert_id in owed:
+        email_budget_alert.delay(alert_id)
+        notify_budget_alert.delay(alert_id)
+    return len(owed)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=None, ignore_result=True)
+def email_budget_alert(self, alert_id: int) -> None:
+    """A budget alert mailed to the admins who opted in; retried with backoff while owed, never sent twice (its
+    EmailDelivery rows, as email_job)."""
+    wait = notify_email.deliver_budget(alert_id)
+    if wait is not None:
+        raise self.retry(countdown=wait)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=None, ignore_result=True)
+def notify_budget_alert(self, alert_id: int) -> None:
+    """A budget alert to its workspace's webhooks that asked for Budget; retried while a delivery is owed (as
+    notify_job)."""
+    wait = notify.notify_budget(alert_id)
+    if wait is not None:
+        raise self.retry(countdown=wait)

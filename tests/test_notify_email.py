@@ -131,7 +131,7 @@ def test_finding_the_opted_in_owners_of_a_sync_batch_is_one_query(team):
     with CaptureQueriesContext(connection) as nobody:
         lifecycle._enqueue_notify(team.alpha.pk, [j.pk for j in jobs])
     ours = [q["sql"] for q in nobody.captured_queries if "notificationprefs" in q["sql"]]
-    assert len(ours) == 1 and len(nobody.captured_queries) == 2, nobody.captured_queries  # + has_webhooks
+    assert len(ours) == 1 and len(nobody.captured_queries) == 3, nobody.captured_queries  # + has_budget, has_webhooks
     opt_in(team.users["admin"])
     with CaptureQueriesContext(connection) as some:
         assert len(notify_email.owed([j.pk for j in jobs])) == 30
