@@ -14,7 +14,8 @@ def test_create_job_watch_it_succeed_and_read_its_log(stack, member, page):
     page.click("text=Create job >> nth=0")
     page.fill("#id_basic-name", "hello-from-browser")
     page.select_option("#id_environment-image", index=1)  # the first official image
-    page.fill("#id_environment-command", "echo hello; sleep 2")
+    # Long enough for a loaded machine's sync and row refresh to see it Running (localdlc's start phases are short).
+    page.fill("#id_environment-command", "echo hello; sleep 5")
     page.select_option("#id_resources-roles-0-instance_type", "ecs.g6.large")
     page.click("#wizard-form .actions button[type=submit]")
     page.wait_for_selector("h1:has-text('hello-from-browser')")
