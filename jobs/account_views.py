@@ -33,7 +33,7 @@ class EmailPrefsForm(forms.ModelForm):
             "email_on_stop": "By someone else or by DLC; not when you stopped it yourself.",
             "email_on_idle": "Still running but using almost none of its CPUs or GPUs, as the workspace's idle "
                              "policy measures it; once each time it goes idle.",
-            "email_on_budget": "Once per threshold and month, as the usage page counts the spend.",
+            "email_on_budget": "Once per threshold, month and budget amount, as the usage page counts the spend.",
         }
 
     def __init__(self, *args, user, enabled: bool, **kwargs) -> None:

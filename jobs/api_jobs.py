@@ -687,9 +687,9 @@ def openapi_document(server: str) -> dict[str, Any]:
     ] + [{"name": "tag", "in": "query", "style": "form", "explode": True,
            "schema": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
            "description": "A job tag (Settings.Tags), as `key` (any value) or `key=value`; repeat it for jobs that "
-                          "have all of them: ?tag=team=vision&tag=experiment. A key of letters, digits, '-', '_' and "
-                          "'.' (up to 128), a value up to 256 characters; else 400 at `tag`. The console's own "
-                          "submission tag is not a tag here."}]
+                          "have all of them: ?tag=team=vision&tag=experiment. A key of ASCII letters (a-z, A-Z), "
+                          "digits, '-', '_' and '.' (up to 128), a value up to 256 characters; else 400 at `tag`. "
+                          "The console's own submission tag is not a tag here."}]
     template_params = [
         {"name": "template", "in": "query", "schema": {"type": "integer"},
          "description": "Template the job starts from: its locked fields must keep their values (a lock on the "

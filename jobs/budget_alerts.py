@@ -3,9 +3,10 @@ monthly budget, without anyone opening a page (as cloud budget tools do).
 
 Plain functions; jobs.tasks.check_budgets (the beat, and right after jobs end) and jobs.tasks.email_budget_alert
 are the thin tasks. The spend is jobs.costs.budget's, the figure the list, wizard and guardrail show. A crossing is
-a BudgetAlert row, unique per (workspace, month, threshold): two workers or a retried task record it once, and the
-mails (jobs.notify_email's EmailDelivery rows, sent and retried as job mails are) are made in the same transaction,
-so what is owed survives a lost task. A raised budget leaves this month's rows: it does not "un-alert" it.
+a BudgetAlert row, unique per (workspace, month, budget amount, threshold): two workers or a retried task record it
+once, and the mails (jobs.notify_email's EmailDelivery rows, sent and retried as job mails are) are made in the same
+transaction, so what is owed survives a lost task. A changed budget starts afresh: an admin who raised it is warned
+again when the new amount is crossed (a budget set back to an amount already alerted this month is not told twice).
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def crossed(status: costs.Budget) -> list[int]:
 def check(workspace: Workspace, now: datetime | None = None) -> list[BudgetAlert]:
     """Record the thresholds this workspace's spend newly crossed this month and owe their mails; the new rows.
 
-    Of thresholds crossed at once (a big job ended), only the highest is told; the others are recorded as not
-    notified. A threshold below one already alerted this month is recorded silently too (a raised budget)."""
+    Of thresholds crossed at once (a big job ended, or a budget lowered below the spend), only the highest is told;
+    the others are recorded as not notified. Only this budget amount's rows count: a changed budget alerts anew."""
     now = now or timezone.now()
     status = costs.budget(workspace, now, fresh=True)
     if status is None:
@@ -54,7 +55,8 @@ def check(workspace: Workspace, now: datetime | None = None) -> list[BudgetAlert
     if not reached:
         return []
     month = month_of(now)
-    known = set(BudgetAlert.objects.filter(workspace=workspace, month=month).values_list("threshold", flat=True))
+    known = set(BudgetAlert.objects.filter(workspace=workspace, month=month, budget=status.amount)
+                .values_list("threshold", flat=True))
     new = [at for at in reached if at not in known]
     if not new:
         return []
@@ -76,7 +78,7 @@ def check(workspace: Workspace, now: datetime | None = None) -> list[BudgetAlert
 def _tell(alert: BudgetAlert, refusing: bool) -> None:
     """The alert's audit event, a delivery owed to each webhook that asked for Budget and a mail to each admin who
     opted in (in the alert's transaction)."""
-    audit.record(None, AuditEvent.CHANGED, workspace=alert.workspace, by=AUDIT_BY, event="budget-threshold-crossed",
+    audit.record(None, AuditEvent.BUDGET, workspace=alert.workspace, by=AUDIT_BY, event="budget-threshold-crossed",
                  month=alert.month, threshold_percent=alert.threshold, spent=costs.money(alert.spent),
                  budget=costs.money(alert.budget), currency=alert.currency, notified=alert.notified,
                  refusing=refusing)
@@ -116,8 +118,12 @@ def check_all(now: datetime | None = None) -> list[int]:
 
 
 def of_month(workspace: Workspace, now: datetime | None = None) -> list[BudgetAlert]:
-    """This month's alerts that were told, for the budget card ("Alerted at 80% on 12 Dec 14:02")."""
-    return list(BudgetAlert.objects.filter(workspace=workspace, month=month_of(now), notified=True))
+    """This month's alerts told for the current budget, for the budget card ("Alerted at 80% on 12 Dec 14:02"):
+    those of a budget since changed no longer describe it."""
+    amount = costs.row(workspace).monthly_budget
+    if amount is None:
+        return []
+    return list(BudgetAlert.objects.filter(workspace=workspace, month=month_of(now), budget=amount, notified=True))
 
 
 # -- the mail ------------------------------------------------------------------------------------------------

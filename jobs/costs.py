@@ -221,6 +221,19 @@ class Unpriced:
                  "of this job.")
 
 
+def sized(job_specs: Any) -> bool:
+    """Whether every role has an instance type or quota resources (and there is a role): only then can a missing
+    estimate be blamed on the price table (Unpriced), not on a job still being filled in."""
+    roles = job_specs if isinstance(job_specs, list) else []
+    for role in roles:
+        if not isinstance(role, Mapping):
+            return False
+        size = usage.resources([role], None)
+        if not str(role.get("EcsSpec") or "").strip() and (size.cpu is None or size.gpu is None):
+            return False
+    return bool(roles)
+
+
 def estimate(prices: Prices, job_specs: Any, max_minutes: int | None = None, trials: int = 1) -> Estimate | None:
     """The estimate of a job about to be created (None: no price for one of its roles)."""
     rate = prices.hourly(job_specs)

@@ -7,6 +7,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -74,17 +75,18 @@ def _duration(value: Any, unit: str) -> str:
     return f"{value} {unit}"
 
 
-def _basic(s: dict) -> list[Item]:
+def _basic(s: dict, workspace_id: int | None = None) -> list[Item]:
     items: list[Item] = []
     _add(items, "Job name", s.get("name"))
     _add(items, "Description", s.get("description"), "pre")
     tags = [t for t in s.get("tags") or [] if t.get("key") != dlc.IDEMPOTENCY_TAG_KEY]
     if tags:
         texts = [f"{t.get('key')}={t.get('value')}" for t in tags]
-        # Each a link to the job list filtered by that tag (jobs.listing); compare keeps the text.
-        base = reverse("job_list")
+        # Each a link to the job list filtered by that tag (jobs.listing) in the job's own workspace, whichever is
+        # chosen (views.job_list switches to it); compare keeps the text.
+        base, where = reverse("job_list"), {"workspace": workspace_id} if workspace_id else {}
         items.append(Item("Tags", ", ".join(texts), "mono",
-                          links=[(text, f"{base}?{urlencode({'tag': text})}") for text in texts]))
+                          links=[(text, f"{base}?{urlencode({**where, 'tag': text})}") for text in texts]))
     _add(items, "DLC workspace", s.get("workspace_id"), "mono")
     return items
 
@@ -215,7 +217,8 @@ def sections(job: Job) -> list[Section]:
         wizard = spec.inverse(body, job.hints or {})
     except Exception:  # noqa: BLE001 - an odd imported body still gets a page, just ungrouped
         return [Section("body", "CreateJob body", [Item("", json.dumps(body, indent=2, default=str), "pre")])]
-    return [Section(key, SECTION_TITLES[key], _BUILDERS[key](wizard.get(key) or {})) for key in spec.SECTIONS]
+    builders = {**_BUILDERS, "basic": partial(_basic, workspace_id=job.workspace_id)}
+    return [Section(key, SECTION_TITLES[key], builders[key](wizard.get(key) or {})) for key in spec.SECTIONS]
 
 
 # --- status timeline --------------------------------------------------------------------------------------

@@ -132,7 +132,8 @@ def _summary(user, prefs: NotificationPrefs) -> dict[str, Any]:
 
 def save_prefs(user, email: str, choices: dict[str, bool]) -> dict[str, dict[str, Any]]:
     """Store the user's address and opt-ins; the changes, audited (like API token events) in each of the user's
-    workspaces, the audit log being per workspace."""
+    workspaces, the audit log being per workspace. The address itself stays out of the audit: it is personal, and
+    the workspace's admins need to know only that it changed (where its budget mails go), not what it is."""
     prefs = prefs_for(user)
     before = _summary(user, prefs)
     with transaction.atomic():
@@ -146,8 +147,16 @@ def save_prefs(user, email: str, choices: dict[str, bool]) -> dict[str, dict[str
         if changed:
             for workspace in access.workspaces_for(user):
                 audit.record(user, AuditEvent.CHANGED, workspace=workspace, event="email-notifications-changed",
-                             changes=changed)
+                             changes=_without_address(changed))
     return changed
+
+
+def _without_address(changed: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    if "email" not in changed:
+        return changed
+    was, now = changed["email"]["from"], changed["email"]["to"]
+    said = ("changed" if was else "set") if now else "none"
+    return {**changed, "email": {"from": "set" if was else "none", "to": said}}
 
 
 # -- what is sent ----------------------------------------------------------------------------------------

@@ -244,8 +244,9 @@ class EmailDelivery(models.Model):
 
 class BudgetAlert(models.Model):
     """A workspace's month-to-date spend crossing a share of its monthly budget (jobs.budget_alerts): recorded once
-    per workspace, month and threshold (the unique key), so two workers or a retried task alert once. `notified`:
-    this one was told (mail, audit); crossing 80% and 100% at once records both but tells only the 100%."""
+    per workspace, month, budget amount and threshold (the unique key), so two workers or a retried task alert once
+    and a changed budget alerts anew. `notified`: this one was told (mail, audit); crossing 80% and 100% at once
+    records both but tells only the 100%."""
 
     workspace = models.ForeignKey("jobs.Workspace", on_delete=models.CASCADE, related_name="budget_alerts")
     month = models.CharField(max_length=7)  # "2026-12", in DLC_TIME_ZONE
@@ -258,8 +259,9 @@ class BudgetAlert(models.Model):
 
     class Meta:
         ordering = ["month", "threshold"]
-        constraints = [models.UniqueConstraint(fields=["workspace", "month", "threshold"],
-                                               name="one_budget_alert_per_month_and_threshold")]
+        # Keyed by the budget too: a changed budget starts afresh, its crossings told again.
+        constraints = [models.UniqueConstraint(fields=["workspace", "month", "budget", "threshold"],
+                                               name="one_budget_alert_per_month_budget_and_threshold")]
 
     def __str__(self) -> str:
         return f"{self.workspace_id}/{self.month}/{self.threshold}%"

@@ -37,6 +37,7 @@ from jobs import (
     secretbox,
     spec,
     syncstate,
+    tags,
     templates_lib,
 )
 from jobs.models import AuditEvent, Membership, Webhook, Workspace, WorkspacePolicy
@@ -797,8 +798,9 @@ def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
 
 def import_prefill(body: dict, workspace: Workspace, notes: list[export.ImportNote]) -> dict[str, Any]:
     """The wizard data of an imported body and every note about it, labelled as the wizard labels its fields."""
-    # The password cannot travel through the session or the page; the wizard asks for it again.
-    clean = spec.strip_secrets(body)
+    # The password cannot travel through the session or the page; the wizard asks for it again. The console's own
+    # submission tag (a GetJob of a console job) is dropped unsaid, as a clone drops it: the new job gets its own.
+    clean = tags.without_reserved(spec.strip_secrets(body))
     hints = export.import_hints(clean, official_image_addresses(workspace.region))
     # The wizard's context (with its cached instance catalog): without the instance types, a GPU cap reads as
     # "GPU count unknown" for a body the wizard and the API accept.

@@ -60,6 +60,7 @@ class AuditEvent(models.Model):
     CHANGED = "changed"
     TEMPLATE = "template"
     TOKEN = "token"
+    BUDGET = "budget"
     ACTIONS = [
         (CREATED, "Created a job"),
         (CLONED, "Cloned a job"),
@@ -68,6 +69,7 @@ class AuditEvent(models.Model):
         (CHANGED, "Changed settings"),
         (TEMPLATE, "Template action"),
         (TOKEN, "API token action"),
+        (BUDGET, "Budget alert"),
     ]
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True, editable=False)

@@ -8,18 +8,17 @@ stored, and is skipped here should a body carry it anyway (an imported job's lis
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet
 
 from jobs import catalog, dlc
 from jobs.models import Job, JobTag
+from jobs.spec.rules import TAG_KEY_CHARSET, TAG_KEY_RE
 
 MAX_FILTER_TAGS = 10
 # What the wizard lets a key be (jobs.spec.rules): a filter for anything else can match nothing, so it is an error.
-_KEY_RE = re.compile(r"[A-Za-z0-9_.\-]+")
-FORMAT_HELP = "Write a tag as key or key=value, e.g. team=vision"
+FORMAT_HELP = f"Write a tag as key or key=value, e.g. team=vision, a key of {TAG_KEY_CHARSET}"
 
 
 def pairs(body: Any) -> list[tuple[str, str]]:
@@ -36,6 +35,22 @@ def pairs(body: Any) -> list[tuple[str, str]]:
         shown = "" if value is None else str(value)
         out.setdefault(key[:catalog.MAX_TAG_KEY_LENGTH], shown[:catalog.MAX_TAG_VALUE_LENGTH])
     return list(out.items())
+
+
+def without_reserved(body: Any) -> Any:
+    """A copy of the body without the console's own tag (dlc.IDEMPOTENCY_TAG_KEY, which jobs.spec.rules refuses from
+    a person) in Settings.Tags, nor a Settings.Tags or Settings left empty; any other body as given. An imported
+    GetJob of a console job carries that tag: its copy gets its own when submitted."""
+    settings_ = body.get("Settings") if isinstance(body, dict) else None
+    tags = settings_.get("Tags") if isinstance(settings_, dict) else None
+    if not isinstance(tags, dict) or dlc.IDEMPOTENCY_TAG_KEY not in tags:
+        return body
+    body = {**body, "Settings": {**settings_, "Tags": {k: v for k, v in tags.items() if k != dlc.IDEMPOTENCY_TAG_KEY}}}
+    if not body["Settings"]["Tags"]:
+        del body["Settings"]["Tags"]
+    if not body["Settings"]:
+        del body["Settings"]
+    return body
 
 
 def write(job: Job, *, new: bool = False) -> None:
@@ -69,8 +84,8 @@ def parse(text: str) -> tuple[str, str | None]:
     """A `tag` filter as (key, value), value None for "any value"; ValueError saying why for a malformed one."""
     key, eq, value = text.strip().partition("=")
     key = key.strip()
-    if not key or not _KEY_RE.fullmatch(key):
-        raise ValueError(f"'{text[:80]}' is not a tag. {FORMAT_HELP} (a key of letters, digits, '-', '_' and '.').")
+    if not key or not TAG_KEY_RE.fullmatch(key):
+        raise ValueError(f"'{text[:80]}' is not a tag. {FORMAT_HELP}.")
     if "\x00" in value:  # PostgreSQL refuses NUL in text
         raise ValueError("A tag value cannot contain a NUL character.")
     if len(key) > catalog.MAX_TAG_KEY_LENGTH or len(value) > catalog.MAX_TAG_VALUE_LENGTH:

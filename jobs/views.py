@@ -220,6 +220,8 @@ def _list_context(request: HttpRequest, workspace: Workspace | None, filters: li
 def job_list(request: HttpRequest) -> HttpResponse:
     from jobs import costs
 
+    if "workspace" in request.GET:
+        return _open_in_workspace(request)
     workspace = current_workspace(request)
     filters = listing.Filters.from_query(request.GET)
     context = _list_context(request, workspace, filters)
@@ -228,6 +230,26 @@ def job_list(request: HttpRequest) -> HttpResponse:
     context["choices"] = listing.filter_choices(filters, listing.owner_choices(workspace, filters.owner))
     context["budget_notice"] = costs.notice(workspace) if workspace else ""
     return render(request, "jobs/list.html", context)
+
+
+def _open_in_workspace(request: HttpRequest) -> HttpResponse:
+    """`?workspace=<id>&...` (a job page's tag links, jobs.jobpage): switch to that workspace as the top bar's
+    switcher does, then show the list without the parameter, so the filter form, page links and polls that follow
+    (all in the chosen workspace) stay in it. A workspace the user is not a member of is not found."""
+    chosen = _ids([request.GET.get("workspace", "")])
+    workspace = get_object_or_404(access.workspaces_for(request.user), pk=chosen[0] if chosen else 0)
+    rest = request.GET.copy()
+    del rest["workspace"]
+    return _choose_workspace(request, workspace, redirect(f"{reverse('job_list')}?{rest.urlencode()}".rstrip("?")))
+
+
+def _choose_workspace(request: HttpRequest, workspace: Workspace, response: HttpResponse) -> HttpResponse:
+    """Make the workspace the session's and this browser's next sign-in's (land_in_last_used_workspace)."""
+    request.session["workspace_id"] = workspace.pk
+    response.set_signed_cookie(WORKSPACE_COOKIE, f"{request.user.pk}:{workspace.pk}", salt=WORKSPACE_COOKIE_SALT,
+                               max_age=WORKSPACE_COOKIE_AGE, httponly=True, samesite="Lax",
+                               secure=settings.SESSION_COOKIE_SECURE)
+    return response
 
 
 @login_required
@@ -520,9 +542,4 @@ def pod_log_download(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse
 def switch_workspace(request: HttpRequest) -> HttpResponse:
     chosen = _ids([request.POST.get("workspace", "")])  # garbage is "no such workspace", not a crash
     workspace = get_object_or_404(access.workspaces_for(request.user), pk=chosen[0] if chosen else 0)
-    request.session["workspace_id"] = workspace.pk
-    response = redirect("job_list")
-    response.set_signed_cookie(WORKSPACE_COOKIE, f"{request.user.pk}:{workspace.pk}", salt=WORKSPACE_COOKIE_SALT,
-                               max_age=WORKSPACE_COOKIE_AGE, httponly=True, samesite="Lax",
-                               secure=settings.SESSION_COOKIE_SECURE)
-    return response
+    return _choose_workspace(request, workspace, redirect("job_list"))

@@ -302,7 +302,8 @@ def _context(wizard: glue.Wizard, start: Start, sweep_input: dict[str, str] | No
 def _estimate(wizard: glue.Wizard, start: Start,
               sweep_input: dict[str, str] | None = None) -> costs.Estimate | costs.Unpriced | None:
     """The resources section's cost estimate at the workspace's prices (jobs.costs), times a sweep's trials; None
-    when the workspace has no prices. The API panel's refresh sends it too, so it follows every field."""
+    when the workspace has no prices or a role has no instance type or quota resources yet. The API panel's refresh
+    sends it too, so it follows every field."""
     prices = costs.prices_for(start.workspace)
     if not prices.any:
         return None
@@ -314,7 +315,9 @@ def _estimate(wizard: glue.Wizard, start: Start,
         trials = search.size if search is not None else 1
     minutes = body.get("JobMaxRunningTimeMinutes")
     found = costs.estimate(prices, body.get("JobSpecs"), minutes if isinstance(minutes, int) else None, trials)
-    return found if found is not None else costs.Unpriced()
+    if found is None:  # "no estimate" only for a job complete enough to price, not a blank wizard
+        return costs.Unpriced() if costs.sized(body.get("JobSpecs")) else None
+    return found
 
 
 def _template_choices(start: Start) -> list[tuple[int, str]]:

@@ -66,3 +66,22 @@ def test_only_staff_see_the_mail_directory(team, settings, tmp_path):
     member.is_staff = True
     member.save(update_fields=["is_staff"])
     assert settings.EMAIL_FILE_PATH in pf.client_for(member).get(PAGE).content.decode()
+
+
+def test_a_changed_address_is_audited_without_the_address(team):
+    """QA: "email: → demo@example.com" landed in each workspace's audit log, a personal address its admins saw.
+    The workspaces are told only that the address was set, changed or removed."""
+    import json
+
+    from jobs.models import AuditEvent
+
+    client = with_address(team.users["member"], "old@example.com")
+    for data, said in [({"email": "new@example.com", "email_on_failure": "on"}, {"from": "set", "to": "changed"}),
+                       ({"email": ""}, {"from": "set", "to": "none"})]:  # no address: no opt-ins either
+        assert client.post(PAGE, data).status_code == 302
+        event = AuditEvent.objects.filter(details__event="email-notifications-changed").first()
+        assert event.details["changes"]["email"] == said
+    details = json.dumps([e.details for e in AuditEvent.objects.filter(details__event="email-notifications-changed")])
+    assert "@example.com" not in details
+    page = pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/audit").content.decode()
+    assert "email-notifications-changed" in page and "old@example.com" not in page and "new@example.com" not in page

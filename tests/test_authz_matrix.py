@@ -142,6 +142,15 @@ def note_deleted(team, role, response):
     assert JobNote.objects.filter(text="alpha note").exists() != _changed_by(role), role
 
 
+def favicon_served(team, role, response):
+    """/favicon.ico leads to the static icon, signed in or not (a 404 was a browser console error per session)."""
+    from django.test import Client
+
+    icon = Client().get(response["Location"])
+    assert icon.status_code == 200 and b"<svg" in b"".join(icon.streaming_content), role
+    assert f'<link rel="icon" href="{response["Location"]}"'.encode() in Client().get("/accounts/login/").content
+
+
 def wizard_data(t):
     from jobs import spec
     from jobs.forms import wizard as glue
@@ -157,6 +166,7 @@ MATRIX: dict[str, list[Case]] = {
                          Case("GET", lambda t: "/accounts/logout/", everyone(200, LOGIN))],
     "healthz": [Case("GET", lambda t: "/healthz", everyone(503), leak_check=False),
                 Case("POST", lambda t: "/healthz", everyone(405))],
+    "favicon.ico": [Case("GET", lambda t: "/favicon.ico", everyone(302), check=favicon_served)],
     "admin/login/": [Case("GET", lambda t: "/admin/login/", everyone(200))],
     "": [Case("GET", lambda t: "/", everyone(200, LOGIN))],
     "jobs/new": [

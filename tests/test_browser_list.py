@@ -82,6 +82,14 @@ def test_filters_and_pages_change_the_url_and_back_brings_the_list_back(stack, m
     expect(other.locator("#f-status")).to_have_value("Succeeded")
     other.close()
 
+    # An applied tag lives in its chip only: the box empties, and the next change sends the tag once (QA).
+    page.fill("#f-tag", "team=x")
+    page.press("#f-tag", "Enter")
+    page.wait_for_url(re.compile(r"tag=team%3Dx"))
+    page.select_option("#f-status", "")
+    page.wait_for_url(lambda url: "status=Succeeded" not in url and url.count("tag=team%3Dx") == 1)  # twice: a timeout
+    expect(page.locator("#f-tag")).to_have_value("")
+
 
 def test_a_row_turns_from_running_to_succeeded_in_place(stack, member, workspace, page, submit):
     finished = Job.objects.create(workspace=workspace, owner=member, display_name="already-done",

@@ -1,7 +1,7 @@
 """jobs.budget_alerts: a workspace's month-to-date spend crossing 80% or 100% of its budget, recorded once per
-(workspace, month, threshold), mailed to the admins who opted in through jobs.notify_email's delivery rows, and
-audited. Database tests on the portal team (no stack: the spend needs no backend); mail through Django's locmem
-backend, and a real refused SMTP connection for the retry path.
+(workspace, month, budget amount, threshold), mailed to the admins who opted in through jobs.notify_email's delivery
+rows, and audited. Database tests on the portal team (no stack: the spend needs no backend); mail through Django's
+locmem backend, and a real refused SMTP connection for the retry path.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from decimal import Decimal
 import pytest
 from django.core import mail
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
-from jobs import budget_alerts, notify, notify_email
+from jobs import budget_alerts, costs, notify, notify_email
 from jobs.models import AuditEvent, Job, Membership, WorkspaceCost
 from jobs.notify_models import BudgetAlert, EmailDelivery, NotificationPrefs, WebhookDelivery
 from tests import portal_fixtures as pf
@@ -81,18 +82,22 @@ def test_80_percent_alerts_once_by_mail_audit_and_card(team):
     assert "refuses new jobs" not in sent.body, "only at 100%"
     event = AuditEvent.objects.get(details__event="budget-threshold-crossed")
     assert event.actor is None and event.actor_name == "budget" and event.workspace == team.alpha
+    assert event.action == AuditEvent.BUDGET, "a crossing is not a settings change"
+    audit_page = pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/audit", {"action": "budget"})
+    assert audit_page.status_code == 200 and [e.pk for e in audit_page.context["rows"]] == [event.pk]
+    assert '<option value="budget"' in audit_page.content.decode()
     assert event.details["threshold_percent"] == 80 and event.details["spent"] == "24.80"
     assert check(team) == [] and len(mail.outbox) == 1, "a second run sends nothing"
     assert BudgetAlert.objects.count() == 1 and EmailDelivery.objects.get().sent_at is not None
     with pytest.raises(IntegrityError), transaction.atomic():  # two workers: the key lets one row in
-        BudgetAlert.objects.create(workspace=team.alpha, month="2026-12", threshold=80, spent=1, budget=1,
+        BudgetAlert.objects.create(workspace=team.alpha, month="2026-12", threshold=80, spent=1, budget=30,
                                    currency="CNY")
     page = pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/usage")
     assert page.status_code == 200
     assert "Alerted at 80% on 10 Dec 12:00" in page.content.decode()
 
 
-def test_100_percent_after_80_then_a_raised_budget_does_not_alert_again(team):
+def test_100_percent_after_80_then_a_raised_budget_alerts_again_when_crossed(team):
     set_budget(team, "30", refuse=True)
     ran(team, "one", 1)
     check(team)
@@ -100,8 +105,35 @@ def test_100_percent_after_80_then_a_raised_budget_does_not_alert_again(team):
     [alert] = check(team, NOW + timedelta(hours=1))
     assert alert.threshold == 100 and len(mail.outbox) == 2
     assert "reached 100%" in mail.outbox[1].subject and "refuses new jobs" in mail.outbox[1].body
-    set_budget(team, "45")  # 37.20 of 45: 82%, already alerted this month
-    assert check(team, NOW + timedelta(hours=2)) == [] and len(mail.outbox) == 2
+    set_budget(team, "45")  # 37.20 of 45: 82% of the new budget
+    usage = f"/workspaces/{team.alpha.pk}/usage"
+    page = pf.client_for(team.users["admin"]).get(usage).content.decode()
+    assert "Alerted at" not in page, "the old budget's alerts do not describe the new one"
+    [alert] = check(team, NOW + timedelta(hours=2))
+    assert (alert.threshold, alert.budget, alert.notified) == (80, Decimal(45), True) and len(mail.outbox) == 3
+    assert "reached 80%" in mail.outbox[2].subject
+    assert "of its monthly budget of 45.00 CNY" in mail.outbox[2].body
+    assert check(team, NOW + timedelta(hours=2)) == [], "the new budget's 80% is told once"
+    ran(team, "three", 0.5, end=NOW + timedelta(hours=3))  # 49.60 of 45: the new budget overspent
+    [alert] = check(team, NOW + timedelta(hours=3))
+    assert (alert.threshold, alert.budget) == (100, Decimal(45)) and len(mail.outbox) == 4
+    page = pf.client_for(team.users["admin"]).get(usage).content.decode()
+    assert "Alerted at 80%" in page and "Alerted at 100%" in page and page.count("Alerted at") == 2
+
+
+def test_a_lowered_budget_already_crossed_tells_its_highest_threshold_once(team):
+    set_budget(team, "100")
+    ran(team, "one", 1)  # 24.80 of 100
+    assert check(team) == []
+    set_budget(team, "30")  # 82%
+    [alert] = check(team, NOW + timedelta(minutes=1))
+    assert (alert.threshold, alert.notified) == (80, True)
+    set_budget(team, "20")  # 124% of a budget lowered again: one alert, at 100, not both
+    made = check(team, NOW + timedelta(minutes=2))
+    assert [(a.threshold, a.notified) for a in made] == [(80, False), (100, True)]
+    assert len(mail.outbox) == 2 and "reached 100%" in mail.outbox[1].subject
+    set_budget(team, "30")  # back to an amount already told this month: not told twice
+    assert check(team, NOW + timedelta(minutes=3)) == [] and len(mail.outbox) == 2
 
 
 def test_crossing_both_at_once_sends_the_100_only_and_records_both(team):
@@ -116,13 +148,11 @@ def test_crossing_both_at_once_sends_the_100_only_and_records_both(team):
     assert "Alerted at 100%" in page and "Alerted at 80%" not in page
 
 
-def test_a_budget_raised_after_100_does_not_tell_of_80(team):
-    set_budget(team, "20")
-    ran(team, "big", 1)
-    BudgetAlert.objects.all().delete()
-    BudgetAlert.objects.create(workspace=team.alpha, month="2026-12", threshold=100, spent=25, budget=20,
-                               currency="CNY")
-    set_budget(team, "30")  # 82%: 80 is recorded, silently
+def test_a_threshold_below_one_told_for_the_same_budget_is_recorded_silently(team):
+    set_budget(team, "30")
+    ran(team, "one", 1)  # 82%
+    BudgetAlert.objects.create(workspace=team.alpha, month="2026-12", threshold=100, spent=31, budget=30,
+                               currency="CNY")  # told when the spend was higher (a price since lowered)
     [alert] = check(team)
     assert (alert.threshold, alert.notified) == (80, False) and not mail.outbox
 
@@ -219,6 +249,9 @@ def test_a_webhook_that_asked_for_budget_gets_one_signed_post(team, receiver, se
     assert json.loads(posts[0][1])["event_id"] == data["event_id"], "the same event id on every try"
     page = pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/notifications/{hook.pk}/deliveries")
     assert page.status_code == 200 and "budget 100% of 2026-12" in page.content.decode()
+    card = " ".join(pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/notifications")
+                    .content.decode().split())
+    assert "Events: Failed, Budget" in card and "Job ends:" not in card, "a budget alert is no job end"
     WebhookDelivery.objects.update(delivered_at=None, next_attempt_at=None)  # as if given up
     copy = notify.resend(hook, delivery.pk)
     assert (copy.budget_alert, copy.job, copy.event_id) == (top, None, delivery.event_id)
@@ -235,3 +268,28 @@ def test_a_job_end_checks_its_budgeted_workspace_once_committed(team, django_cap
     with django_capture_on_commit_callbacks() as budgeted:
         lifecycle._enqueue_notify(team.alpha.pk, [job.pk])
     assert len(budgeted) == len(without) + 1, "the check_budgets task, only for a workspace with a budget"
+
+
+def test_the_budget_card_says_the_spend_once_and_colours_the_bar_at_80_and_100(team):
+    usage = f"/workspaces/{team.alpha.pk}/usage"
+    now = timezone.now()  # the page counts the real month: a job within it, however early in the month it is
+    start, _after = costs.month_bounds(now)
+    hours = min(1.0, (now - start).total_seconds() / 7200)
+    set_budget(team, "1000")
+    job = ran(team, "one", hours, end=now)
+    spent = costs.job_cost(job).amount
+    for share, refuse, bar, notice in [
+            ("0.5", False, 'class="budget"', None),
+            ("0.85", False, 'class="budget near"', "80% of the budget is spent."),
+            ("1.2", True, 'class="budget spent"',
+             "The budget is spent. New jobs are refused until next month or until an admin raises the budget.")]:
+        set_budget(team, str((spent / Decimal(share)).quantize(Decimal("0.01"))), refuse=refuse)
+        page = pf.client_for(team.users["admin"]).get(usage).content.decode()
+        card = page[page.index('id="budget"'):]
+        card = card[:card.index("</section>")]
+        assert card.count(f"{costs.money(spent)} CNY") == 1, "the figures are said once, not again in the notice"
+        assert f'<progress {bar}' in card and "style=" not in card
+        if notice:
+            assert notice in card
+        else:
+            assert "budget-notice" not in card

@@ -73,6 +73,14 @@ def test_the_estimate_reads_per_hour_and_at_most_with_a_maximum_duration():
     assert costs.estimate(PRICES, [ecs(1, "ecs.unpriced")]) is None
 
 
+def test_only_a_job_with_every_role_sized_is_said_to_have_no_price():
+    """QA: a blank wizard said "No estimate: … no price for an instance type" before any type was chosen."""
+    assert costs.sized([ecs(1, "ecs.unpriced")]) and costs.sized([quota(1, cpu="4", gpu="0")])
+    assert not costs.sized([]) and not costs.sized("garbage") and not costs.sized([None])
+    assert not costs.sized([{"Type": "Worker", "PodCount": 1, "EcsSpec": ""}]), "no type chosen yet"
+    assert not costs.sized([ecs(1), {"Type": "PS", "PodCount": 1}]), "one role still blank"
+
+
 @pytest.mark.parametrize(("text", "problem"), [
     ("ecs.g6.large abc", "is not a number"),
     ("ecs.g6.large -1", "is negative"),
@@ -355,6 +363,8 @@ def test_the_wizards_estimate_follows_the_instance_type_the_duration_and_the_swe
         "Estimated 3.00 CNY per hour, at most 6.00 CNY."
     assert estimate(**{"resources-max_duration": "", "resources-roles-0-instance_type": "ecs.g6.xlarge"}) == \
         costs.Unpriced().text, "a type with no price: the old figure goes"
+    assert estimate(**{"resources-max_duration": "", "resources-roles-0-instance_type": ""}) == "", \
+        "no type chosen yet: nothing to say, not \"no price\""
     assert "for each of 3 trials" in estimate(**{"resources-max_duration": "", "sweep": "LR = 0.1, 0.2, 0.3"})
     WorkspaceCost.objects.all().delete()
     assert estimate() == "", "no prices: nothing to say (the element stays, hidden, for the next refresh)"

@@ -73,7 +73,7 @@ def test_a_waiting_row_of_the_list_says_which_job_it_waits_for(team, client):
     held = waiting(team, team.job, "held")
     ended = pf.make_job(team.alpha, team.users["member"], "ran-after", status="Succeeded", run_after=team.job)
     client.force_login(team.users["member"])
-    html = client.get(f"/?workspace={team.alpha.pk}").content.decode()
+    html = client.get(f"/?workspace={team.alpha.pk}", follow=True).content.decode()
     row = re.search(rf'<tr id="job-{held.pk}".*?</tr>', html, re.S).group(0)
     assert f'after <a href="/jobs/{team.job.pk}">job {team.job.pk}</a>' in row
     done = re.search(rf'<tr id="job-{ended.pk}".*?</tr>', html, re.S).group(0)

@@ -79,7 +79,7 @@ CASES: list[tuple[str, str, str, dict[str, Any], Any, dict[str, Any]]] = [
      ("basic-tags-0-key", "at most 128"), {}),
     ("tag key characters", "a.b-c_d", "public", {"basic__tags__0__key": "a.b-c_d"}, OK, {}),
     ("tag key characters", "space in key", "public", {"basic__tags__0__key": "my key"},
-     ("basic-tags-0-key", "only letters, digits, '-', '_' and '.'"), {}),
+     ("basic-tags-0-key", "only ASCII letters (a-z, A-Z), digits, '-', '_' and '.'"), {}),
     ("tag value url", "comma-separated values", "public", {"basic__tags__0__key": "k", "basic__tags__0__value": "a,b"},
      OK, {"Settings.Tags": {"k": "a,b"}}),
     ("tag value url", "url in value", "public", {"basic__tags__0__key": "k", "basic__tags__0__value": "see http://x"},

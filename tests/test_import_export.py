@@ -341,3 +341,24 @@ def test_a_json_file_with_a_byte_order_mark_imports(team):
     upload = SimpleUploadedFile("job.json", "\ufeff".encode() + json.dumps(pf.BODY).encode(), "application/json")
     page = import_into_wizard(pf.client_for(team.users["member"]), file=upload)
     assert field_value(page, "basic-name") == "train-a"
+
+
+def test_an_imported_console_job_loses_its_submission_tag_unsaid_and_the_api_refuses_that_tag(team):
+    """QA: a GetJob of a console job brought `dlc-console-submission` into the wizard as an editable tag, and the
+    API stored it from Settings.Tags. The import drops it as a clone does; the API says why at Settings.Tags."""
+    from jobs import dlc
+    from tests.support.api import Api
+
+    client = pf.client_for(team.users["member"])
+    body = {**pf.BODY, "DisplayName": "from-console",
+            "Settings": {"Tags": {"team": "alpha", dlc.IDEMPOTENCY_TAG_KEY: "t-1"}}}
+    page = import_into_wizard(client, text=json.dumps(body))
+    data = page.context["wizard"].data
+    assert [v for k, v in data.items() if k.startswith("basic-tags-") and k.endswith("-key") and v] == ["team"]
+    assert dlc.IDEMPOTENCY_TAG_KEY not in page.text  # no row, and no note either
+    api = Api(team.users["member"])
+    for path in ("/api/v1/jobs/validate", "/api/v1/jobs"):
+        refused = api.post(f"{path}?workspace={team.alpha.pk}", body)
+        assert refused.status_code == 400, refused.content
+        assert "reserved for the console's exactly-once submission" in refused.json()["errors"]["Settings.Tags"][0]
+    assert not Job.objects.filter(display_name="from-console").exists()

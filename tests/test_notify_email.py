@@ -431,7 +431,8 @@ def test_the_page_saves_the_address_and_choices_all_off_by_default_and_audits_ch
     assert event.workspace == team.alpha and event.actor == member
     assert event.details["changes"]["email_on_failure"] == {"from": False, "to": True}
     audit_page = pf.client_for(team.users["admin"]).get(f"/workspaces/{team.alpha.pk}/audit").content.decode()
-    assert "email-notifications-changed" in audit_page and "alice@example.com" in audit_page
+    assert "email-notifications-changed" in audit_page and "alice@example.com" not in audit_page, "personal"
+    assert event.details["changes"]["email"] == {"from": "none", "to": "set"}
     client.post(PAGE, {"email": "alice@example.com", "email_on_failure": "on", "email_on_stop": "on"})
     assert AuditEvent.objects.filter(details__event="email-notifications-changed").count() == 1  # no change
     assert "checked" in client.get(PAGE).content.decode()

@@ -272,6 +272,56 @@ def test_the_job_page_links_each_tag_to_the_list_filtered_by_it(client, ws, memb
     client.force_login(member)
     html = client.get(f"/jobs/{job.pk}").content.decode()
     links = re.findall(r'<a class="chip mono job-tag" href="([^"]+)"[^>]*>([^<]+)</a>', html)
-    assert links == [("/?tag=team%3Dvision", "team=vision"), ("/?tag=experiment%3Da+b", "experiment=a b")]
-    listed = client.get(links[1][0]).content.decode()
+    assert links == [(f"/?workspace={ws.pk}&amp;tag=team%3Dvision", "team=vision"),
+                     (f"/?workspace={ws.pk}&amp;tag=experiment%3Da+b", "experiment=a b")]
+    listed = client.get(links[1][0].replace("&amp;", "&"), follow=True).content.decode()
     assert f'id="job-{job.pk}"' in listed and 'value="experiment=a b" form="filters"' in listed
+
+
+def test_a_tag_link_opens_the_jobs_own_workspace_whichever_is_chosen_and_only_for_a_member(client, ws, member):
+    """QA: on a job of workspace Local, with Second chosen, the tag link opened "Jobs in Second", empty."""
+    job = make_job(ws, "in-tags", team="wizard")
+    second = Workspace.objects.create(name="Second", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="second")
+    Membership.objects.create(user=member, workspace=second, role=Membership.MEMBER)
+    client.force_login(member)
+    client.post("/workspace", {"workspace": second.pk})
+    link = re.search(r'class="chip mono job-tag" href="([^"]+)"', client.get(f"/jobs/{job.pk}").content.decode())[1]
+    opened = client.get(link.replace("&amp;", "&"))
+    # Switched as the switcher does, then the list without the parameter: its filter form and pages stay there.
+    assert opened.status_code == 302 and opened["Location"] == "/?tag=team%3Dwizard"
+    listed = client.get(opened["Location"]).content.decode()
+    assert "Jobs <small>in Tags</small>" in listed and f'id="job-{job.pk}"' in listed
+    assert client.session["workspace_id"] == ws.pk
+    # Someone not a member of the job's workspace gets nothing of it, and stays where they were.
+    Membership.objects.filter(user=member, workspace=ws).delete()
+    client.post("/workspace", {"workspace": second.pk})
+    assert client.get(f"/?workspace={ws.pk}&tag=team%3Dwizard").status_code == 404
+    assert client.get("/?workspace=x").status_code == 404
+    assert client.session["workspace_id"] == second.pk
+
+
+def test_an_accented_key_is_refused_saying_ascii_letters_as_the_wizard_says(ws):
+    """QA: `équipe` was refused with "only letters, ...", which it is made of."""
+    f = listing.Filters.from_query(_query({"tag": "équipe=a"}, None))
+    assert "a key of ASCII letters (a-z, A-Z), digits, '-', '_' and '.'" in f.errors["tag"][0]
+    assert "ASCII letters (a-z, A-Z)" in tags.FORMAT_HELP
+
+
+def test_after_a_filter_change_the_tag_box_is_empty_and_a_refused_tag_stays_in_it(client, ws, member):
+    """QA: the box kept `team=vision` after Apply while its chip sent it too: the next change sent it twice."""
+    client.force_login(member)
+    taken = client.get("/", {"tag": "team=vision"}, headers={"HX-Request": "true"}).content.decode()
+    assert re.search(r'<input type="text" id="f-tag" name="tag" value=""[^>]* hx-swap-oob="true">', taken)
+    assert taken.count('name="tag" value="team=vision"') == 1  # the chip's hidden input, sent from now on
+    refused = client.get("/", {"tag": "a b"}, headers={"HX-Request": "true"}).content.decode()
+    assert 'id="f-tag"' not in refused and "is not a tag" in refused
+
+
+def test_without_reserved_drops_only_the_consoles_own_tag():
+    own = {dlc.IDEMPOTENCY_TAG_KEY: "t-1"}
+    kept = {"JobType": "TFJob", "Settings": {"Tags": {"team": "a", **own}, "Driver": "x"}}
+    assert tags.without_reserved(kept) == {"JobType": "TFJob", "Settings": {"Tags": {"team": "a"}, "Driver": "x"}}
+    assert kept["Settings"]["Tags"] == {"team": "a", **own}  # a copy: the caller's body is left alone
+    assert tags.without_reserved({"JobType": "TFJob", "Settings": {"Tags": own}}) == {"JobType": "TFJob"}
+    for other in ({"Settings": {"Tags": {"team": "a"}}}, {"Settings": "odd"}, [], None):
+        assert tags.without_reserved(other) == other

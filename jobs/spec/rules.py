@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from jobs import catalog as C
+from jobs.dlc import IDEMPOTENCY_TAG_KEY
 from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE, _env, _field, _is_set, _res
 from jobs.spec.base import Context, Policy, _Errors, _fmt_num, _int, _is_requirement, _num, _split_minutes, _text
 from jobs.spec.norm import _norm, _storage_type_from_uri
@@ -20,7 +21,9 @@ from jobs.spec.wire import _build
 # ---------------------------------------------------------------------------------------------------------
 
 JOB_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
-_TAG_KEY_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+TAG_KEY_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+# One wording for the wizard, the API and the list's tag filter (jobs.tags): "letters" alone reads as "é" too.
+TAG_KEY_CHARSET = "ASCII letters (a-z, A-Z), digits, '-', '_' and '.'"
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMMIT_RE = re.compile(r"[0-9a-fA-F]{7,40}")  # an abbreviated (git's default 7) or full SHA-1
 _ARN_RE = re.compile(r"acs:ram::\d+:role/[A-Za-z0-9.\-]{1,64}")
@@ -134,8 +137,12 @@ def _rule_basic(n: dict, ctx: Context, e: _Errors) -> None:
             e.add(kp, "Tag keys must not contain 'http://' or 'https://'.")
         if len(key) > C.MAX_TAG_KEY_LENGTH:
             e.add(kp, f"Tag keys must be at most {C.MAX_TAG_KEY_LENGTH} characters.")
-        if key and not _TAG_KEY_RE.fullmatch(key):
-            e.add(kp, "Tag keys may contain only letters, digits, '-', '_' and '.'.")
+        if key and not TAG_KEY_RE.fullmatch(key):
+            e.add(kp, f"Tag keys may contain only {TAG_KEY_CHARSET}.")
+        # lifecycle.wire_body sets it on every submission: a person's value would be overwritten, or be taken
+        # for another job's by the exactly-once look-up (dlc.find_by_tag).
+        if key == IDEMPOTENCY_TAG_KEY:
+            e.add(kp, f"The tag key '{key}' is reserved for the console's exactly-once submission.")
         if key in seen:
             e.add(kp, f"The tag key '{key}' is used twice.")
         seen.add(key)
