@@ -83,13 +83,16 @@ run_with_cluster() {
     stop_cluster ) </dev/null >/dev/null 2>&1 &
 
   export DATABASE_URL="postgres://$user:$password@127.0.0.1:$port/$db"
-  echo "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (throwaway cluster in $dir)"
   # The command runs in the background so a SIGTERM (CI timeout, cancel) reaches this script at once; it is
-  # passed on, and the cluster goes when the command has stopped.
+  # passed on, and the cluster goes when the command has stopped. The traps are set before the command starts:
+  # a signal that came while a trap was being replaced could be lost, leaving this script waiting on a command
+  # that was never told (seen once: a cancel that waited out the whole command).
+  CHILD=""
+  trap 'if [ -n "$CHILD" ]; then kill -TERM "$CHILD" 2>/dev/null; wait "$CHILD"; fi; exit 143' TERM
+  trap 'if [ -n "$CHILD" ]; then kill -INT "$CHILD" 2>/dev/null; wait "$CHILD"; fi; exit 130' INT
+  echo "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (throwaway cluster in $dir)"
   "$@" &
   CHILD=$!
-  trap 'kill -TERM "$CHILD" 2>/dev/null; wait "$CHILD"; exit 143' TERM
-  trap 'kill -INT "$CHILD" 2>/dev/null; wait "$CHILD"; exit 130' INT
   local status=0
   wait "$CHILD" || status=$?
   return "$status"
