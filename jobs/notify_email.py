@@ -460,17 +460,24 @@ def _logs_pending(job: Job, now: datetime) -> bool:
     return now - job.finished_at < timedelta(seconds=settings.DLC_ARCHIVE_DELAY) + LOG_WAIT_EXTRA
 
 
-def _why_not(delivery: EmailDelivery, job: Job) -> str:
-    """Why an owed mail is not to be sent after all (checked when sending: the user may have changed their mind
-    since the end), or ""."""
-    user = delivery.user
-    prefs = NotificationPrefs.objects.filter(user=user).first()
+def _unmailable(user) -> str:
+    """Why no mail can reach this user at all (job mails and budget alerts alike), or ""."""
     if not configured():
         return "email is not configured"
     if not user.is_active:
         return "the user is inactive"
     if not user.email:
         return "no address"
+    return ""
+
+
+def _why_not(delivery: EmailDelivery, job: Job) -> str:
+    """Why an owed mail is not to be sent after all (checked when sending: the user may have changed their mind
+    since the end), or ""."""
+    user = delivery.user
+    prefs = NotificationPrefs.objects.filter(user=user).first()
+    if why := _unmailable(user):
+        return why
     pref = IDLE_PREF if is_idle(delivery.status) else PREF_OF_STATUS.get(delivery.status, "")
     if prefs is None or not getattr(prefs, pref, False):
         return "opted out"
@@ -565,12 +572,8 @@ def _why_not_budget(delivery: EmailDelivery) -> str:
     from jobs.models import Membership
 
     user = delivery.user
-    if not configured():
-        return "email is not configured"
-    if not user.is_active:
-        return "the user is inactive"
-    if not user.email:
-        return "no address"
+    if why := _unmailable(user):
+        return why
     if not NotificationPrefs.objects.filter(user=user, email_on_budget=True).exists():
         return "opted out"
     if not Membership.objects.filter(user=user, workspace_id=delivery.budget_alert.workspace_id,
