@@ -186,6 +186,9 @@ class ListFilters(forms.Form):
                                       "invalid_choice": f"Choose one of: {', '.join(map(str, PAGE_SIZES))}."})
     # Repeatable (?tag=team=vision&tag=exp): `key` or `key=value`, all of them must hold (jobs.tags).
     tag = forms.Field(required=False, widget=forms.MultipleHiddenInput, label="Tag")
+    # The list's "add a tag" box (jobs/_tag_box.html): one more tag, merged into `tag`. It has a name of its own so
+    # that an answer empties the box only when it took the box's value, never what is typed in it meanwhile.
+    tag_add = forms.CharField(required=False, strip=False)
     idle = forms.ChoiceField(required=False, choices=[("", "Any"), ("1", "Idle only")], label="Idle only",
                              error_messages={"invalid_choice": "Use idle=1 for idle running jobs only, or leave it "
                                                                "out."})
@@ -206,10 +209,14 @@ class ListFilters(forms.Form):
 
     def clean_tag(self) -> list[tuple[str, str | None]]:
         values = self.cleaned_data["tag"] or []
+        values = [values] if isinstance(values, str) else list(values)
+        added = self.data.get("tag_add") or ""
+        if isinstance(added, str) and added.strip():
+            values.append(added)
         parsed: list[tuple[str, str | None]] = []
         errors: list[str] = []
-        for value in [values] if isinstance(values, str) else values:
-            if not value.strip():  # the form's empty "add a tag" box
+        for value in values:
+            if not value.strip():
                 continue
             try:
                 pair = tags.parse(value)
@@ -258,6 +265,7 @@ class Filters:
     size: int = DEFAULT_PAGE_SIZE
     tags: list[tuple[str, str | None]] = field(default_factory=list)  # (key, value or None for any value)
     idle: bool = False
+    took_tag_box: bool = False  # a tag typed in the list's box was taken: the answer empties the box
     after: list[Any] | None = None
     before: list[Any] | None = None
     errors: dict[str, list[str]] = field(default_factory=dict)
@@ -278,6 +286,7 @@ class Filters:
             size=clean.get("size") or DEFAULT_PAGE_SIZE,
             tags=clean.get("tag", clean.get("tag_valid")) or [],
             idle=clean.get("idle") == "1",
+            took_tag_box=bool((clean.get("tag_add") or "").strip()) and "tag" not in form.errors,
             after=clean.get("after_values"),
             before=None if clean.get("after_values") else clean.get("before_values"),
             errors={k: list(v) for k, v in form.errors.items()},

@@ -224,9 +224,15 @@ def job_list(request: HttpRequest) -> HttpResponse:
         return _open_in_workspace(request)
     workspace = current_workspace(request)
     filters = listing.Filters.from_query(request.GET)
+    if filters.took_tag_box and not wants_partial(request):
+        return redirect(_url("job_list", filters.query()))  # the box's tag is now one of the URL's `tag`s
     context = _list_context(request, workspace, filters)
     if wants_partial(request):
-        return render(request, "jobs/_results.html", context)
+        response = render(request, "jobs/_results.html", context)
+        if filters.took_tag_box:
+            response["HX-Push-Url"] = _url("job_list", filters.query())
+        return response
+    context["tag_box_value"] = request.GET.get("tag_add", "")  # taken ones were redirected: this one was refused
     context["choices"] = listing.filter_choices(filters, listing.owner_choices(workspace, filters.owner))
     context["budget_notice"] = costs.notice(workspace) if workspace else ""
     return render(request, "jobs/list.html", context)

@@ -307,14 +307,25 @@ def test_an_accented_key_is_refused_saying_ascii_letters_as_the_wizard_says(ws):
     assert "ASCII letters (a-z, A-Z)" in tags.FORMAT_HELP
 
 
-def test_after_a_filter_change_the_tag_box_is_empty_and_a_refused_tag_stays_in_it(client, ws, member):
-    """QA: the box kept `team=vision` after Apply while its chip sent it too: the next change sent it twice."""
+def test_the_answer_that_took_the_boxs_tag_empties_the_box_and_no_other_does(client, ws, member):
+    """QA: the box kept `team=vision` after Apply while its chip sent it too, so the next change sent it twice. Then
+    a late answer to another change (the name search) emptied what was being typed in the box: only the answer that
+    took the box's own parameter may empty it."""
     client.force_login(member)
-    taken = client.get("/", {"tag": "team=vision"}, headers={"HX-Request": "true"}).content.decode()
-    assert re.search(r'<input type="text" id="f-tag" name="tag" value=""[^>]* hx-swap-oob="true">', taken)
-    assert taken.count('name="tag" value="team=vision"') == 1  # the chip's hidden input, sent from now on
-    refused = client.get("/", {"tag": "a b"}, headers={"HX-Request": "true"}).content.decode()
+    htmx = {"HX-Request": "true"}
+    box = r'<input type="text" id="f-tag" name="tag_add" value=""[^>]* hx-swap-oob="true">'
+    taken = client.get("/", {"tag_add": "team=vision"}, headers=htmx)
+    assert re.search(box, taken.content.decode())
+    assert taken.content.decode().count('name="tag" value="team=vision"') == 1  # the chip's, sent from now on
+    assert taken["HX-Push-Url"] == "/?tag=team%3Dvision"  # the address says `tag`, as every other link does
+    other = client.get("/", {"tag": "team=vision", "q": "x", "tag_add": " "}, headers=htmx)
+    assert 'id="f-tag"' not in other.content.decode() and "HX-Push-Url" not in other
+    refused = client.get("/", {"tag_add": "a b"}, headers=htmx).content.decode()
     assert 'id="f-tag"' not in refused and "is not a tag" in refused
+    # Without JavaScript the form's GET lands on the same address; a refused tag stays in its box with its error.
+    assert client.get("/", {"tag": "a", "tag_add": "team=vision"})["Location"] == "/?tag=a&tag=team%3Dvision"
+    page = client.get("/", {"tag_add": "a b"}).content.decode()
+    assert 'name="tag_add" value="a b"' in page and "is not a tag" in page
 
 
 def test_without_reserved_drops_only_the_consoles_own_tag():
