@@ -11,8 +11,9 @@ from django.http import HttpRequest, HttpResponse
 from django_htmx.http import HttpResponseClientRedirect
 
 
-def _page_path(current_url: str) -> str:
-    # Only the path and query of the page: a scheme or host in the header (client-chosen) never reaches next=.
+def page_path(current_url: str) -> str:
+    """Only the path and query of a page's URL from a request header (HX-Current-URL, Referer): a scheme or host
+    in the header (client-chosen) never reaches next= or a link."""
     parts = urlsplit(current_url)
     if not parts.path.startswith("/") or parts.path.startswith("//"):
         return ""
@@ -38,6 +39,6 @@ class HtmxSignInRedirectMiddleware:
         login_url = str(settings.LOGIN_URL)
         if urlsplit(response.get("Location", "")).path != login_url:
             return response
-        page = _page_path(request.headers.get("HX-Current-URL", ""))
+        page = page_path(request.headers.get("HX-Current-URL", ""))
         target = f"{login_url}?{urlencode({REDIRECT_FIELD_NAME: page}, safe='/')}" if page else login_url
         return HttpResponseClientRedirect(target)

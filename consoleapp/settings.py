@@ -41,6 +41,7 @@ DEBUG = env_bool("DEBUG")
 PRODUCTION = env_bool("DLC_PRODUCTION")
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+CSRF_FAILURE_VIEW = "consoleapp.errors.csrf_failure"  # a page with a way on, not Django's dead end
 
 INSTALLED_APPS = [
     "django.contrib.admin",

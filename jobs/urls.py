@@ -9,6 +9,7 @@ urlpatterns = [
     path("jobs", RedirectView.as_view(pattern_name="job_list", permanent=True, query_string=True)),
     path("jobs/", RedirectView.as_view(pattern_name="job_list", permanent=True, query_string=True)),
     path("jobs/new", wizard.job_new, name="job_create"),
+    path("jobs/new/form", wizard.job_new_form, name="job_create_form"),  # where the wizard posts (not its own URL)
     path("jobs/new/section/<str:name>", wizard.wizard_section, name="wizard_section"),
     path("jobs/new/preview", wizard.wizard_preview, name="wizard_preview"),
     path("api/v1/jobs/validate", api.validate_job, name="api_validate"),

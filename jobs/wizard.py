@@ -9,13 +9,16 @@ its own idempotency tag, and no web request ever rewrites a job a worker might s
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlencode, urlsplit
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
@@ -23,6 +26,7 @@ from django.urls import reverse
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_POST
 
+from consoleapp.middleware import page_path
 from jobs import (
     access,
     clone,
@@ -50,6 +54,48 @@ ALSO_RENDER = {
     "resources-source": ("fault_tolerance",),
     "resources-framework": ("environment",),
 }
+
+
+# The sign-in page says this after a wizard request that found its session gone (expired, or ended on the server).
+SESSION_ENDED = ("Your session ended, so the job form was not sent and no job was created. Sign in to open the form "
+                 "again: what you had typed was not saved, so check it or type it again.")
+# The hidden fields that say what a wizard page started from, and the parameter that opens the same page.
+_START_PARAMS = (("_clone", "clone"), ("_edit", "edit"), ("_template", "template"),
+                 ("_template_version", "version"), ("_workspace", "_workspace"))
+
+
+def _page_url(request: HttpRequest) -> str:
+    """The wizard page a posted form came from: the Referer's path and query when it is the wizard's (the very URL,
+    so after the sign-in the browser caches the new page under the old one's address, and Back shows the typed
+    form with a valid CSRF token), else rebuilt from the form's hidden fields (a clone's, an edit's, a template's,
+    a workspace's), only ids, so nothing but a number the browser sent reaches next=."""
+    page = page_path(request.headers.get("Referer", ""))
+    if urlsplit(page).path == reverse("job_create"):
+        return page
+    query = {}
+    for key, name in _START_PARAMS:
+        value = str(request.POST.get(key) or "")
+        if value.isascii() and value.isdigit() and len(value) <= 18:
+            query[name] = value
+    return reverse("job_create") + (f"?{urlencode(query)}" if query else "")
+
+
+def _signed_in(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """login_required for the wizard's views. A POST without a session is a form the user filled in while the
+    session was alive: its input cannot be kept (it may hold secrets, and nobody is signed in to keep it for), so
+    the sign-in page says the session ended, and next= is the wizard page the form came from, not the POST's URL.
+    (An htmx request's next= is its page's, set by consoleapp.middleware from HX-Current-URL.)"""
+
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.user.is_authenticated:
+            return view(request, *args, **kwargs)
+        if request.method != "POST":
+            return redirect_to_login(request.get_full_path())
+        messages.warning(request, SESSION_ENDED)
+        return redirect_to_login(_page_url(request))
+
+    return wrapped
 
 
 @dataclass
@@ -335,7 +381,7 @@ def _suggest(wizard: glue.Wizard, start: Start, sections: set[str] | None = None
     return suggestions.offer(wizard, suggestions.recent_values(start.workspace))
 
 
-@login_required
+@_signed_in
 def job_new(request: HttpRequest) -> HttpResponse:
     params = request.POST if request.method == "POST" else request.GET
     start = _start(request, params)
@@ -393,6 +439,19 @@ def job_new(request: HttpRequest) -> HttpResponse:
             return answer
         return redirect(job)
     return _page(request, _context(wizard, start, sweep_input))
+
+
+@_signed_in
+def job_new_form(request: HttpRequest) -> HttpResponse:
+    """Where the wizard's form posts (Submit, and without JavaScript Apply choices, Add and Remove): a URL other
+    than the page's. A browser drops its cached copy of a URL that a form posts to (RFC 9111, 4.4), so a form
+    posted to /jobs/new made Back after Submit ask the server for /jobs/new again: a new page with a new token,
+    whose Submit made a second job (unless the back/forward cache kept the page). A GET here (a reloaded or
+    bookmarked address) opens the wizard."""
+    if request.method != "POST":
+        query = request.GET.urlencode()
+        return redirect(reverse("job_create") + (f"?{query}" if query else ""))
+    return job_new(request)
 
 
 def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given: dict[str, str]) -> HttpResponse:
@@ -488,7 +547,7 @@ def _touched(params: QueryDict, trigger: str = "") -> set[str]:
     return {p for p in paths if p} | {p[:300] for p in params.getlist("_shown")[:500]}
 
 
-@login_required
+@_signed_in
 @require_POST
 def wizard_section(request: HttpRequest, name: str) -> HttpResponse:
     """One section re-rendered from the whole form: after a choice changed, a row was added or removed,
@@ -519,7 +578,7 @@ def wizard_section(request: HttpRequest, name: str) -> HttpResponse:
     return response
 
 
-@login_required
+@_signed_in
 @require_POST
 def wizard_preview(request: HttpRequest) -> HttpResponse:
     """The live API request panel (and, for a clone, the diff against the source job)."""

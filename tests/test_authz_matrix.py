@@ -174,6 +174,10 @@ MATRIX: dict[str, list[Case]] = {
         Case("GET", lambda t: f"/jobs/new?clone={t.job.pk}", roles(403, 200, 200, 404)),
         Case("GET", lambda t: f"/jobs/new?template={t.template.pk}", roles(403, 200, 200, 404)),
     ],
+    # The wizard form's target: a POST as the wizard's (no JavaScript: Apply choices re-renders); a GET opens it.
+    "jobs/new/form": [Case("POST", lambda t: "/jobs/new/form", roles(403, 200, 200, 200),
+                           data=lambda t: {"_workspace": t.alpha.pk, "_refresh": "1"}),
+                      Case("GET", lambda t: f"/jobs/new/form?clone={t.job.pk}", everyone(302, LOGIN))],
     "jobs/new/section/<str:name>": [Case("POST", lambda t: "/jobs/new/section/basic", roles(403, 200, 200, 200),
                                          data=lambda t: {"_workspace": t.alpha.pk})],
     "jobs/new/preview": [Case("POST", lambda t: "/jobs/new/preview", roles(403, 200, 200, 200),

@@ -361,6 +361,88 @@ def test_a_clone_posted_twice_makes_one_job_with_the_edit(web, ws):
     assert clones.count() == 1 and clones.get().body["UserCommand"] == "python fixed.py"
 
 
+def test_the_form_posts_to_a_url_other_than_its_pages_and_a_get_there_opens_the_wizard(web, ws):
+    """QA: without JavaScript (or the back/forward cache), Back after Submit showed a new page with a new token, and
+    its Submit made a second job: the form posted to /jobs/new, the page's own URL, and a browser drops its cached
+    copy of a URL that a form posts to (RFC 9111, 4.4), so Back asked the server for a new page
+    (tests/test_browser_wizard.py shows it in Chromium)."""
+    form_url = reverse("job_create_form")
+    web.post(URL, form_data(basic__name="source"))
+    source = Job.objects.get()
+    for page_url in (URL, f"{URL}?clone={source.pk}", f"{URL}?_workspace={ws.pk}"):
+        page = web.get(page_url).content.decode()
+        assert re.search(r'<form method="post" action="([^"]*)" id="wizard-form"', page)[1] == form_url != page_url
+    # Without JavaScript, Apply choices re-renders the page from the same URL, token kept.
+    applied = web.post(form_url, {**page_form_data(page), "_refresh": "environment"})
+    assert applied.status_code == 200 and token_of(applied.content.decode()) == token_of(page)
+    data = {**form_data(basic__name="posted-there"), "_submission": token_of(page)}
+    job_url = web.post(form_url, data)["Location"]
+    assert job_url == Job.objects.get(display_name="posted-there").get_absolute_url()
+    assert web.post(form_url, data)["Location"] == job_url and Job.objects.count() == 2
+    # A reloaded or bookmarked address of the form's target opens the wizard it names.
+    assert web.get(f"{form_url}?clone={source.pk}")["Location"] == f"{URL}?clone={source.pk}"
+    assert web.get(form_url)["Location"] == URL
+
+
+def sign_in(browser: Client, username: str, next_url: str = "") -> Client:
+    """The sign-in form, CSRF checked: a sign-in gives the client a new CSRF token, as it gives a browser one."""
+    page = browser.get(f"/accounts/login/?next={next_url}" if next_url else "/accounts/login/").content.decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)[1]
+    return browser.post("/accounts/login/", {"csrfmiddlewaretoken": token, "username": username,
+                                             "password": "pw-not-used-here", "next": next_url})
+
+
+def end_session(browser: Client) -> None:
+    from django.contrib.sessions.models import Session
+
+    assert Session.objects.filter(session_key=browser.cookies["sessionid"].value).delete()[0] == 1
+
+
+def test_a_form_sent_after_the_session_ended_goes_to_sign_in_says_so_and_comes_back_to_its_page(web, ws, user):
+    """The session ends (expired, or ended on the server) while a clone's page is open, then Submit: the sign-in
+    page says the form was not sent and its input not kept, and signing in opens the same clone page again. The
+    old page, sent once more after that sign-in (Back), is refused by the CSRF check with a page that says so and
+    links to the form's page: never a 500 or Django's dead-end CSRF page, never a job."""
+    from jobs.wizard import SESSION_ENDED
+
+    web.post(URL, form_data(basic__name="source"))
+    source = Job.objects.get()
+    page_url = f"{URL}?clone={source.pk}"
+    browser = Client(enforce_csrf_checks=True)
+    assert sign_in(browser, "wiz").status_code == 302
+    page = browser.get(page_url).content.decode()
+    data = {**page_form_data(page), "environment-command": "python fixed.py"}
+    end_session(browser)
+    # next= is the form's page: the Referer's path and query when it is the wizard's, else from the hidden fields.
+    login = f"/accounts/login/?next=/jobs/new%3Fclone%3D{source.pk}"
+    referred = browser.post(reverse("job_create_form"), data, HTTP_REFERER=f"http://elsewhere.example{page_url}&x=2")
+    assert referred["Location"] == f"{login}%26x%3D2", "its path and query, never its host"
+    answer = browser.post(reverse("job_create_form"), data)
+    assert answer.status_code == 302 and answer["Location"] == login
+    assert SESSION_ENDED in browser.get(answer["Location"]).content.decode()
+    assert Job.objects.count() == 1
+    back = sign_in(browser, "wiz", page_url)
+    assert back["Location"] == page_url and "Clone job" in browser.get(page_url).content.decode()
+    stale = browser.post(reverse("job_create_form"), data, HTTP_REFERER=f"http://testserver{page_url}")
+    html = stale.content.decode()
+    assert stale.status_code == 403 and "This form was not sent" in html and "CSRF" in html
+    assert f'<a href="{page_url}" id="open-again">' in html
+    assert Job.objects.count() == 1
+
+
+def test_a_wizard_request_of_htmx_after_the_session_ended_goes_to_sign_in_and_says_so(web, ws, user):
+    from jobs.wizard import SESSION_ENDED
+
+    browser = Client(enforce_csrf_checks=True)
+    sign_in(browser, "wiz")
+    data = page_form_data(browser.get(f"{URL}?_workspace={ws.pk}").content.decode())
+    end_session(browser)
+    for url in (reverse("wizard_section", args=["basic"]), reverse("wizard_preview")):
+        answer = browser.post(url, data, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=f"http://testserver{URL}?x=1")
+        assert answer["HX-Redirect"] == "/accounts/login/?next=/jobs/new%3Fx%3D1", "the page's, not the fragment's"
+        assert SESSION_ENDED in browser.get(answer["HX-Redirect"]).content.decode()
+
+
 def test_a_new_jobs_maximum_duration_starts_within_the_policy_cap(web, ws):
     WorkspacePolicy.objects.create(workspace=ws, max_duration_minutes=7 * 1440)
     html = web.get(URL).content.decode()
