@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs import dlc, export, secretbox, spec, templates_lib
+from jobs import dlc, export, secretbox, spec, tags, templates_lib
 from jobs.forms import environment
 from jobs.forms import wizard as glue
 from jobs.policies import format_minutes
@@ -200,7 +200,7 @@ def prefill(job, *, taken_names: Iterable[str] = (), workspace_id: str = "", edi
         basic["name"] = copy_name(source["basic"]["name"], taken_names)
         result.resets.append((NAME_RESET, source["basic"]["name"], basic["name"]))
     basic["workspace_id"] = workspace_id
-    kept = [t for t in basic["tags"] if t.get("key") != dlc.IDEMPOTENCY_TAG_KEY]
+    kept = [t for t in basic["tags"] if not tags.is_reserved(t.get("key"))]
     if len(kept) != len(basic["tags"]):
         result.resets.append(("Tag " + dlc.IDEMPOTENCY_TAG_KEY, "the source's", POLICY[
             f"basic.tags.{dlc.IDEMPOTENCY_TAG_KEY}"][1]))
@@ -264,11 +264,8 @@ def kept_envs(job) -> dict[str, str]:
 
 def _not_copied(job, hints: Mapping) -> list[str]:
     """Wire paths of the source body that the wizard cannot carry over (say so rather than drop silently)."""
-    body = spec.strip_secrets(job.body or {})
-    tags = (body.get("Settings") or {}).get("Tags")
-    if isinstance(tags, dict) and dlc.IDEMPOTENCY_TAG_KEY in tags:
-        body["Settings"] = {**body["Settings"], "Tags": {k: v for k, v in tags.items()
-                                                         if k != dlc.IDEMPOTENCY_TAG_KEY}}
+    # Its submission tag is reset (POLICY), not lost; nor is a Settings that held only that tag.
+    body = tags.without_reserved(spec.strip_secrets(job.body or {}))
     rebuilt = spec.build(spec.inverse(body, hints), workspace_id=body.get("WorkspaceId") or None)
     lost: list[str] = []
     _compare(body, rebuilt, "", lost)

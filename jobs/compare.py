@@ -16,7 +16,8 @@ from urllib.parse import urlencode
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs import access, dlc, jobpage, scalars
+from jobs import access, jobpage, scalars
+from jobs import tags as tagging
 from jobs.models import Job
 
 MIN_JOBS, MAX_JOBS = 2, 6
@@ -175,7 +176,7 @@ def _tags(job: Job) -> dict[str, str] | None:
     tags = ((job.body or {}).get("Settings") or {}).get("Tags") if isinstance(job.body, dict) else None
     if not isinstance(tags, dict):
         return None
-    return {str(k): "" if v is None else str(v) for k, v in tags.items() if k != dlc.IDEMPOTENCY_TAG_KEY}
+    return {str(k): "" if v is None else str(v) for k, v in tagging.user_tags(tags).items()}
 
 
 def _flatten(section: jobpage.Section, tags: dict[str, str] | None) -> list[tuple[str, str, str]]:

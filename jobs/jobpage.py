@@ -15,8 +15,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import access, catalog, dependencies, diagnosis, dlc, export, spec
+from jobs import access, catalog, dependencies, diagnosis, export, spec
 from jobs import status as st
+from jobs import tags as tagging
 from jobs.models import Job
 
 SECTION_TITLES = {
@@ -79,7 +80,7 @@ def _basic(s: dict, workspace_id: int | None = None) -> list[Item]:
     items: list[Item] = []
     _add(items, "Job name", s.get("name"))
     _add(items, "Description", s.get("description"), "pre")
-    tags = [t for t in s.get("tags") or [] if t.get("key") != dlc.IDEMPOTENCY_TAG_KEY]
+    tags = [t for t in s.get("tags") or [] if not tagging.is_reserved(t.get("key"))]
     if tags:
         texts = [f"{t.get('key')}={t.get('value')}" for t in tags]
         # Each a link to the job list filtered by that tag (jobs.listing) in the job's own workspace, whichever is

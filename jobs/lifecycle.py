@@ -35,6 +35,7 @@ from jobs import (
     secretbox,
     spec,
     syncstate,
+    tags,
 )
 from jobs import status as st
 from jobs.models import Job, Workspace, WorkspaceSync
@@ -595,14 +596,7 @@ def import_body(item: dict[str, Any]) -> dict[str, Any]:
         raw.pop("JobMaxRunningTimeMinutes", None)  # 0 in a listing means "not set"
     if not raw.get("ResourceId"):
         raw.pop("Priority", None)  # listings say 1 for every job; it is only set (and settable) with a quota
-    body = _project(raw, spec.WIRE_SCHEMA)
-    tags = (body.get("Settings") or {}).get("Tags")
-    if isinstance(tags, dict):
-        tags.pop(dlc.IDEMPOTENCY_TAG_KEY, None)
-        if not tags:
-            del body["Settings"]["Tags"]
-        if not body["Settings"]:
-            del body["Settings"]
+    body = tags.without_reserved(_project(raw, spec.WIRE_SCHEMA))
     # strip_secrets also puts the placeholder for an env value named like a secret (e.g. a W&B key set elsewhere).
     return spec.strip_secrets(body)
 

@@ -8,6 +8,7 @@ stored, and is skipped here should a body carry it anyway (an imported job's lis
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet
@@ -30,11 +31,22 @@ def pairs(body: Any) -> list[tuple[str, str]]:
         return []
     out: dict[str, str] = {}
     for key, value in tags.items():
-        if not isinstance(key, str) or not key or key == dlc.IDEMPOTENCY_TAG_KEY:
+        if not isinstance(key, str) or not key or is_reserved(key):
             continue
         shown = "" if value is None else str(value)
         out.setdefault(key[:catalog.MAX_TAG_KEY_LENGTH], shown[:catalog.MAX_TAG_VALUE_LENGTH])
     return list(out.items())
+
+
+def is_reserved(key: object) -> bool:
+    """Whether a tag key is the console's own (dlc.IDEMPOTENCY_TAG_KEY): the one test every place that drops it
+    (import, clone, compare, this module) goes through, whatever shape its tags come in."""
+    return key == dlc.IDEMPOTENCY_TAG_KEY
+
+
+def user_tags(tags: Mapping[Any, Any]) -> dict[Any, Any]:
+    """A plain tags map (Settings.Tags) without the console's own tag, as a new dict."""
+    return {key: value for key, value in tags.items() if not is_reserved(key)}
 
 
 def without_reserved(body: Any) -> Any:
@@ -43,9 +55,12 @@ def without_reserved(body: Any) -> Any:
     GetJob of a console job carries that tag: its copy gets its own when submitted."""
     settings_ = body.get("Settings") if isinstance(body, dict) else None
     tags = settings_.get("Tags") if isinstance(settings_, dict) else None
-    if not isinstance(tags, dict) or dlc.IDEMPOTENCY_TAG_KEY not in tags:
+    if not isinstance(tags, dict):
         return body
-    body = {**body, "Settings": {**settings_, "Tags": {k: v for k, v in tags.items() if k != dlc.IDEMPOTENCY_TAG_KEY}}}
+    kept = user_tags(tags)
+    if len(kept) == len(tags):
+        return body
+    body = {**body, "Settings": {**settings_, "Tags": kept}}
     if not body["Settings"]["Tags"]:
         del body["Settings"]["Tags"]
     if not body["Settings"]:

@@ -283,12 +283,16 @@ def test_long_names_in_now_and_largest_jobs_stay_inside_the_page_at_1280_and_390
         Job.objects.create(workspace=workspace, owner=member, display_name=name, status=status, job_type="PyTorchJob",
                            body={**pf.BODY, "ResourceId": "quota-a", "JobSpecs": [quota_role(count=2)]},
                            created_at=started, submitted_at=started,
-                           started_at=started if status == "Running" else None)
+                           started_at=started if status == "Running" else None,
+                           idle_since=started if status == "Running" else None)
     sign_in(page, stack.url, member.username, PASSWORD)
     for width in (1280, 390):
         page.set_viewport_size({"width": width, "height": 800})
         page.goto(f"{stack.url}/workspaces/{workspace.pk}/usage")
         assert page.locator("#now-queue").get_by_text("1st of 1 in quota quota-a").count() == 1
         assert overflow(page) == 0, f"the usage page is {overflow(page)} px wider than {width} px: {too_wide(page)}"
+        # What idle jobs hold is on screen, not past the owner table's own sideways scroll (a phone stacks it).
+        held = page.locator("#now-by-owner td.idle-held").first
+        assert "Idle" in held.inner_text() and held.evaluate("e => e.getBoundingClientRect().right") <= width, width
         for table in ("#usage-top-jobs", "#now-longest", "#now-queue"):
             assert lines(page.locator(f"{table} td.name a").first) <= 2, f"{table} at {width} px: cut at two lines"

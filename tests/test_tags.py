@@ -336,3 +336,13 @@ def test_without_reserved_drops_only_the_consoles_own_tag():
     assert tags.without_reserved({"JobType": "TFJob", "Settings": {"Tags": own}}) == {"JobType": "TFJob"}
     for other in ({"Settings": {"Tags": {"team": "a"}}}, {"Settings": "odd"}, [], None):
         assert tags.without_reserved(other) == other
+
+
+def test_user_tags_drops_only_the_consoles_own_key_from_a_plain_map():
+    mine = {"team": "a", "n": None, 7: "x", dlc.IDEMPOTENCY_TAG_KEY: "t-1"}
+    assert tags.user_tags(mine) == {"team": "a", "n": None, 7: "x"}
+    assert dlc.IDEMPOTENCY_TAG_KEY in mine  # a new dict: the caller's map is left alone
+    assert tags.user_tags({}) == {}
+    # The one test behind every shape (wizard rows in jobs.clone, maps here and in jobs.compare).
+    assert tags.is_reserved(dlc.IDEMPOTENCY_TAG_KEY)
+    assert not any(tags.is_reserved(k) for k in ("team", dlc.IDEMPOTENCY_TAG_KEY.upper(), "", None))
