@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from jobs import access, api_jobs, spec
 from jobs.apitokens import api_view, error
+from jobs.spec.base import loads_json
 
 
 def _errors(status: int, message: str, path: str = "") -> JsonResponse:
@@ -35,12 +36,14 @@ def validate_job(request: HttpRequest) -> JsonResponse:
     Viewers may ask too: a dry run changes nothing, and `can_create` says whether the create would be refused.
     """
     try:
-        body = json.loads(request.body or b"")
+        body = loads_json(request.body or b"")  # NaN and Infinity are no JSON: the create refuses them too
     except RequestDataTooBig:
         return _errors(413, "The request body is too large.")
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError too
         where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         return _errors(400, f"The request body is not valid JSON{where}: {getattr(exc, 'msg', exc)}.")
+    if refused := api_jobs.refuse_unstorable(body):
+        return refused
     try:
         workspace = api_jobs.request_workspace(request, "view", dlc_workspace_id=api_jobs.body_workspace_id(body))
     except api_jobs.Problem as problem:

@@ -8,7 +8,6 @@ exactly as the wizard does. Secrets sent in a body are sealed for the worker and
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +20,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from jobs import access, dependencies, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Workspace
+from jobs.spec.base import MAX_NESTING, loads_json, storable_problems
 
-API_VERSION = "1.8.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.9.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
@@ -54,6 +54,14 @@ API_VERSION = "1.8.0"  # 1.1: /api/v1/workspaces rows gained effective_role and 
 #      (400 at name): schedules here; workspaces, templates and webhooks in the portal. A webhook's test POST has
 #      an event_id (new on each test). The dry run's 200 has `can_create` and, when false (a viewer, a read-only
 #      token), `cannot_create`: the create's 403 message.
+# 1.9: a create (and its dry run) stores and sends exactly the body it checked: empty values (null, "", [], {}) mean
+#      "not set" and are left out, but an empty SpotSpec is refused (it is what makes a role spot). Errors of a
+#      variable or tag are at Envs.<NAME> / SecretEnvs.<NAME> / Settings.Tags.<key> (were Envs / Settings.Tags).
+#      Refused with 400 at their path, on every endpoint taking JSON: NUL and lone surrogates in text, NaN and
+#      Infinity, nesting deeper than 64 levels (the spec's own fields: 32); a command with CR line breaks; CPU under
+#      0.001 cores or finer than a millicore, memory under 0.001 GiB; over-long images, paths, ids and ARNs, a git
+#      branch git would refuse, a customPortList with non-ASCII digits or leading zeros. Wrong values of
+#      OversoldType, JobReservedPolicy, SpotStrategy and MountAccess name the allowed ones.
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
@@ -108,13 +116,33 @@ def job_json(job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
     }
 
 
+# Levels of objects and lists a request may nest: a CreateJob body with advanced settings nested as deep as they
+# may be (spec MAX_NESTING), inside a sweep's or a schedule's payload, fits; a deeper one is garbage, refused before
+# anything copies or encodes it recursively.
+MAX_REQUEST_NESTING = 2 * MAX_NESTING
+
+
 def json_body(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
+    """(the request's JSON, None) or (None, the 400 refusing it): not JSON (NaN and Infinity are not), or holding
+    what no field can store or send (NUL, a lone surrogate, nesting beyond MAX_REQUEST_NESTING), each at its path."""
     if not request.body:
         return {}, None
     try:
-        return json.loads(request.body), None
+        payload = loads_json(request.body)
     except (ValueError, RecursionError) as exc:
         return None, JsonResponse({"errors": {"": [f"The request body is not valid JSON: {exc}."]}}, status=400)
+    refused = refuse_unstorable(payload)
+    return (None, refused) if refused else (payload, None)
+
+
+def refuse_unstorable(payload: Any) -> JsonResponse | None:
+    """The 400 of a parsed request holding what no field can store or send (spec.base.storable_problems: NUL, a
+    lone surrogate, NaN, nesting beyond MAX_REQUEST_NESTING), each at its path; None when there is none. Every
+    JSON endpoint asks it before anything copies, encodes or saves the payload (json_body, the dry run)."""
+    errors: dict[str, list[str]] = {}
+    for path, message in storable_problems(payload, max_depth=MAX_REQUEST_NESTING):
+        errors.setdefault(path, []).append(message)
+    return bad_request(errors) if errors else None
 
 
 def parse_id(text: str) -> int:
@@ -358,15 +386,23 @@ def check_body(workspace: Workspace, body: Any, *, extra_errors: dict[str, list[
     context = policies.context_for(workspace)
     if hints:
         context = dataclasses.replace(context, hints=dict(hints))
+    secret_names = set(given_secrets) if isinstance(given_secrets, dict) else set()
     for path, messages in spec.validate(wire, context).items():
-        errors.setdefault(path, []).extend(messages)
+        errors.setdefault(_secret_envs_path(path, secret_names, secret_envs_field), []).extend(messages)
     if errors:
         return None, errors
+    wire = spec.sendable(wire)  # what was validated is what is stored and sent: no unchecked empty structures
     # The body alone cannot say Lingjun vs general computing: the workspace's quotas and instance types can.
     hints = spec.hints_from_sections(spec.inverse(wire, spec.infer_hints(wire, context, context.hints)))
     if body.get("WorkspaceId"):  # kept as given (it is this workspace's, checked above), as the wizard's body has it
         wire = {**wire, "WorkspaceId": body["WorkspaceId"]}
     return Checked(wire, secret_envs, hints, context), {}
+
+
+def _secret_envs_path(path: str, names: set[str], field: str) -> str:
+    # A variable sent in SecretEnvs is in Envs (as the placeholder) only for the checks: its error is where it was sent.
+    name = path.removeprefix("Envs.")
+    return f"{field}.{name}" if name != path and name in names else path
 
 
 def take_run_after(user, workspace: Workspace, body: Any) -> tuple[Any, dependencies.Choice]:

@@ -236,6 +236,27 @@ def test_a_command_with_a_trailing_line_break_is_refused_saying_so(team, api):
             f'{words}, which the console\'s form trims: send "echo hello".'], command
 
 
+def test_the_stored_body_is_the_checked_one_and_an_empty_spot_spec_is_refused_by_both_calls(team, api):
+    """Audit: `"SpotSpec": {}` was checked as a public job (the checks drop empty values) but stored and sent with
+    it; `{"SpotStrategy": "", "SpotDiscountLimit": null}` passed the dry run and DLC refused it."""
+    url = f"/api/v1/jobs?workspace={team.alpha.pk}"
+    role = pf.BODY["JobSpecs"][0]
+    for spot in ({}, {"SpotStrategy": "", "SpotDiscountLimit": None}):
+        body = {**pf.BODY, "DisplayName": "spot-empty", "JobSpecs": [{**role, "SpotSpec": spot}]}
+        for answer in both_answers(api["member"], body, f"?workspace={team.alpha.pk}"):
+            assert answer.status_code == 400, answer.json()
+            assert answer.json()["errors"] == {"JobSpecs[0].SpotSpec": ["Choose a bid method: by discount or by "
+                                                                        "price."]}
+    assert not Job.objects.filter(display_name="spot-empty").exists()
+    empties = {**pf.BODY, "DisplayName": "with-empties", "Description": "", "DataSources": [], "CodeSource": None,
+               "Envs": {"EPOCHS": "3", "EMPTY": ""}, "Settings": {"Tags": {}}, "SecretEnvs": {"HF_TOKEN": "h"},
+               "JobSpecs": [{**role, "ImageConfig": {}, "SpotSpec": None}]}
+    answer = api["member"].post(url, empties)
+    assert answer.status_code == 201, answer.json()
+    assert Job.objects.get(pk=answer.json()["id"]).body == {
+        **pf.BODY, "DisplayName": "with-empties", "Envs": {"EPOCHS": "3", "EMPTY": "", "HF_TOKEN": "********"}}
+
+
 def test_a_bad_version_or_a_version_without_template_is_a_400_at_version(team, api):
     # QA: version=abc and -1 created the job from the default version without a word; version=2 alone was ignored.
     from jobs import templates_lib
@@ -365,7 +386,7 @@ def test_secret_envs_are_sealed_shown_as_the_placeholder_and_asked_again_by_a_cl
     ({"SecretEnvs": {"A_KEY": ""}}, "SecretEnvs.A_KEY", "non-empty"),
     ({"Envs": {"A": "1"}, "SecretEnvs": {"A": "2"}}, "SecretEnvs.A", "in Envs too"),
     ({"Envs": {"WANDB_API_KEY": "********"}}, "Envs.WANDB_API_KEY", "send the value in SecretEnvs"),
-    ({"SecretEnvs": {"1BAD": "x"}}, "Envs", "letters, digits"),
+    ({"SecretEnvs": {"1BAD": "x"}}, "SecretEnvs.1BAD", "letters, digits"),  # where it was sent, not at Envs
     # Bad Envs next to SecretEnvs are refused, not replaced by the secrets alone (the job would lose them unsaid).
     ({"Envs": ["EPOCHS=3"], "SecretEnvs": {"B_TOKEN": "x"}}, "Envs", "Must be an object"),
     ({"Envs": "EPOCHS=3", "SecretEnvs": {"B_TOKEN": "x"}}, "Envs", "Must be an object"),
@@ -576,3 +597,94 @@ def test_the_document_gives_every_workspace_taking_call_its_404_and_the_errors_b
     patch = doc["paths"]["/api/v1/jobs/{id}"]["patch"]["responses"]
     assert patch["409"]["content"]["application/json"]["schema"] == patch["502"]["content"]["application/json"][
         "schema"] == errors
+
+
+# --- what no field can store or send: a 400 at the field, never a 500 (audit) ------------------------------
+
+_SPEC = pf.BODY["JobSpecs"][0]
+_RAY = {**pf.BODY, "JobType": "RayJob", "JobSpecs": [{**_SPEC, "Type": "Head"}]}
+_OSS = "oss://bucket.oss-cn-hangzhou.aliyuncs.com/p/"
+
+
+def _unstorable_bodies(bad: str) -> list[tuple[dict, str]]:
+    """(body, wire path) with `bad` in each text the audit found passing the checks and 500ing the create."""
+    return [
+        ({**pf.BODY, "Description": f"a{bad}b"}, "Description"),
+        ({**pf.BODY, "UserCommand": f"echo {bad}x"}, "UserCommand"),
+        ({**pf.BODY, "Envs": {"A": f"x{bad}"}}, "Envs"),
+        ({**pf.BODY, "Settings": {"Tags": {"team": f"v{bad}"}}}, "Settings.Tags"),
+        ({**pf.BODY, "DataSources": [{"DataSourceId": "d-1", "MountPath": f"/mnt/a{bad}"}]}, "DataSources[0]"),
+        ({**pf.BODY, "DataSources": [{"Uri": f"{_OSS}{bad}", "MountPath": "/mnt/o"}]}, "DataSources[0]"),
+        ({**pf.BODY, "CodeSource": {"CodeSourceId": "code-1", "Branch": f"main{bad}"}}, "CodeSource.Branch"),
+        ({**pf.BODY, "Settings": {"EnableErrorMonitoringInAIMaster": True, "ErrorMonitoringArgs": f"--x {bad}"}},
+         "Settings.ErrorMonitoringArgs"),
+        ({**_RAY, "Settings": {"AdvancedSettings": {"RayRedisAddress": f"redis{bad}:6379"}}},
+         "Settings.AdvancedSettings"),
+    ]
+
+
+@pytest.mark.parametrize(("bad", "words"), [("\x00", "NUL character"), ("\ud800", "lone surrogate")],
+                         ids=["nul", "lone-surrogate"])
+def test_text_that_cannot_be_stored_is_a_400_at_its_field_in_the_create_and_the_dry_run(team, api, bad, words):
+    # PostgreSQL refused the NUL ("\u0000 cannot be converted to text": 500) and SQLite stored it; the lone
+    # surrogate failed the body size check's encode(): 500 in both calls.
+    for body, path in _unstorable_bodies(bad):
+        for url in (f"/api/v1/jobs?workspace={team.alpha.pk}", f"/api/v1/jobs/validate?workspace={team.alpha.pk}"):
+            answer = api["member"].post(url, body)
+            assert answer.status_code == 400, (url, path, answer.content[:200])
+            errors = answer.json()["errors"]
+            assert any(p.startswith(path) and words in " ".join(m) for p, m in errors.items()), (url, path, errors)
+    assert Job.objects.count() == 3
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_not_json(team, api, constant):
+    # Python's json reads them; SQLite's JSON_VALID check then failed the save: a 500.
+    text = json.dumps({**_RAY, "Settings": {"AdvancedSettings": {"RayRuntimeEnv": {"x": "__N__"}}}})
+    answer = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", text.replace('"__N__"', constant))
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == {"": [f"The request body is not valid JSON: {constant} is not a JSON number."]}
+    assert Job.objects.count() == 3
+
+
+def test_a_value_nested_beyond_the_limit_is_a_400_not_a_recursion_error(team, api):
+    # RayRuntimeEnv nested 600 levels passed the checks, then copy.deepcopy (strip_secrets) raised RecursionError.
+    deep = '{"a":' * 600 + "1" + "}" * 600
+    text = json.dumps({**_RAY, "Settings": {"AdvancedSettings": {"RayRuntimeEnv": "__X__"}}}).replace('"__X__"', deep)
+    for url in (f"/api/v1/jobs?workspace={team.alpha.pk}", f"/api/v1/jobs/validate?workspace={team.alpha.pk}"):
+        answer = api["member"].post(url, text)
+        assert answer.status_code == 400, (url, answer.content[:200])
+        (path, messages), = answer.json()["errors"].items()
+        assert path.startswith("Settings.AdvancedSettings.RayRuntimeEnv.a.a") and "Nested too deeply" in messages[0]
+    # Within the limit it is the spec's own rule that speaks, at the field.
+    within = '{"a":' * 40 + "1" + "}" * 40
+    answer = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", text.replace(deep, within))
+    assert answer.json()["errors"] == {"Settings.AdvancedSettings": [
+        "RayRuntimeEnv: Nested too deeply: at most 32 levels of objects and lists."]}
+    assert Job.objects.count() == 3
+
+
+def test_a_command_with_crlf_line_breaks_is_refused_saying_the_console_sends_lf(team, api):
+    answer = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}",
+                                {**pf.BODY, "UserCommand": "cd /mnt/code\r\npython train.py"})
+    assert answer.status_code == 400
+    assert answer.json()["errors"]["UserCommand"] == [
+        'Has CR (\\r) line breaks, which the console turns into LF (a shell takes a CR as part of its line): send '
+        '"cd /mnt/code\\npython train.py".']
+    fixed = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}",
+                               {**pf.BODY, "UserCommand": "cd /mnt/code\npython train.py"})
+    assert fixed.status_code == 201, fixed.json()
+
+
+def test_tiny_cpu_and_memory_get_their_minimums_not_an_exponent(team, api):
+    # The API refused "0.00001" asking for "1e-05", and the wizard sent "CPU": "1e-07", "Memory": "1e-09Gi".
+    quota = {**pf.BODY, "ResourceId": "quota-1", "JobSpecs": [
+        {"Type": "Worker", "Image": _SPEC["Image"], "PodCount": 1, "ResourceConfig": {"CPU": "0.00001",
+                                                                                      "Memory": "0.000000001Gi"}}]}
+    errors = api["member"].post(f"/api/v1/jobs/validate?workspace={team.alpha.pk}", quota).json()["errors"]
+    assert errors == {
+        "JobSpecs[0].ResourceConfig.CPU": [
+            "The CPU cores must be at least 0.001 (one millicore, the finest step Kubernetes takes)."],
+        "JobSpecs[0].ResourceConfig.Memory": ["The memory must be at least 0.001 GiB (about 1 MiB)."]}
+    quota["JobSpecs"][0]["ResourceConfig"] = {"CPU": "0.001", "Memory": "0.0625Gi"}
+    assert api["member"].post(f"/api/v1/jobs/validate?workspace={team.alpha.pk}", quota).json()["valid"] is True

@@ -69,7 +69,7 @@ def test_errors_are_keyed_by_wire_path(api):
     assert answer.status_code == 400
     errors = answer.json()["errors"]
     assert any("at least 1" in m for m in errors["JobSpecs[0].PodCount"])
-    assert any("aliyun" in m for m in errors["Settings.Tags"])
+    assert any("aliyun" in m for m in errors["Settings.Tags.aliyun-x"]), "the error names the tag"
     assert "Priority" in errors, "a priority without a quota is refused, not silently dropped"
     unknown = post(api, {**VALID, "Turbo": True}).json()["errors"]
     assert unknown == {"Turbo": ["Not supported by this console (unknown field or not sent by the wizard)."]}

@@ -360,5 +360,6 @@ def test_an_imported_console_job_loses_its_submission_tag_unsaid_and_the_api_ref
     for path in ("/api/v1/jobs/validate", "/api/v1/jobs"):
         refused = api.post(f"{path}?workspace={team.alpha.pk}", body)
         assert refused.status_code == 400, refused.content
-        assert "reserved for the console's exactly-once submission" in refused.json()["errors"]["Settings.Tags"][0]
+        errors = refused.json()["errors"][f"Settings.Tags.{dlc.IDEMPOTENCY_TAG_KEY}"]  # the error names the tag
+        assert "reserved for the console's exactly-once submission" in errors[0]
     assert not Job.objects.filter(display_name="from-console").exists()

@@ -8,6 +8,7 @@ through the body: build() -> validate(body) reports the same message at that wir
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,13 +87,13 @@ CASES = [
     # ---- basic: tags ------------------------------------------------------------------------------------
     Case("tag ok", {"basic.tags": [{"key": "team-a_b.c", "value": "x,y"}, {"key": "", "value": ""}]}),
     Case("tag key aliyun", {"basic.tags": [{"key": "aliyun-x", "value": "1"}]}, ("basic.tags[0].key",),
-         "must not start with 'aliyun'", wire="Settings.Tags"),
+         "must not start with 'aliyun'", wire="Settings.Tags.aliyun-x"),
     Case("tag key Aliyun case", {"basic.tags": [{"key": "AliyunX", "value": "1"}]}, ("basic.tags[0].key",),
          "must not start"),
     Case("tag key acs:", {"basic.tags": [{"key": "acs:x", "value": "1"}]}, ("basic.tags[0].key",), "'acs:'"),
     Case("tag key url", {"basic.tags": [{"key": "xhttp://y", "value": "1"}]}, ("basic.tags[0].key",), "http://"),
     Case("tag value url", {"basic.tags": [{"key": "k", "value": "see https://x"}]}, ("basic.tags[0].value",),
-         "https://", wire="Settings.Tags"),
+         "https://", wire="Settings.Tags.k"),
     Case("tag key 128 ok", {"basic.tags": [{"key": "k" * 128, "value": "v" * 256}]}),
     Case("tag key 129", {"basic.tags": [{"key": "k" * 129, "value": "v"}]}, ("basic.tags[0].key",), "128"),
     Case("tag value 257", {"basic.tags": [{"key": "k", "value": "v" * 257}]}, ("basic.tags[0].value",), "256"),
@@ -101,7 +102,8 @@ CASES = [
     Case("tag key accented", {"basic.tags": [{"key": "équipe", "value": "v"}]}, ("basic.tags[0].key",),
          "only ASCII letters (a-z, A-Z), digits"),
     Case("tag key the console's own", {"basic.tags": [{"key": "dlc-console-submission", "value": "v"}]},
-         ("basic.tags[0].key",), "reserved for the console's exactly-once submission", wire="Settings.Tags"),
+         ("basic.tags[0].key",), "reserved for the console's exactly-once submission",
+         wire="Settings.Tags.dlc-console-submission"),
     Case("tag key missing", {"basic.tags": [{"key": "", "value": "v"}]}, ("basic.tags[0].key",), "Enter a tag key"),
     Case("tag keys unique", {"basic.tags": [{"key": "k", "value": "1"}, {"key": "k", "value": "2"}]},
          ("basic.tags[1].key",), "used twice"),
@@ -244,7 +246,7 @@ CASES = [
     Case("env key digit", {"environment.envs": [{"key": "1ABC", "value": "1"}]}, ("environment.envs[0].key",),
          "must not start with a digit"),
     Case("env key dash", {"environment.envs": [{"key": "A-B", "value": "1"}]}, ("environment.envs[0].key",),
-         "letters, digits and '_'", wire="Envs"),
+         "letters, digits and '_'", wire="Envs.A-B"),
     Case("env key unique", {"environment.envs": [{"key": "A", "value": "1"}, {"key": "A", "value": "2"}]},
          ("environment.envs[1].key",), "set twice"),
     # Two Secret rows of one name: the same error, at the second row (the sealed value would be one of them).
@@ -575,6 +577,99 @@ CASES = [
                                   "environment.code_commit": "abc123"}, ("environment.code_commit",), "7 to 40"),
     Case("git commit too long", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
                                  "environment.code_commit": "a" * 41}, ("environment.code_commit",), "7 to 40"),
+    # ---- what cannot be stored or sent: an error at the field, never a 500 (audit) ----------------------------
+    # Not through the body: build() leaves the bad character out (storable_text); test_unstorable_text_in_a_body.
+    Case("description NUL", {"basic.description": "a\x00b"}, ("basic.description",), "NUL character (\\u0000)"),
+    Case("env value NUL", {"environment.envs": [{"key": "A", "value": "x\x00"}]}, ("environment.envs[0].value",),
+         "NUL character"),
+    Case("tag value lone surrogate", {"basic.tags": [{"key": "team", "value": "v\ud800"}]},
+         ("basic.tags[0].value",), "lone surrogate"),
+    Case("mount path NUL", {"environment.datasets": [{"id": "d-1", "mount_path": "/mnt/a\x00"}]},
+         ("environment.datasets[0].mount_path",), "NUL character"),
+    Case("branch NUL", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                        "environment.code_branch": "main\x00"}, ("environment.code_branch",), "NUL character"),
+    Case("fault tolerance args NUL", {"fault_tolerance.enabled": True, "fault_tolerance.args": "--x \x00"},
+         ("fault_tolerance.args",), "NUL character"),
+    Case("registry password lone surrogate", {"environment.image_type": "address", "environment.registry_username": "u",
+                                              "environment.registry_password": "p\ud800"},
+         ("environment.registry_password",), "lone surrogate"),
+    # The Advanced field's JSON escapes get past the form's own NUL check.
+    Case("advanced NUL escape", {**RAY, "resources.advanced": '{"RayRedisAddress": "a\\u0000"}'},
+         ("resources.advanced",), "RayRedisAddress: Must not contain a NUL character"),
+    Case("advanced lone surrogate escape", {**RAY, "resources.advanced": '{"RayRedisAddress": "\\ud800"}'},
+         ("resources.advanced",), "RayRedisAddress: Must not contain a lone surrogate"),
+    Case("advanced lone surrogate key", {**RAY, "resources.advanced": '{"\\ud800": "1"}'},
+         ("resources.advanced",), "A key must not contain a lone surrogate"),
+    Case("advanced NaN", {**RAY, "resources.advanced": '{"RayRuntimeEnv": {"x": NaN}}'}, ("resources.advanced",),
+         "Invalid JSON: NaN is not a JSON number"),
+    Case("advanced Infinity", {**RAY, "resources.advanced": '{"RayRuntimeEnv": {"x": -Infinity}}'},
+         ("resources.advanced",), "-Infinity is not a JSON number"),
+    Case("advanced nested too deep", {**RAY, "resources.advanced": '{"RayRuntimeEnv": ' + '{"a":' * 600 + "1" +
+                                      "}" * 601}, ("resources.advanced",),
+         "RayRuntimeEnv: Nested too deeply: at most 32 levels"),
+    Case("advanced nested 31 ok", {**RAY, "resources.advanced": '{"RayRuntimeEnv": ' + '{"a":' * 30 + "1" +
+                                   "}" * 31}),
+    Case("advanced nested as an object", {**RAY, "resources.advanced": {"RayRuntimeEnv": {"x": float("nan")}}},
+         ("resources.advanced",), "RayRuntimeEnv: Must be a finite number"),
+    # ---- tiny CPU and memory: Kubernetes quantities, not exponents (audit) ----------------------------------
+    Case("quota cpu one millicore ok", {**QUOTA, "resources.roles[0].cpu": "0.001",
+                                        "resources.roles[0].memory_gib": "0.001"}),
+    Case("quota cpu below a millicore", {**QUOTA, "resources.roles[0].cpu": 1e-7}, ("resources.roles[0].cpu",),
+         "at least 0.001 (one millicore", wire="JobSpecs[0].ResourceConfig.CPU"),
+    Case("quota cpu finer than millicores", {**QUOTA, "resources.roles[0].cpu": "1.0005"},
+         ("resources.roles[0].cpu",), "at most 3 decimals (millicores), e.g. 0.5 or 1.25; 1.0005 is finer"),
+    Case("quota memory below 1 MiB", {**QUOTA, "resources.roles[0].memory_gib": "0.000000001"},
+         ("resources.roles[0].memory_gib",), "at least 0.001 GiB (about 1 MiB)",
+         wire="JobSpecs[0].ResourceConfig.Memory"),
+    Case("quota shared memory below 1 MiB", {**QUOTA, "resources.roles[0].shared_memory_gib": 0.0001},
+         ("resources.roles[0].shared_memory_gib",), "Shared memory, when set, must be at least 0.001 GiB"),
+    Case("quota shared memory 0 ok", {**QUOTA, "resources.roles[0].shared_memory_gib": 0}),
+    # ---- odd values the rules let through (audit) -------------------------------------------------------------
+    Case("port list leading zero", {"resources.advanced": "customPortList=010000"}, ("resources.advanced",),
+         "write '010000' without leading zeros"),
+    Case("port list range leading zero", {"resources.advanced": "customPortList=10000-010010"},
+         ("resources.advanced",), "without leading zeros"),
+    Case("port list arabic digits", {"resources.advanced": "customPortList=\u0661\u0660\u0660\u0660\u0660"},
+         ("resources.advanced",), "is not a port or a start-end range (ASCII digits)"),
+    Case("image name at its bound ok", {"environment.image": "r.io/" + "a" * 250 + ":1"}),
+    Case("image name too long", {"environment.image": "r.io/" + "a" * 251 + ":1"}, ("environment.image",),
+         "at most 255 characters; this one has 256", wire="JobSpecs[0].Image"),
+    Case("image address 40,000 characters", {"environment.image": "a" * 40_000}, ("environment.image",),
+         "The image address is too long"),
+    Case("mount path at PATH_MAX ok", {"environment.datasets": [{"id": "d-1", "mount_path": "/a" * 2047 + "b"}]}),
+    Case("mount path beyond PATH_MAX", {"environment.datasets": [{"id": "d-1", "mount_path": "/" + "a" * 10_000}]},
+         ("environment.datasets[0].mount_path",), "at most 4095 bytes (Linux PATH_MAX)"),
+    Case("mount path name beyond NAME_MAX", {"environment.storages": [{"type": "oss", "uri": "oss://bucket/x",
+                                                                        "mount_path": "/mnt/" + "a" * 256}]},
+         ("environment.storages[0].mount_path",), "at most 255 bytes (Linux NAME_MAX)"),
+    Case("requirements dir beyond PATH_MAX", {"environment.libs_mode": "requirements",
+                                              "environment.requirements_dir": "/" + "a/" * 3000},
+         ("environment.requirements_dir",), "PATH_MAX"),
+    Case("vpc id too long", {**VPC, "vpc.vpc_id": "vpc-" + "a" * 10_000}, ("vpc.vpc_id",), "at most 64 characters",
+         wire="UserVpc.VpcId"),
+    Case("security group id too long", {**VPC, "vpc.security_group_id": "sg-" + "1" * 62}, ("vpc.security_group_id",),
+         "at most 64 characters"),
+    Case("arn 16-digit account ok", {"ram_role.mode": "custom",
+                                     "ram_role.role_arn": "acs:ram::1234567890123456:role/my-role"}),
+    Case("arn account id too long", {"ram_role.mode": "custom", "ram_role.role_arn": f"acs:ram::{'1' * 10_000}:role/a"},
+         ("ram_role.role_arn",), "at most 16 digits",
+         wire="CredentialConfig.CredentialConfigItems[0].Roles[0].RoleArn"),
+    Case("arn non-ascii digits", {"ram_role.mode": "custom", "ram_role.role_arn": "acs:ram::\u0661\u0662:role/a"},
+         ("ram_role.role_arn",), "acs:ram::<account-id>"),
+    Case("git branch ok", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                           "environment.code_branch": "release/v1.2_rc-1"}),
+    Case("git branch with a space", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                                     "environment.code_branch": "my branch"}, ("environment.code_branch",),
+         "no spaces", wire="CodeSource.Branch"),
+    Case("git branch dot-dot", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                                "environment.code_branch": "a..b"}, ("environment.code_branch",), "no '..'"),
+    Case("git branch option-like", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                                    "environment.code_branch": "-f"}, ("environment.code_branch",),
+         "does not start with '-'"),
+    Case("git branch .lock", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                              "environment.code_branch": "topic/x.lock"}, ("environment.code_branch",), ".lock"),
+    Case("git branch too long", {"environment.code_mode": "git", "environment.code_source_id": "code-1",
+                                 "environment.code_branch": "b" * 256}, ("environment.code_branch",), "at most 255"),
     # ---- whole job --------------------------------------------------------------------------------------
     Case("body size", {"basic.description": "x" * 70000}, ("",), "at most 65536", wire=""),
     Case("rows not a list", {"environment.datasets": "d-1"}, ("environment.datasets",), "list of rows"),
@@ -874,7 +969,7 @@ def _with(body: dict, path: str, value: Any) -> dict:
      "JobSpecs[1].Image", "same image"),
     ("JobSpecs[0].EcsSpec", "ecs.g7.xlarge", "JobSpecs[0].EcsSpec", "not an instance type"),
     ("Settings.EnableDSWDev", False, "Settings.EnableDSWDev", "Send true or leave"),
-    ("Settings.OversoldType", "ForceQuotaOverSold", "Settings.OversoldType", "on or off"),
+    ("Settings.OversoldType", "ForceQuotaOverSold", "Settings.OversoldType", "'AcceptQuotaOverSold' (use the quota's"),
     ("Settings.JobReservedPolicy", "Never", "Settings.JobReservedPolicy", "must be 'Always'"),
     ("DisplayName", None, "DisplayName", "Enter a job name"),
     ("JobType", "SlurmJob", "JobType", "Unknown framework 'SlurmJob'"),
@@ -1289,3 +1384,101 @@ def test_no_code_mount_hint_for_an_invalid_path(mount):
                                 "environment.code_mount_path": mount}))
     assert "environment.code_mount_path" in spec.validate_sections(sections)
     assert "environment.command" not in spec.notes(sections)
+
+
+# ---- what cannot be stored or sent, tiny numbers, CRLF (audit) -------------------------------------------------
+
+_WIRE = {"DisplayName": "x", "JobType": "PyTorchJob", "UserCommand": "echo hi",
+         "JobSpecs": [{"Type": "Worker", "Image": "registry.example.com/a:1", "PodCount": 1,
+                       "EcsSpec": "ecs.g7.xlarge"}]}
+_RAY_WIRE = {**_WIRE, "JobType": "RayJob", "JobSpecs": [{**_WIRE["JobSpecs"][0], "Type": "Head"}]}
+
+
+def _nested(levels: int) -> dict:
+    value: Any = 1
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(("bad", "words"), [("\x00", "NUL character"), ("\ud800", "lone surrogate")])
+@pytest.mark.parametrize(("edit", "path"), [
+    ({"Description": "a{}"}, "Description"),
+    ({"UserCommand": "echo {}"}, "UserCommand"),
+    ({"Envs": {"A": "x{}"}}, "Envs.A"),
+    ({"Settings": {"Tags": {"team": "v{}"}}}, "Settings.Tags.team"),
+    ({"DataSources": [{"DataSourceId": "d-1", "MountPath": "/mnt/a{}"}]}, "DataSources[0].MountPath"),
+    ({"DataSources": [{"Uri": "oss://bucket/x{}", "MountPath": "/mnt/o"}]}, "DataSources[0].Uri"),
+    ({"CodeSource": {"CodeSourceId": "code-1", "Branch": "main{}"}}, "CodeSource.Branch"),
+    ({"Settings": {"EnableErrorMonitoringInAIMaster": True, "ErrorMonitoringArgs": "--x {}"}},
+     "Settings.ErrorMonitoringArgs"),
+])
+def test_unstorable_text_in_a_body_is_an_error_at_its_wire_path(edit, path, bad, words):
+    """validate() said valid: the create then 500ed on PostgreSQL (NUL) or in the size check's encode() (a lone
+    surrogate). The API refuses them at its door too (api_jobs.json_body); clone and import only have this."""
+    body = {**_WIRE, **{key: _filled(value, bad) for key, value in edit.items()}}
+    errors = spec.validate(body)
+    assert path in errors and any(words in m for m in errors[path]), errors
+
+
+def _filled(value: Any, bad: str) -> Any:
+    if isinstance(value, str):
+        return value.format(bad)
+    if isinstance(value, dict):
+        return {k: _filled(v, bad) for k, v in value.items()}
+    return [_filled(v, bad) for v in value] if isinstance(value, list) else value
+
+
+@pytest.mark.parametrize(("advanced", "words"), [
+    ({"RayRedisAddress": "a\x00"}, "RayRedisAddress: Must not contain a NUL character"),
+    ({"RayRedisAddress": "\ud800"}, "RayRedisAddress: Must not contain a lone surrogate"),
+    ({"RayRuntimeEnv": {"x": float("nan")}}, "NaN is not a JSON number"),
+    ({"RayRuntimeEnv": _nested(600)}, "RayRuntimeEnv: Nested too deeply: at most 32 levels"),
+])
+def test_unstorable_advanced_settings_in_a_body_are_an_error_not_an_exception(advanced, words):
+    errors = spec.validate({**_RAY_WIRE, "Settings": {"AdvancedSettings": advanced}})
+    assert any(words in m for m in errors["Settings.AdvancedSettings"]), errors
+
+
+def test_a_value_nested_far_beyond_recursion_is_reported_not_raised():
+    sections = base()
+    sections["resources"]["advanced"] = {"RayRuntimeEnv": _nested(20_000)}
+    assert spec.validate_sections(sections) == {
+        "resources.advanced": ["RayRuntimeEnv: Nested too deeply: at most 32 levels of objects and lists."]}
+    assert spec.parse_advanced('{"RayRuntimeEnv": ' + '{"a":' * 33 + "1" + "}" * 34)[0] is None
+
+
+def test_what_build_sends_is_always_storable_text():
+    """An invalid job still has a best-effort body (the preview, the API panel): never with what a page, the
+    database or DLC cannot take."""
+    sections = base()
+    sections["basic"]["description"] = "a\x00b\ud800c"
+    sections["environment"]["envs"] = [{"key": "A\x00", "value": "x\ud800"}]
+    body = spec.build(sections)
+    assert body["Description"] == "ab\ufffdc" and body["Envs"] == {"A": "x\ufffd"}
+    assert "\\u0000" not in json.dumps(body)
+    json.dumps(body, ensure_ascii=False).encode("utf-8")
+    assert set(spec.validate_sections(sections)) == {"basic.description", "environment.envs[0].key",
+                                                     "environment.envs[0].value"}
+
+
+def test_a_command_is_sent_with_lf_line_breaks_and_a_body_with_cr_is_refused_saying_so():
+    sections = base()
+    sections["environment"]["command"] = "cd /mnt/code\r\npython train.py\recho done\r\n"
+    assert spec.validate_sections(sections) == {}
+    assert spec.build(sections)["UserCommand"] == "cd /mnt/code\npython train.py\necho done"
+    errors = spec.validate({**_WIRE, "UserCommand": "cd /mnt/code\r\npython train.py"})
+    assert errors == {"UserCommand": ['Has CR (\\r) line breaks, which the console turns into LF (a shell takes a CR '
+                                      'as part of its line): send "cd /mnt/code\\npython train.py".']}
+
+
+@pytest.mark.parametrize(("cpu", "memory", "sent"), [
+    (1e-7, 1e-9, {"CPU": "0.0000001", "Memory": "0.000000001Gi"}),
+    ("0.00001", "0.0000005", {"CPU": "0.00001", "Memory": "0.0000005Gi"}),
+    ("0.001", "0.0625", {"CPU": "0.001", "Memory": "0.0625Gi"}),
+])
+def test_cpu_and_memory_are_sent_as_plain_decimals_never_with_an_exponent(cpu, memory, sent):
+    sections = base()
+    sections["resources"].update(source="quota", quota_id="quota-gen")
+    sections["resources"]["roles"] = [{"role": "Worker", "count": 1, "cpu": cpu, "memory_gib": memory}]
+    assert spec.build(sections)["JobSpecs"][0]["ResourceConfig"] == sent

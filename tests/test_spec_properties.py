@@ -30,7 +30,9 @@ CONTEXT = spec.Context(region="cn-hangzhou", specs=SPECS, quotas=QUOTAS, dataset
 
 WORD = st.text(string.ascii_letters + string.digits, min_size=1, max_size=12)
 NAME = st.from_regex(r"[A-Za-z0-9_.\-]{1,40}", fullmatch=True)
-ANY_TEXT = st.text(min_size=1, max_size=30).filter(lambda s: s.strip())
+# Any text the console can store and send: no NUL and no lone surrogate (docs/spec-notes.md D31).
+STORABLE = st.characters(exclude_characters="\x00", exclude_categories=("Cs",))
+ANY_TEXT = st.text(STORABLE, min_size=1, max_size=30).filter(lambda s: s.strip())
 MOUNTS = [f"/mnt/m{i}" for i in range(12)]
 
 
@@ -182,7 +184,7 @@ def valid_sections(draw) -> dict:
         }[kind]
         env["storages"].append({"type": draw(st.sampled_from([kind, ""])), "uri": uri,
                                 "mount_path": next(mounts), "options": options})
-    env["envs"] = [{"key": k, "value": draw(st.text(max_size=10))}
+    env["envs"] = [{"key": k, "value": draw(st.text(STORABLE, max_size=10))}
                    for k in draw(st.lists(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True),
                                           unique=True, max_size=5))]
     env["libs_mode"] = draw(st.sampled_from(list(C.LIBS_MODES)))

@@ -89,11 +89,6 @@ class Form(forms.Form):
             image.help_text = "A publicly accessible image address; enter credentials below for a private one."
             image.widget.attrs["placeholder"] = "registry.example.com/team/train:1.0"
 
-    def clean_command(self) -> str:
-        # A browser posts a textarea's line breaks as CRLF: a shell in the pod would take each CR as part of its
-        # line (`cd /mnt/code\r` fails), and the htmx preview (LF) would differ from what is submitted.
-        return self.cleaned_data["command"].replace("\r\n", "\n").replace("\r", "\n")
-
 
 class DatasetForm(forms.Form):
     kind = forms.CharField(label="Dataset type", required=False,

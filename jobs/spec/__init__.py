@@ -71,8 +71,9 @@ ram_role           role_arn               str acs:ram::<uid>:role/<name> -> Cred
 A field the current choices hide (e.g. priority without a quota) must be empty: validate_sections()
 reports it, and prune_inapplicable() clears such fields for forms that keep hidden values.
 
-Public API: build, validate_sections, validate, notes, inverse, hints_from_sections, defaults,
-prune_inapplicable, hidden_fields, infer_hints, strip_secrets, extract_secrets, fill_secrets, wire_path,
+Public API: build, validate_sections, validate, sendable (the body as validate() checks it: what to store and send),
+notes, inverse, hints_from_sections, defaults, prune_inapplicable, hidden_fields, infer_hints, strip_secrets,
+extract_secrets, fill_secrets, wire_path,
 field_for_path, parse_advanced, format_advanced, Context, Policy, SECRET_PATHS, SECRET_PLACEHOLDER,
 WIRE_SCHEMA, APPLICABLE, SECRET_ENV_PREFIX, looks_like_secret, masked_on_display, JOB_NAME_RE (a job name's
 characters), ENV_NAME_RE (an environment variable's name), RESERVED_ENVS (names DLC injects or the pod's processes
@@ -131,7 +132,7 @@ from jobs.spec.norm import format_advanced, parse_advanced
 from jobs.spec.paths import field_for_path, wire_path
 from jobs.spec.rules import ENV_NAME_RE, JOB_NAME_RE, RULES, validate_sections
 from jobs.spec.soft_rules import notes
-from jobs.spec.wire import WIRE_SCHEMA, build, strip_secrets
+from jobs.spec.wire import WIRE_SCHEMA, build, sendable, strip_secrets
 
 __all__ = [
     "ENV_NAME_RE", "JOB_NAME_RE", "DLC_INJECTED", "PROCESS_CRITICAL", "RESERVED_ENVS",
@@ -141,5 +142,5 @@ __all__ = [
     "duration_default", "extract_secrets", "fill_duration",
     "field_for_path", "fill_secrets", "format_advanced", "hidden_fields", "hints_from_sections", "infer_hints",
     "inverse", "looks_like_secret", "masked_on_display", "notes", "parse_advanced", "prune_inapplicable",
-    "strip_secrets", "validate", "validate_sections", "wire_path",
+    "sendable", "strip_secrets", "validate", "validate_sections", "wire_path",
 ]

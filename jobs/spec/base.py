@@ -3,9 +3,12 @@ their defaults, the secret paths, Context and Policy, the error sink and value p
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -152,6 +155,83 @@ class Context:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Storable values: what may enter the console at all (the wizard's fields, a JSON body, the advanced settings).
+# ---------------------------------------------------------------------------------------------------------
+
+# Levels of objects and lists a JSON value may nest (the advanced settings, e.g. RayRuntimeEnv): far above any
+# real runtime env, and far below where copy.deepcopy, json.dumps and the database hit Python's recursion limit.
+MAX_NESTING = 32
+
+
+def text_problem(text: str) -> str | None:
+    """Why a text cannot be stored or sent, or None. PostgreSQL refuses NUL (U+0000) in text and jsonb, and a pod's
+    command line and environment end a string at it; a lone surrogate (JSON's "\\ud800") is no Unicode text, so
+    it cannot be encoded as UTF-8 for the database, a page or DLC."""
+    if "\x00" in text:
+        return "Must not contain a NUL character (\\u0000): it cannot be stored or sent."
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "Must not contain a lone surrogate (such as \\ud800): it is not Unicode text."
+    return None
+
+
+def storable_text(text: str) -> str:
+    """The text without what text_problem() refuses (NUL dropped, a lone surrogate as U+FFFD): what the rules and
+    their messages see once the problem is reported, so no later message or body carries it."""
+    if text_problem(text) is None:
+        return text
+    return re.sub("[\ud800-\udfff]", "\ufffd", text.replace("\x00", ""))
+
+
+def storable_problems(value: Any, path: str = "", max_depth: int = MAX_NESTING,
+                      limit: int = 10) -> list[tuple[str, str]]:
+    """(path, message) for each text, key or number in a JSON-like value that cannot be stored or sent: NUL or a lone
+    surrogate (text_problem), NaN or Infinity (no JSON number), nesting deeper than max_depth. Paths continue `path`
+    as the wire paths do ("Envs.A", "JobSpecs[0].Image"); a bad key is reported at its object, without the key.
+    Iterative, so a value nested thousands of levels deep is reported, not a RecursionError; at most `limit`."""
+    if isinstance(value, str):  # the common case, a field's text, without the walk
+        problem = text_problem(value)
+        return [(path, problem)] if problem else []
+    if value is None or isinstance(value, bool | int):
+        return []
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack and len(found) < limit:
+        item, where, depth = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if depth >= max_depth:
+                found.append((where, f"Nested too deeply: at most {max_depth} levels of objects and lists."))
+                continue
+            children = []
+            for key, child in (item.items() if isinstance(item, Mapping) else enumerate(item)):
+                if isinstance(key, str) and (problem := text_problem(key)):
+                    found.append((where, "A key " + problem[0].lower() + problem[1:]))
+                    continue
+                step = f"{where}[{key}]" if isinstance(key, int) else (f"{where}.{key}" if where else str(key))
+                children.append((child, step, depth + 1))
+            stack.extend(reversed(children))
+        elif isinstance(item, str):
+            if problem := text_problem(item):
+                found.append((where, problem))
+        elif isinstance(item, float) and not math.isfinite(item):
+            found.append((where, "Must be a finite number: NaN and Infinity are not JSON."))
+    return found
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def loads_json(text: str | bytes) -> Any:
+    """json.loads without the NaN, Infinity and -Infinity that Python's json accepts and JSON has not: the
+    database's JSON check and DLC refuse them. Raises ValueError (and RecursionError when absurdly deep)."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Value parsing: forms send strings, inverse() sends wire values, garbage must never raise.
 # ---------------------------------------------------------------------------------------------------------
 
@@ -258,7 +338,18 @@ def _bool(value: Any) -> tuple[bool | None, bool]:
 
 
 def _fmt_num(value: int | float) -> str:
-    return str(value) if isinstance(value, int) else repr(value)
+    # Plain decimals: repr(1e-07) is "1e-07", which is no Kubernetes quantity once a unit follows ("1e-07Gi").
+    if isinstance(value, int):
+        return str(value)
+    text = repr(value)
+    return format(Decimal(text), "f") if "e" in text or "E" in text else text
+
+
+def _decimals(value: int | float) -> int:
+    """How many decimal places a number has as typed (0.25 -> 2, 1e-07 -> 7)."""
+    if isinstance(value, int):
+        return 0
+    return max(0, -int(Decimal(repr(value)).as_tuple().exponent))
 
 
 def _split_minutes(minutes: Any, preferred: str | None) -> tuple[Any, str]:

@@ -30,6 +30,9 @@ from jobs.spec.base import (
     _section,
     _text,
     _too_large,
+    loads_json,
+    storable_problems,
+    storable_text,
 )
 
 # ---------------------------------------------------------------------------------------------------------
@@ -41,6 +44,7 @@ def _norm(sections: Any) -> tuple[dict, _Errors]:
     e = _Errors()
     if sections is not None and not isinstance(sections, Mapping):
         e.add("", "The wizard data must be an object with the six sections.")
+    sections = _storable(sections, e)
     for name in SECTIONS:
         if isinstance(sections, Mapping) and sections.get(name) is not None \
                 and not isinstance(sections.get(name), Mapping):
@@ -53,6 +57,48 @@ def _norm(sections: Any) -> tuple[dict, _Errors]:
     n["fault_tolerance"] = _norm_fault_tolerance(_section(sections, "fault_tolerance"), e)
     n["ram_role"] = _norm_ram_role(_section(sections, "ram_role"), e)
     return n, e
+
+
+def _storable(sections: Any, e: _Errors) -> Any:
+    """The wizard data with every value that cannot be stored or sent (base.storable_problems: NUL, a lone surrogate,
+    NaN, too deep) reported at its field and replaced: a text by its storable_text(), anything else by None. So no
+    rule, message or built body carries it, whichever way it came in (a form, an API body, an import, a clone).
+    The same object when everything is storable, which is the common case: no copy."""
+    if not isinstance(sections, Mapping):
+        return sections
+    bad: list[tuple[str, str, str, int | None, Any]] = []  # (path, message, section, row or None, field)
+    for name in SECTIONS:
+        section = sections.get(name)
+        for key, value in section.items() if isinstance(section, Mapping) else ():
+            if (name, key) == ("resources", "advanced") and isinstance(value, str):
+                continue  # parse_advanced checks the settings it reads, naming the one at fault
+            rows = value if isinstance(value, list) and all(isinstance(r, Mapping) for r in value) else None
+            if rows:
+                for i, row in enumerate(rows):
+                    for field, cell in row.items():
+                        for where, message in storable_problems(cell, limit=1):
+                            bad.append((f"{name}.{key}[{i}].{field}", _inside(where, message), name, i, field))
+            else:
+                for where, message in storable_problems(value, limit=1):
+                    bad.append((f"{name}.{key}", _inside(where, message), name, None, key))
+    if not bad:
+        return sections
+
+    def clean(value: Any) -> Any:
+        return storable_text(value) if isinstance(value, str) else None
+
+    out = dict(sections)
+    for path, message, name, row, field in bad:
+        e.add(path, message)
+        section = out[name] = dict(out[name]) if out[name] is sections[name] else out[name]
+        if row is None:
+            section[field] = clean(section[field])
+            continue
+        key = path[len(name) + 1:path.index("[")]
+        if section[key] is sections[name][key]:
+            section[key] = [dict(r) for r in section[key]]
+        section[key][row][field] = clean(section[key][row][field])
+    return out
 
 
 def _pairs(value: Any, path: str, e: _Errors) -> list[tuple[int, str, str]]:
@@ -120,7 +166,9 @@ def _norm_environment(s: Mapping, e: _Errors) -> dict:
         "registry_password": _secret(s.get("registry_password")),
         "datasets": datasets,
         "storages": storages,
-        "command": _text(s.get("command")),
+        # A CR would end up in the pod's shell lines (`cd /mnt/code\r` fails): a browser posts a textarea's line
+        # breaks as CRLF, and an API caller may send them; DLC gets LF only, from the wizard and the API alike.
+        "command": _text(s.get("command")).replace("\r\n", "\n").replace("\r", "\n"),
         "envs": _pairs(s.get("envs"), f"{p}.envs", e),
         "secret_envs": _secret_rows(s.get("envs"), f"{p}.envs", e),
         "libs_mode": _choice(s, "libs_mode", C.LIBS_MODES, f"{p}.libs_mode", e, "none"),
@@ -272,18 +320,18 @@ def _split_top_level(text: str, sep: str) -> list[str]:
 def parse_advanced(value: Any) -> tuple[dict | None, str]:
     """Advanced framework configuration: `k=v,k=v` text or a JSON object -> (dict or None, error message)."""
     if isinstance(value, Mapping):
-        return dict(value), ""
+        return _storable_advanced(dict(value))
     text = _text(value)
     if not text:
         return None, ""
     if text.startswith("{"):
         try:
-            parsed = json.loads(text)
+            parsed = loads_json(text)
         except (ValueError, RecursionError) as exc:
             return None, f"Invalid JSON: {exc}."
         if not isinstance(parsed, dict):
             return None, "The JSON must be an object of parameter names to values."
-        return parsed, ""
+        return _storable_advanced(parsed)
     result: dict[str, str] = {}
     for item in _split_top_level(text, ","):
         if not item.strip():
@@ -295,7 +343,22 @@ def parse_advanced(value: Any) -> tuple[dict | None, str]:
         if key in result:
             return None, f"'{key}' is given twice."
         result[key] = val.strip()
-    return result or None, ""
+    return _storable_advanced(result) if result else (None, "")
+
+
+def _storable_advanced(settings: dict) -> tuple[dict | None, str]:
+    """The settings, or (None, why) when a value in them cannot be stored or sent (base.storable_problems): a JSON
+    escape such as "\\u0000" or "\\ud800" gets past the form's own checks, and RayRuntimeEnv nests freely."""
+    for where, message in storable_problems(settings, limit=1):
+        return None, _inside(where, message)
+    return settings, ""
+
+
+def _inside(where: str, message: str) -> str:
+    """A problem inside a field's object, named by its key there ("RayRuntimeEnv: ..."), not by its whole path:
+    the path of a value nested too deeply is dozens of keys long."""
+    top = where.split(".", 1)[0].split("[", 1)[0]
+    return f"{top}: {message}" if top else message
 
 
 def format_advanced(settings: Mapping) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jobs.spec.applicable import _env, _res
 from jobs.spec.from_body import _classify_sources
@@ -72,6 +72,8 @@ class _Layout:
     storages: list[int]
     code: int | None
     source: str
+    envs: list[str] = field(default_factory=list)  # the Envs names, by row
+    tags: list[str] = field(default_factory=list)  # the Settings.Tags keys, by row
 
 
 def _layout_of_sections(sections: Mapping | None) -> _Layout:
@@ -79,14 +81,25 @@ def _layout_of_sections(sections: Mapping | None) -> _Layout:
     env = _env(n)
     nd, ns = len(env["datasets"]), len(env["storages"])
     code = nd + ns if env["code_mode"] == "upload" else None
-    return _Layout(list(range(nd)), list(range(nd, nd + ns)), code, _res(n)["source"])
+    return _Layout(list(range(nd)), list(range(nd, nd + ns)), code, _res(n)["source"],
+                   _row_keys(env["envs"]), _row_keys(n["basic"]["tags"]))
+
+
+def _row_keys(rows: list) -> list[str]:
+    # Rows are (index, key, value) with the index of the row as given (empty rows are skipped).
+    keys = [""] * (max((row[0] for row in rows), default=-1) + 1)
+    for i, key, _value in rows:
+        keys[i] = key
+    return keys
 
 
 def _layout_of_body(body: Mapping, hints: Mapping) -> _Layout:
     datasets, storages, code = _classify_sources(body, hints)
     source = "quota" if "ResourceId" in body else \
         ("spot" if any(isinstance(s, Mapping) and "SpotSpec" in s for s in body.get("JobSpecs") or []) else "public")
-    return _Layout(datasets, storages, code, source)
+    envs, tags = body.get("Envs"), (body.get("Settings") or {}).get("Tags")
+    return _Layout(datasets, storages, code, source, list(envs) if isinstance(envs, Mapping) else [],
+                   list(tags) if isinstance(tags, Mapping) else [])
 
 
 def _to_wire(path: str, layout: _Layout) -> str:
@@ -99,10 +112,10 @@ def _to_wire(path: str, layout: _Layout) -> str:
     match = _ROW_RE.fullmatch(path)
     if match:
         rows, i, name = match["list"], int(match["i"]), match["field"]
-        if rows == "basic.tags":
-            return "Settings.Tags"
-        if rows == "environment.envs":
-            return "Envs"
+        # A variable's or a tag's error names it: Envs.9BAD, Settings.Tags.bad key.
+        if rows in ("basic.tags", "environment.envs"):
+            wire, keys = ("Settings.Tags", layout.tags) if rows == "basic.tags" else ("Envs", layout.envs)
+            return f"{wire}.{keys[i]}" if i < len(keys) and keys[i] else wire
         if rows == "resources.roles":
             return f"JobSpecs[{i}]" + (f".{_ROLE_WIRE[name]}" if name in _ROLE_WIRE else "")
         table, indices = {"environment.datasets": (_DATASET_WIRE, layout.datasets),

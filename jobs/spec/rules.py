@@ -12,7 +12,19 @@ from typing import Any
 from jobs import catalog as C
 from jobs.dlc import IDEMPOTENCY_TAG_KEY
 from jobs.spec.applicable import APPLICABLE, ROLE_APPLICABLE, _env, _field, _is_set, _res
-from jobs.spec.base import Context, Policy, _Errors, _fmt_num, _int, _is_requirement, _num, _split_minutes, _text
+from jobs.spec.base import (
+    Context,
+    Policy,
+    _decimals,
+    _Errors,
+    _fmt_num,
+    _int,
+    _is_requirement,
+    _num,
+    _split_minutes,
+    _text,
+    loads_json,
+)
 from jobs.spec.norm import _norm, _storage_type_from_uri
 from jobs.spec.wire import _build
 
@@ -26,13 +38,26 @@ TAG_KEY_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 TAG_KEY_CHARSET = "ASCII letters (a-z, A-Z), digits, '-', '_' and '.'"
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMMIT_RE = re.compile(r"[0-9a-fA-F]{7,40}")  # an abbreviated (git's default 7) or full SHA-1
-_ARN_RE = re.compile(r"acs:ram::\d+:role/[A-Za-z0-9.\-]{1,64}")
+_ARN_RE = re.compile(r"acs:ram::(?P<account>[0-9]+):role/[A-Za-z0-9.\-]{1,64}")
 _OSS_URI_RE = re.compile(r"oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](\.[A-Za-z0-9.\-]+)?(/\S*)?")
 _NAS_URI_RE = re.compile(r"nas://(?P<id>[A-Za-z0-9\-]+)\.(?P<region>[a-z0-9\-]+)(/\S*)?")
 _BMCPFS_URI_RE = re.compile(C.BMCPFS_URI_SCHEME + r"://[A-Za-z0-9\-]+(/\S*)?")
 # The region an OSS endpoint names: oss-<region>[-internal].aliyuncs.com. Endpoints without one (oss-accelerate,
 # the oss-rg-* resource-group endpoints) give none.
 _OSS_REGION_RE = re.compile(r"oss://[^./]+\.oss-(?!rg-)(?P<region>[a-z]{2}-[a-z0-9-]+?)(-internal)?\.aliyuncs\.com(/.*)?")
+# Lengths of what is typed or sent as text, so that a typo or garbage (40,000 characters of image address) gets a
+# message, never a request DLC refuses (docs/spec-notes.md, D29).
+MAX_IMAGE_NAME = 255  # distribution/reference NameTotalLengthMax: registry host + repository path, without tag/digest
+MAX_PATH_BYTES = 4095  # Linux PATH_MAX (4096 bytes) less its terminating NUL
+MAX_PATH_PART_BYTES = 255  # Linux NAME_MAX: one name between slashes
+MAX_RESOURCE_ID = 64  # a VPC, vSwitch or security group id (vpc- + about 20 characters) [inf]
+MAX_ACCOUNT_ID_DIGITS = 16  # an Alibaba Cloud account id (UID) is 16 digits
+MAX_BRANCH_BYTES = 255  # a Git branch: a file name under .git/refs/heads (NAME_MAX) [inf]
+# CPU is millicores on Kubernetes, which refuses a precision finer than 1m; memory has no such step, so the same
+# thousandth of the console's unit (0.001 GiB, about 1 MiB) is its minimum (D30).
+MIN_CPU = 0.001
+CPU_DECIMALS = 3
+MIN_MEMORY_GIB = 0.001
 _ID_RES = {
     "vpc_id": (re.compile(r"vpc-[A-Za-z0-9]+"), "A VPC id looks like vpc-xxxxxxxx."),
     "switch_id": (re.compile(r"vsw-[A-Za-z0-9]+"), "A vSwitch id looks like vsw-xxxxxxxx."),
@@ -63,6 +88,9 @@ def image_problem(image: str) -> str | None:
     clone all get it through _rule_image)."""
     if re.search(r"\s", image):
         return "The image address must not contain spaces."
+    # The longest reference: the name, ':' and a 128-character tag, '@sha512:' and 128 hex digits.
+    if len(image) > MAX_IMAGE_NAME + 1 + 128 + 8 + 128:
+        return f"The image address is too long: an image name is at most {MAX_IMAGE_NAME} characters, plus its tag."
     name, at, digest = image.partition("@")
     if at and not _IMAGE_DIGEST_RE.fullmatch(digest):
         return "A digest after '@' is sha256: and 64 lowercase hex digits (or sha512: and 128)."
@@ -71,6 +99,9 @@ def image_problem(image: str) -> str | None:
         name, tag = name[:colon], name[colon + 1:]
         if not _IMAGE_TAG_RE.fullmatch(tag):
             return "A tag is 1 to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'."
+    if len(name) > MAX_IMAGE_NAME:
+        return (f"The image name (registry and repository, without the tag) is at most {MAX_IMAGE_NAME} characters; "
+                f"this one has {len(name)}.")
     parts = name.split("/")
     problem = _path_segment_problem(parts)
     if problem:
@@ -111,6 +142,25 @@ def _path_problem(path: str) -> str | None:
         return "The root directory cannot be a mount path."
     if re.search(r"\s", path) or "/../" in path + "/":
         return "The path must not contain spaces or '..'."
+    if len(path.encode("utf-8", "replace")) > MAX_PATH_BYTES:
+        return f"The path is too long: at most {MAX_PATH_BYTES} bytes (Linux PATH_MAX)."
+    if any(len(part.encode("utf-8", "replace")) > MAX_PATH_PART_BYTES for part in path.split("/")):
+        return f"A name between two '/' is at most {MAX_PATH_PART_BYTES} bytes (Linux NAME_MAX)."
+    return None
+
+
+def branch_problem(branch: str) -> str | None:
+    """Why a text is no Git branch name (the rules of `git check-ref-format --branch`), or None."""
+    if len(branch.encode("utf-8", "replace")) > MAX_BRANCH_BYTES:
+        return f"A branch name is at most {MAX_BRANCH_BYTES} bytes."
+    if re.search(r"[\x00-\x20\x7f~^:?*\[\\]", branch):
+        return "A branch name has no spaces, control characters or any of ~ ^ : ? * [ \\."
+    if ".." in branch or "@{" in branch or branch == "@":
+        return "A branch name has no '..' or '@{' and is not '@'."
+    if branch.startswith(("-", "/")) or branch.endswith(("/", ".")) or "//" in branch:
+        return "A branch name does not start with '-' or '/', end with '/' or '.', or contain '//'."
+    if any(part.startswith(".") or part.endswith(".lock") for part in branch.split("/")):
+        return "No part of a branch name (between '/') starts with '.' or ends with '.lock'."
     return None
 
 
@@ -276,7 +326,7 @@ def _storage_options(text: str) -> tuple[dict, list[str]]:
     if not text:
         return {}, []
     try:
-        options = json.loads(text)
+        options = loads_json(text)
     except (ValueError, RecursionError) as exc:
         return {}, [f"Advanced settings must be a JSON object, e.g. {{\"mountType\":\"ossfs\"}}: {exc}."]
     if not isinstance(options, dict):
@@ -354,6 +404,8 @@ def _rule_command_envs_libs(n: dict, ctx: Context, e: _Errors) -> None:
             e.add("environment.requirements_dir", _path_problem(env["requirements_dir"]))
     if env["code_mode"] == "git" and not env["code_source_id"]:
         e.add("environment.code_source_id", "Choose a code source.")
+    if env["code_mode"] == "git" and env["code_branch"] and (problem := branch_problem(env["code_branch"])):
+        e.add("environment.code_branch", problem)
     if env["code_mode"] == "git" and env["code_commit"] and not _COMMIT_RE.fullmatch(env["code_commit"]):
         e.add("environment.code_commit", "A commit is its SHA: 7 to 40 hexadecimal characters, e.g. 3f9c2ab.")
     if env["code_mode"] == "upload":
@@ -522,6 +574,16 @@ def _rule_quota_role(role: dict, p: str, e: _Errors) -> None:
                 e.add(f"{p}.{key}", f"Enter the {label}.")
         elif role[key] <= 0:
             e.add(f"{p}.{key}", f"The {label} must be greater than 0.")
+    cpu = role["cpu"]
+    if cpu is not None and 0 < cpu < MIN_CPU:
+        e.add(f"{p}.cpu", f"The CPU cores must be at least {MIN_CPU} (one millicore, the finest step Kubernetes "
+              "takes).")
+    elif cpu is not None and cpu > 0 and _decimals(cpu) > CPU_DECIMALS:
+        e.add(f"{p}.cpu", f"CPU cores have at most {CPU_DECIMALS} decimals (millicores), e.g. 0.5 or 1.25; "
+              f"{_fmt_num(cpu)} is finer than Kubernetes takes.")
+    for key, label in (("memory_gib", "The memory"), ("shared_memory_gib", "Shared memory, when set,")):
+        if role[key] is not None and 0 < role[key] < MIN_MEMORY_GIB:
+            e.add(f"{p}.{key}", f"{label} must be at least {MIN_MEMORY_GIB} GiB (about 1 MiB).")
     if role["gpu"] is not None and role["gpu"] < 0:
         e.add(f"{p}.gpu", "GPUs cannot be negative.")
     shm, memory = role["shared_memory_gib"], role["memory_gib"]
@@ -560,9 +622,13 @@ def _port_list_problems(value: Any) -> list[str]:
     problems = []
     for item in value.split(";"):
         item = item.strip()
-        match = re.fullmatch(r"(\d{1,6})(?:-(\d{1,6}))?", item)
+        # ASCII digits only: \d takes "١٠٠٠٠" too, which no port parser reads.
+        match = re.fullmatch(r"([0-9]{1,6})(?:-([0-9]{1,6}))?", item)
         if not match:
-            problems.append(f"customPortList: '{item}' is not a port or a start-end range.")
+            problems.append(f"customPortList: '{item[:40]}' is not a port or a start-end range (ASCII digits).")
+            continue
+        if any(len(port) > 1 and port.startswith("0") for port in match.groups() if port):
+            problems.append(f"customPortList: write '{item}' without leading zeros.")
             continue
         start, end = int(match[1]), int(match[2] or match[1])
         if not (1 <= start <= 65535 and 1 <= end <= 65535):
@@ -589,7 +655,9 @@ def _advanced_value_problems(key: str, value: Any) -> list[str]:
     if key == "customPortList":
         return _port_list_problems(value)
     if key == "RayRuntimeEnv":
-        return [] if isinstance(value, str | dict) and value else ["RayRuntimeEnv must not be empty."]
+        if not isinstance(value, str | dict):
+            return ['RayRuntimeEnv must be an object such as {"pip": ["numpy"]} (or its JSON text).']
+        return [] if value else ["RayRuntimeEnv must not be empty."]
     if key in C.ADVANCED_STRING_KEYS:
         return [] if isinstance(value, str) and value else [f"{key} must be a non-empty string."]
     return []
@@ -624,7 +692,9 @@ def _rule_advanced(n: dict, ctx: Context, e: _Errors) -> None:
 def _rule_vpc(n: dict, ctx: Context, e: _Errors) -> None:
     vpc = n["vpc"]
     for key, (pattern, message) in _ID_RES.items():
-        if vpc[key] and not pattern.fullmatch(vpc[key]):
+        if len(vpc[key]) > MAX_RESOURCE_ID:
+            e.add(f"vpc.{key}", f"{message} It is at most {MAX_RESOURCE_ID} characters.")
+        elif vpc[key] and not pattern.fullmatch(vpc[key]):
             e.add(f"vpc.{key}", message)
     if not vpc["vpc_id"]:
         for key, label in (("switch_id", "vSwitch"), ("security_group_id", "security group"),
@@ -663,8 +733,11 @@ def _rule_ram_role(n: dict, ctx: Context, e: _Errors) -> None:
     if ram["mode"] == "custom":
         if not ram["role_arn"]:
             e.add("ram_role.role_arn", "Enter the ARN of the custom role.")
-        elif not _ARN_RE.fullmatch(ram["role_arn"]):
+        elif not (match := _ARN_RE.fullmatch(ram["role_arn"])):
             e.add("ram_role.role_arn", "A role ARN looks like acs:ram::<account-id>:role/<role-name>.")
+        elif len(match["account"]) > MAX_ACCOUNT_ID_DIGITS:
+            e.add("ram_role.role_arn", f"The account id in a role ARN is at most {MAX_ACCOUNT_ID_DIGITS} digits (an "
+                  "Alibaba Cloud account id).")
 
 
 def _rule_applicable(n: dict, ctx: Context, e: _Errors) -> None:

@@ -280,6 +280,23 @@ def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, str | list | dict) and not value)
 
 
+# Objects whose presence alone says something, kept even when empty: a SpotSpec makes its role a spot role, so
+# `"SpotSpec": {}` is a spot role without a bid (refused, as the wizard refuses spot without a bid method), never
+# quietly a pay-as-you-go job.
+_MEANS_SOMETHING_EMPTY = frozenset({"SpotSpec"})
+
+
+def _empty_means_unset(key: str, value: Any) -> bool:
+    return _is_empty(value) and not (key in _MEANS_SOMETHING_EMPTY and isinstance(value, Mapping))
+
+
+def sendable(body: Mapping) -> dict:
+    """The body as validate() checks it, which is the body to store and send: null, "", [] and {} (outside the
+    Envs and Tags maps) mean "not set" and are left out, so DLC never gets an empty structure nobody checked."""
+    clean = _sanitize(body, WIRE_SCHEMA, "", _Errors())
+    return clean if isinstance(clean, dict) else {}
+
+
 def _type_ok(value: Any, kind: str) -> bool:
     if kind == _S:
         return isinstance(value, str)
@@ -306,13 +323,13 @@ def _sanitize(value: Any, schema: Any, path: str, e: _Errors) -> Any:
                 continue
             key_path = _join(path, key)
             sub_schema = schema.get("*", schema.get(key, _DROP))
-            if "*" not in schema and _is_empty(sub):
+            if "*" not in schema and _empty_means_unset(key, sub):
                 continue  # null, "", [] and {} mean "not set"; map entries (Envs, Tags) keep empty values
             if sub_schema is _DROP:
                 e.add(key_path, "Not supported by this console (unknown field or not sent by the wizard).")
                 continue
             clean = _sanitize(sub, sub_schema, key_path, e)
-            if clean is not _DROP and ("*" in schema or not _is_empty(clean)):
+            if clean is not _DROP and ("*" in schema or not _empty_means_unset(key, clean)):
                 out[key] = clean
         return out
     if isinstance(schema, list):
