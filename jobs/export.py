@@ -16,6 +16,7 @@ from typing import Any
 
 from jobs import catalog as C
 from jobs import spec
+from jobs.spec.base import MAX_NESTING, loads_json, storable_problems, text_problem
 
 # Environment variables the generated script reads the secrets from.
 REGISTRY_PASSWORD_ENV = "DLC_REGISTRY_PASSWORD"
@@ -262,6 +263,8 @@ def from_params_file(text: str, job_type: str = "TFJob") -> tuple[dict, dict[str
             errors.setdefault(key, []).append(f"Unknown key; the documented keys are {', '.join(known)}.")
         elif key in values:
             errors.setdefault(key, []).append("Given twice.")
+        elif problem := text_problem(value):  # an uploaded file's text skips the text box's own NUL check
+            errors.setdefault(key, []).append(problem)
         elif re.fullmatch(r"<[^>]*>", value):
             errors.setdefault(key, []).append("Replace the placeholder with a real value.")
         else:
@@ -313,19 +316,18 @@ RESPONSE_ONLY_FIELDS = frozenset({
 def from_json(text: str) -> tuple[dict, dict[str, list[str]]]:
     """Parse an imported job: a CreateJob body, or a GetJob/ListJobs job (read-only fields are dropped).
 
-    Only parsing errors are returned; run spec.validate() or spec.inverse() on the body next.
+    Only parsing errors are returned, and what no field can store or send (unstorable()) at its path; run
+    spec.validate() or spec.inverse() on the body next.
     """
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except (ValueError, RecursionError) as exc:
-        where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        return {}, {"": [f"Invalid JSON{where}: {message}."]}
-    if isinstance(data, dict) and isinstance(data.get("body"), dict) and "JobId" in data["body"]:
-        data = data["body"]  # an SDK GetJobResponse.to_map()
-    if not isinstance(data, dict):
+        return {}, _json_errors(text, exc)
+    body = _job_of(data)
+    if body is None:
         return {}, {"": ["Expected a JSON object (a CreateJob body or a job from GetJob)."]}
-    body = {k: v for k, v in data.items() if k not in RESPONSE_ONLY_FIELDS}
+    if errors := unstorable(body):
+        return {}, errors
     vpc = body.get("UserVpc")
     if isinstance(vpc, dict) and "ExtendedCidrs" in vpc and "ExtendedCIDRs" not in vpc:
         vpc = dict(vpc)
@@ -333,6 +335,55 @@ def from_json(text: str) -> tuple[dict, dict[str, list[str]]]:
         body["UserVpc"] = vpc
     return body, {}
 
+
+def _job_of(data: Any) -> dict | None:
+    """The CreateJob fields of parsed JSON (a CreateJob body, a GetJob/ListJobs job or an SDK
+    GetJobResponse.to_map(), without the read-only fields); None when it is no JSON object."""
+    if isinstance(data, dict) and isinstance(data.get("body"), dict) and "JobId" in data["body"]:
+        data = data["body"]  # an SDK GetJobResponse.to_map()
+    if not isinstance(data, dict):
+        return None
+    return {k: v for k, v in data.items() if k not in RESPONSE_ONLY_FIELDS}
+
+
+# Levels of objects and lists an imported job may nest: as many as POST /api/v1/jobs takes
+# (api_jobs.MAX_REQUEST_NESTING), so a body the API takes imports; the spec then says at its field what is deeper
+# than that field may be. Far below where copying or encoding the body would hit Python's recursion limit.
+MAX_IMPORT_NESTING = 2 * MAX_NESTING
+_PATH_PART = re.compile(r"\[\d+\]|[^.\[]+")
+
+
+def unstorable(value: Any) -> dict[str, list[str]]:
+    """Errors at their paths ("JobSpecs[0].Image") of what no field can store or send (spec.base.storable_problems:
+    NUL, a lone surrogate, NaN or Infinity, nesting beyond MAX_IMPORT_NESTING); {} when there is none."""
+    errors: dict[str, list[str]] = {}
+    for path, message in storable_problems(value, max_depth=MAX_IMPORT_NESTING):
+        errors.setdefault(_shortened(path), []).append(message)
+    return errors
+
+
+def _shortened(path: str, parts: int = 4) -> str:
+    # Where a value nested too deeply starts ("Settings.AdvancedSettings.RayRuntimeEnv[0]…"), not the sixty keys
+    # and indexes down to where the check stopped.
+    found = _PATH_PART.findall(path)
+    if len(found) <= parts:
+        return path
+    return "".join(p if i == 0 or p.startswith("[") else f".{p}" for i, p in enumerate(found[:parts])) + "…"
+
+
+def _json_errors(text: str, exc: ValueError | RecursionError) -> dict[str, list[str]]:
+    """Why loads_json refused a text: JSON's own error with its line and column, or where a NaN or Infinity is."""
+    if isinstance(exc, RecursionError):
+        return {"": [f"Invalid JSON: nested too deeply (at most {MAX_IMPORT_NESTING} levels of objects and lists)."]}
+    if isinstance(exc, json.JSONDecodeError):
+        return {"": [f"Invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}."]}
+    # loads_json refused a NaN or an Infinity, which Python's own parser takes: its value says at which path (of the
+    # job, as the other errors; one in what an import drops, such as Pods, gets the parser's word alone).
+    try:
+        located = unstorable(_job_of(json.loads(text)) or {})
+    except (ValueError, RecursionError):
+        located = {}
+    return located or {"": [f"Invalid JSON: {exc}."]}
 
 # --- import: text -> wizard data, with notes at the wizard's fields -------------------------------------------
 
@@ -368,6 +419,7 @@ def looks_like_json(text: str) -> bool:
     if start.startswith(("{", "[", "```json", "```\n{")):
         return True
     try:
+        # Python's parser, not loads_json: "NaN" is JSON to a reader, so it gets from_json's error saying so.
         json.loads(start)
     except (ValueError, RecursionError):
         return False  # no key=value line is JSON: a params file stays a params file

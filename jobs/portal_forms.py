@@ -23,7 +23,6 @@ _endpoint = RegexValidator(
     "A host name with an optional port, without http:// (e.g. pai-dlc.cn-hangzhou.aliyuncs.com).",
 )
 _profile = RegexValidator(r"^[A-Za-z0-9_.-]{1,64}$", "Letters, digits, '_', '.' and '-' only.")
-_role_arn = RegexValidator(r"^acs:ram::\d+:role/[A-Za-z0-9.-]{1,64}$", "A RAM role ARN: acs:ram::<uid>:role/<name>.")
 _dlc_workspace = RegexValidator(r"^[A-Za-z0-9_-]{1,64}$", "Letters, digits, '_' and '-' only.")
 
 SETTINGS_FIELDS = ["name", "region", "endpoint", "dlc_workspace_id", "credential_profile", "role_arn", "quotas"]
@@ -92,7 +91,15 @@ class WorkspaceSettingsForm(forms.ModelForm):
         self.fields["endpoint"].validators.append(_endpoint)
         self.fields["dlc_workspace_id"].validators.append(_dlc_workspace)
         self.fields["credential_profile"].validators.append(_profile)
-        self.fields["role_arn"].validators.append(_role_arn)
+
+    def clean_role_arn(self) -> str:
+        from jobs.spec.rules import role_arn_problem
+
+        # The job's custom role's rule (ASCII digits, an account id of at most 16): the one definition of an ARN.
+        arn = self.cleaned_data["role_arn"]
+        if arn and (problem := role_arn_problem(arn)):
+            raise forms.ValidationError(problem)
+        return arn
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]

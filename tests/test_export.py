@@ -176,6 +176,44 @@ def test_from_json_errors(text, words):
     assert body == {} and words in errors[""][0]
 
 
+NAN = "Must be a finite number: NaN and Infinity are not JSON."
+
+
+@pytest.mark.parametrize(("text", "errors"), [
+    ('{"JobSpecs": [{"Type": "Worker", "PodCount": NaN}]}', {"JobSpecs[0].PodCount": [NAN]}),
+    ('{"DisplayName": "j", "MaxRunningTimeMinutes": -Infinity}', {"MaxRunningTimeMinutes": [NAN]}),
+    ('{"MaxRunningTimeMinutes": 1e999}', {"MaxRunningTimeMinutes": [NAN]}),  # a float Python's parser makes inf
+    ('{"headers": {}, "body": {"JobId": "dlc-1", "UserCommand": NaN}}', {"UserCommand": [NAN]}),  # the job's path
+    ('{"JobId": "dlc-1", "Pods": [NaN]}', {"": ["Invalid JSON: NaN is not a JSON number."]}),  # dropped, still no JSON
+    ('{"UserCommand": "a\\u0000b"}',
+     {"UserCommand": ["Must not contain a NUL character (\\u0000): it cannot be stored or sent."]}),
+    ('{"Envs": {"A": "\\ud800"}}',
+     {"Envs.A": ["Must not contain a lone surrogate (such as \\ud800): it is not Unicode text."]}),
+    ('{"Envs": {"\\udfff": "x"}}',
+     {"Envs": ["A key must not contain a lone surrogate (such as \\ud800): it is not Unicode text."]}),
+    ('{"Settings": {"AdvancedSettings": {"RayRuntimeEnv": ' + "[" * 600 + "]" * 600 + "}}}",
+     {"Settings.AdvancedSettings.RayRuntimeEnv[0]…": ["Nested too deeply: at most 64 levels of objects and lists."]}),
+    ("[" * 100_000, {"": ["Invalid JSON: nested too deeply (at most 64 levels of objects and lists)."]}),
+])
+def test_from_json_refuses_what_no_field_can_store_at_its_path(text, errors):
+    """The spec's parser (no NaN or Infinity) and its storable check, as POST /api/v1/jobs has them: nothing of
+    such a file is imported."""
+    assert export.from_json(text) == ({}, errors)
+
+
+def test_a_body_as_deep_as_the_api_takes_imports_and_the_spec_says_what_is_too_deep_at_its_field():
+    deep = "[" * 40 + "]" * 40
+    body, errors = export.from_json('{"Settings": {"AdvancedSettings": {"RayRuntimeEnv": ' + deep + "}}}")
+    assert errors == {} and body["Settings"]["AdvancedSettings"]["RayRuntimeEnv"] == json.loads(deep)
+    assert spec.validate(body)["Settings.AdvancedSettings"] == [
+        "RayRuntimeEnv: Nested too deeply: at most 32 levels of objects and lists."]
+
+
+def test_a_params_file_value_with_a_nul_is_refused_at_its_key():
+    body, errors = export.from_params_file(SEED_PARAMS.replace("command=echo", "command=e\x00cho"))
+    assert errors == {"command": ["Must not contain a NUL character (\\u0000): it cannot be stored or sent."]}
+
+
 # --- import into the wizard ---------------------------------------------------------------------------------
 
 

@@ -363,3 +363,47 @@ def test_an_imported_console_job_loses_its_submission_tag_unsaid_and_the_api_ref
         errors = refused.json()["errors"][f"Settings.Tags.{dlc.IDEMPOTENCY_TAG_KEY}"]  # the error names the tag
         assert "reserved for the console's exactly-once submission" in errors[0]
     assert not Job.objects.filter(display_name="from-console").exists()
+
+
+def _pasted(**changes):
+    """pf.BODY with changes, as JSON text; a value given as text (NaN, Infinity, a JSON escape) is pasted as is."""
+    body = json.dumps({**pf.BODY, **{k: f"@{k}@" for k in changes}})
+    for key, text in changes.items():
+        body = body.replace(f'"@{key}@"', text)
+    return body
+
+
+DEEP = "[" * 600 + "]" * 600
+
+
+@pytest.mark.parametrize(("text", "where", "words"), [
+    (_pasted(JobSpecs='[{"Type": "Worker", "PodCount": NaN}]'), "JobSpecs[0].PodCount", "NaN and Infinity"),
+    (_pasted(UserCommand="-Infinity"), "UserCommand", "NaN and Infinity"),
+    (_pasted(UserCommand="1e999"), "UserCommand", "NaN and Infinity"),
+    (_pasted(DisplayName='"a\\u0000"'), "DisplayName", "NUL character"),
+    (_pasted(DisplayName='"\\ud800"'), "DisplayName", "lone surrogate"),
+    (_pasted(Settings='{"Tags": {"\\udc00": "x"}}'), "Settings.Tags", "A key must not contain a lone surrogate"),
+    (_pasted(Settings='{"AdvancedSettings": {"RayRuntimeEnv": ' + DEEP + "}}"),
+     "Settings.AdvancedSettings.RayRuntimeEnv[0]…", "Nested too deeply: at most 64 levels"),
+    ("[" * 100_000 + "]" * 100_000, "", "Invalid JSON: nested too deeply"),
+])
+def test_an_import_with_what_no_field_can_store_is_refused_at_its_path(team, text, where, words):
+    """NaN, Infinity, NUL, a lone surrogate, absurd nesting: the spec's own parser and storable check say where, as
+    the API's 400 does; nothing goes into the session for the wizard, nothing is a 500."""
+    from jobs.portal import PREFILL_SESSION_KEY
+
+    client, jobs = pf.client_for(team.users["member"]), Job.objects.count()
+    answer = client.post("/jobs/import", {"format": "auto", "text": text})
+    assert answer.status_code == 200
+    errors = answer.context["form"].errors["text"]
+    assert len(errors) == 1 and errors[0].startswith(f"{where}: " if where else "Invalid JSON") and words in errors[0]
+    assert PREFILL_SESSION_KEY not in client.session and Job.objects.count() == jobs
+
+
+def test_an_uploaded_params_file_with_a_nul_is_refused_at_its_key(team):
+    """A pasted NUL is the text box's error; an uploaded file's text skips the box's checks, so the params file's."""
+    upload = SimpleUploadedFile("tfjob.params", PARAMS.replace("name=test", "name=te\x00st").encode(), "text/plain")
+    answer = pf.client_for(team.users["member"]).post("/jobs/import", {"format": "auto", "file": upload})
+    assert answer.status_code == 200
+    assert answer.context["form"].errors["file"] == ["name: Must not contain a NUL character (\\u0000): it cannot be "
+                                                     "stored or sent."]

@@ -73,7 +73,10 @@ def test_admin_edits_settings_and_the_change_is_audited(team):
     ("region", "Hangzhou!", "A region id"),
     ("endpoint", "https://pai-dlc.cn-hangzhou.aliyuncs.com", "without http://"),
     ("credential_profile", "team a", "Letters, digits"),
-    ("role_arn", "arn:aws:iam::1:role/x", "A RAM role ARN"),
+    ("role_arn", "arn:aws:iam::1:role/x", "A role ARN looks like acs:ram::<account-id>:role/<role-name>."),
+    # The job's custom role's rule (jobs.spec), not a looser one of its own: ASCII digits, at most 16 of them.
+    ("role_arn", "acs:ram::\u0661\u0662\u0663:role/x", "A role ARN looks like"),
+    ("role_arn", "acs:ram::" + "1" * 17 + ":role/x", "at most 16 digits"),
     ("dlc_workspace_id", "ws/1", "Letters, digits"),
 ])
 def test_bad_settings_are_refused_at_the_field(team, field, value, message):

@@ -523,3 +523,34 @@ def test_edit_and_resubmit_of_a_job_that_resets_nothing_shows_the_refusal_and_no
     html = web.get(URL, {"edit": refused.pk}).content.decode()
     assert re.search(r'id="refusal".*InvalidParameter\.PodCount</span>: &lt;= 64', html, re.S)
     assert not re.search(r'id="clone-info">\s*</div>', html), "a card with nothing in it"
+
+
+UNSTORABLE = {  # as typed into the box: JSON text whose escapes or numbers no field can store or send
+    "lone surrogate": ('{"RayRedisAddress": "\\ud800"}', "lone surrogate"),
+    "NUL": ('{"RayRedisAddress": "a\\u0000"}', "NUL character"),
+    "600 levels": ('{"RayRuntimeEnv": ' + "[" * 600 + "]" * 600 + "}", "Nested too deeply"),
+    "NaN": ('{"RayRedisAddress": NaN}', "NaN"),
+}
+OSS = {"environment-storages-0-type": "oss", "environment-storages-0-uri": "oss://bucket.oss-cn-hangzhou.aliyuncs.com/d",
+       "environment-storages-0-mount_path": "/mnt/data"}
+
+
+@pytest.mark.parametrize("box", ["resources-advanced", "environment-storages-0-options"])
+@pytest.mark.parametrize("case", list(UNSTORABLE))
+def test_unstorable_json_in_the_advanced_boxes_is_an_error_at_the_box_on_every_wizard_url(web, box, case):
+    """The submit (the form's POST URL), the live API panel and the section a user leaves all answer 200 and say
+    what is wrong at the box: never a 500 from a value the database, a page or DLC cannot take, never a job."""
+    text, words = UNSTORABLE[case]
+    section = box.split("-")[0]
+    data = form_data(**({k.replace("-", "__"): v for k, v in OSS.items()} if "storages" in box else {}))
+    data[box] = text
+    submitted = web.post(reverse("job_create_form"), data)
+    assert submitted.status_code == 200 and not Job.objects.exists()
+    left = web.post(reverse("wizard_section", args=[section]), {**data, "_validate": section}, HTTP_HX_REQUEST="true")
+    assert left.status_code == 200
+    for html in (submitted.content.decode(), left.content.decode()):
+        at_box = re.search(rf'<div class="error" id="err-{box}" role="alert">(.*?)</div>\s*</div>', html, re.S)
+        assert at_box and words in at_box.group(1), case
+    preview = web.post(reverse("wizard_preview"), data, HTTP_HX_REQUEST="true")
+    assert preview.status_code == 200
+    assert re.search(r"(\d+) problems? left: DLC would refuse", preview.content.decode()), "the panel counts it"

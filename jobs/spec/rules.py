@@ -24,8 +24,9 @@ from jobs.spec.base import (
     _split_minutes,
     _text,
     loads_json,
+    storable_problems,
 )
-from jobs.spec.norm import _norm, _storage_type_from_uri
+from jobs.spec.norm import _inside, _norm, _storage_type_from_uri
 from jobs.spec.wire import _build
 
 # ---------------------------------------------------------------------------------------------------------
@@ -331,6 +332,10 @@ def _storage_options(text: str) -> tuple[dict, list[str]]:
         return {}, [f"Advanced settings must be a JSON object, e.g. {{\"mountType\":\"ossfs\"}}: {exc}."]
     if not isinstance(options, dict):
         return {}, ["Advanced settings must be a JSON object."]
+    # The text is sent as typed, but DLC parses it: an escape ("\\u0000", "\\ud800") or nesting it cannot take
+    # would fail the create, as the same value in the advanced framework configuration would (norm._storable_advanced).
+    for where, message in storable_problems(options, limit=1):
+        return {}, [f"Advanced settings: {_inside(where, message)}"]
     return options, []
 
 
@@ -728,16 +733,24 @@ def _rule_fault_tolerance(n: dict, ctx: Context, e: _Errors) -> None:
                   "Lingjun resource quota with at least one GPU.")
 
 
+def role_arn_problem(arn: str) -> str | None:
+    """Why a text is no RAM role ARN (acs:ram::<account-id>:role/<name>), or None: the one rule for a job's custom
+    role and a workspace's role to assume (jobs.portal_forms)."""
+    match = _ARN_RE.fullmatch(arn)
+    if not match:
+        return "A role ARN looks like acs:ram::<account-id>:role/<role-name>."
+    if len(match["account"]) > MAX_ACCOUNT_ID_DIGITS:
+        return f"The account id in a role ARN is at most {MAX_ACCOUNT_ID_DIGITS} digits (an Alibaba Cloud account id)."
+    return None
+
+
 def _rule_ram_role(n: dict, ctx: Context, e: _Errors) -> None:
     ram = n["ram_role"]
     if ram["mode"] == "custom":
         if not ram["role_arn"]:
             e.add("ram_role.role_arn", "Enter the ARN of the custom role.")
-        elif not (match := _ARN_RE.fullmatch(ram["role_arn"])):
-            e.add("ram_role.role_arn", "A role ARN looks like acs:ram::<account-id>:role/<role-name>.")
-        elif len(match["account"]) > MAX_ACCOUNT_ID_DIGITS:
-            e.add("ram_role.role_arn", f"The account id in a role ARN is at most {MAX_ACCOUNT_ID_DIGITS} digits (an "
-                  "Alibaba Cloud account id).")
+        elif problem := role_arn_problem(ram["role_arn"]):
+            e.add("ram_role.role_arn", problem)
 
 
 def _rule_applicable(n: dict, ctx: Context, e: _Errors) -> None:
