@@ -542,6 +542,7 @@ def import_or_adopt(workspace: Workspace, item: dict[str, Any]) -> Job | None:
         if not row.dlc_job_id:
             # Submit and import raced (or the submit gave up too early): the tag says this job is the row's.
             adopt(row, item["JobId"])
+            _mark_echoed_secrets(row.pk, item)
             row.refresh_from_db()
             apply_remote(row, item)
             return row
@@ -558,6 +559,8 @@ def import_or_adopt(workspace: Workspace, item: dict[str, Any]) -> Job | None:
                 display_name=str(item.get("DisplayName") or item["JobId"])[:256],
                 job_type=str(item.get("JobType") or "")[:32],
                 body=import_body(item),
+                # The values are seen only now: their fingerprints mask them in the job's logs (jobs.logmask).
+                secret_marks=logmask.marks_for(import_secrets(item)),
                 dlc_job_id=item["JobId"],
                 status=_fit("status", item.get("Status") or "Creating"),
                 created_at=_dt(item.get("GmtCreateTime")) or timezone.now(),
@@ -599,6 +602,43 @@ def import_body(item: dict[str, Any]) -> dict[str, Any]:
     body = tags.without_reserved(_project(raw, spec.WIRE_SCHEMA))
     # strip_secrets also puts the placeholder for an env value named like a secret (e.g. a W&B key set elsewhere).
     return spec.strip_secrets(body)
+
+
+def import_secrets(item: dict[str, Any]) -> list[str]:
+    """The secret values a ListJobs/GetJob item shows: of every env variable (Envs, CustomEnvs) or advanced setting
+    whose value the job page hides (spec.masked_on_display: strip_secrets' names and more), of a custom env DLC
+    itself hides (Visible false), and registry passwords. Only to fingerprint them: never stored."""
+    found: list[Any] = []
+    envs = item.get("Envs")
+    for name, value in envs.items() if isinstance(envs, dict) else ():
+        if spec.masked_on_display(name):
+            found.append(value)
+    for env in item.get("CustomEnvs") or []:
+        if isinstance(env, dict) and (spec.masked_on_display(env.get("Key") or "")
+                                      or str(env.get("Visible")).lower() == "false"):
+            found.append(env.get("Value"))
+    for role in item.get("JobSpecs") or []:
+        image = role.get("ImageConfig") if isinstance(role, dict) else None
+        if isinstance(image, dict):
+            found.append(image.get("Password"))
+    settings_ = item.get("Settings")
+    advanced = settings_.get("AdvancedSettings") if isinstance(settings_, dict) else None
+    for name, value in advanced.items() if isinstance(advanced, dict) else ():
+        if spec.masked_on_display(name):  # RayRedisPassword among them
+            found.append(value)
+    return [value for value in found if isinstance(value, str) and value and value != spec.SECRET_PLACEHOLDER]
+
+
+def _mark_echoed_secrets(job_id: int, item: dict[str, Any]) -> None:
+    """Our own job adopted from DLC's listing: its marks, from the secrets it sealed, gain those of the values DLC
+    echoes whose names the page hides though the console did not seal them."""
+    more = logmask.marks_for(import_secrets(item))
+    if not more:
+        return
+    with transaction.atomic():
+        row = Job.objects.select_for_update().filter(pk=job_id, dlc_job_id=item["JobId"]).values("secret_marks").first()
+        if row is not None:
+            Job.objects.filter(pk=job_id).update(secret_marks=logmask.merged(row["secret_marks"], more))
 
 
 _SCALARS = {"str": str, "int": int, "bool": bool, "num": (int, float)}

@@ -4,9 +4,10 @@ and tqdm's carriage returns resolved as a terminal would.
 The console never keeps a secret value (it is sealed on its way to the worker and erased once CreateJob is
 answered), so it cannot search the log for it. At submit, while the values are unsealed, it keeps their keyed
 fingerprints instead (Job.secret_marks: HMAC-SHA256 under a key derived from the secret box key, truncated,
-and the values' lengths). A log line is then cut into tokens, and each token of a listed length whose
-fingerprint is listed is replaced by MASK; so is the rest of a line after a `=` or `:` (quotes and spaces
-around it dropped) when it is a listed value: that catches a value with spaces or separators in it,
+and the values' lengths). A job imported from DLC gets them at import, from the values DLC shows of it that
+its page hides (jobs.lifecycle.import_secrets). A log line is then cut into tokens, and each token of a listed
+length whose fingerprint is listed is replaced by MASK; so is the rest of a line after a `=` or `:` (quotes and
+spaces around it dropped) when it is a listed value: that catches a value with spaces or separators in it,
 `WANDB_API_KEY=...` or `password: "two words"`.
 
 Tokens are cut twice: at SEPARATORS, and finer, also at URL_SEPARATORS (`/ ? & # @ + % .`), and a token is a
@@ -91,6 +92,17 @@ def marks_for(values: Iterable[Any]) -> dict[str, Any]:
     return {"lengths": sorted({len(f) for f in forms if not _has_separator(f)}),
             "phrase_lengths": sorted({len(f) for f in forms if _has_separator(f)}),
             "fingerprints": sorted(_fingerprint(key, f) for f in forms)}
+
+
+def merged(*marks: dict[str, Any] | None) -> dict[str, Any]:
+    """One job's marks from several (its sealed secrets' and those DLC echoed of it): any value of either is masked.
+    {} for none."""
+    present = [one for one in marks if one and one.get("fingerprints")]
+    if not present:
+        return {}
+    return {"lengths": sorted(set().union(*(_lengths(one, "lengths") for one in present))),
+            "phrase_lengths": sorted(set().union(*(_lengths(one, "phrase_lengths") for one in present))),
+            "fingerprints": sorted({str(f) for one in present for f in one["fingerprints"]})}
 
 
 def _fingerprint(key: bytes, text: str) -> str:

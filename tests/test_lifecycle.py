@@ -10,6 +10,7 @@ import random
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -462,6 +463,109 @@ def test_submit_after_the_import_adopted_its_job_changes_nothing(ws, backend):
     assert lifecycle.adopt(row, remote) is False
     assert lifecycle.submit(row.pk) == "already-submitted"
     assert Job.objects.filter(workspace=ws).count() == 1
+
+# -- an imported job's secrets in its log ---------------------------------------------------------------------
+
+
+def test_the_secret_values_an_import_hides_get_the_jobs_log_masks_and_never_its_row(db, settings):
+    """What an imported job's page hides (an env or advanced setting named like a secret, a registry password, a
+    custom env DLC itself hides) is masked in its log too: the row gets the values' fingerprints, not the values.
+    The adopted row of our own job gets those of the values DLC echoes besides its sealed ones."""
+    from django.utils import timezone
+
+    from jobs import dlc, lifecycle, logmask
+    from jobs.models import Job, Workspace
+
+    settings.DLC_SECRET_BOX_KEY = "test-box-key"
+    ws = Workspace.objects.create(name="secrets", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="local")
+    hidden = {"API_TOKEN": "eve-plain-secret-xyz", "registry": "reg-pw-77aa-q", "WandbApiKey": "wandb-adv-key-1234",
+              "RayRedisPassword": "ray-redis-pw-9", "SEED": "custom-hidden-5", "CUSTOM_TOKEN": "custom-token-66"}
+    shown_only_masked = {"HFTOKEN": "hf-run-together-8"}  # the page hides it (masked_on_display), the body keeps it
+    item = {"JobId": "dlc-secrets", "Status": "Running", "DisplayName": "from-dlc", "JobType": "PyTorchJob",
+            "GmtCreateTime": timezone.now().isoformat(),
+            "Envs": {"API_TOKEN": hidden["API_TOKEN"], "HFTOKEN": shown_only_masked["HFTOKEN"],
+                     "RUN_NAME": "ordinary-run-name", "EMPTY_TOKEN": ""},
+            "JobSpecs": [{"Type": "Worker", "Image": "img", "PodCount": 1, "EcsSpec": "ecs.g6.large",
+                          "ImageConfig": {"Username": "robot-user", "Password": hidden["registry"]}}],
+            "Settings": {"AdvancedSettings": {"WandbApiKey": hidden["WandbApiKey"],
+                                              "RayRedisPassword": hidden["RayRedisPassword"]}},
+            "CustomEnvs": [{"Key": "SEED", "Value": hidden["SEED"], "Visible": "false"},
+                           {"Key": "CUSTOM_TOKEN", "Value": hidden["CUSTOM_TOKEN"]},
+                           {"Key": "SHOWN", "Value": "shown-value-1", "Visible": "true"}]}
+    job = lifecycle.import_or_adopt(ws, item)
+    assert job is not None and job.imported
+    secret = {**hidden, **shown_only_masked}
+    ordinary = ["RUN_NAME=ordinary-run-name", "SHOWN shown-value-1", "user robot-user"]
+    lines = [f"{name}={value}" for name, value in secret.items()] + ordinary
+    assert logmask.mask(lines, Job.objects.get(pk=job.pk).secret_marks) == \
+        [f"{name}=********" for name in secret] + ordinary
+    row = str(Job.objects.filter(pk=job.pk).values().get())
+    assert [value for value in hidden.values() if value in row] == []
+
+    # Our own job, found by its tag before its submit heard back: its sealed secret's marks stay, DLC's echo adds
+    # the values the console did not seal (a name the page hides).
+    ours = make_job(ws)
+    ours.secret_marks = logmask.marks_for(["sealed-secret-abc"])
+    ours.save()
+    echo = {"JobId": "dlc-ours", "Status": "Running", "GmtCreateTime": timezone.now().isoformat(),
+            "Settings": {"Tags": {dlc.IDEMPOTENCY_TAG_KEY: ours.tag}},
+            "Envs": {"WANDB_API_KEY": "sealed-secret-abc", "HFTOKEN": "hf-unsealed-xyz", "LR": "0.1"}}
+    assert lifecycle.import_or_adopt(ws, echo).pk == ours.pk
+    ours.refresh_from_db()
+    assert ours.dlc_job_id == "dlc-ours"
+    assert logmask.mask(["sealed-secret-abc hf-unsealed-xyz LR=0.1"], ours.secret_marks) == ["******** ******** LR=0.1"]
+
+
+def test_a_job_made_in_dlc_that_prints_its_secret_env_shows_it_masked_everywhere(db, backend, settings, tmp_path,
+                                                                                 client):
+    """The QA case: a job created in DLC (the SDK on localdlc) with API_TOKEN in its Envs, whose command echoes it
+    and fails. DLC's log holds the value (the control); once imported, the job page's log panel, its search, the
+    download, the archive, the failure mail's log tail and the diagnosis never do."""
+    from jobs import diagnosis, dlc, lifecycle, logarchive, notify_email, podlogs
+    from jobs.models import Job, PodLog, WorkspaceSync
+
+    settings.DLC_SECRET_BOX_KEY = "test-box-key"
+    settings.LOCALDLC_CREDENTIALS_FILE = str(credentials_file(backend, tmp_path, "creds.ini"))
+    ws = make_workspace(backend.endpoint)
+    user = make_user(ws, role="viewer")
+    token = f"eve-plain-secret-{uuid.uuid4().hex[:12]}"
+    command = ('echo "API_TOKEN=$API_TOKEN"; echo "{\\"token\\": \\"$API_TOKEN\\"}"; '
+               'echo "RuntimeError: login refused for $API_TOKEN" >&2; exit 1')
+    remote = backend.client().create_job(sdk.CreateJobRequest().from_map(
+        job_body(command, "made-in-dlc", Envs={"API_TOKEN": token, "LR": "0.1"}))).body.job_id
+    backend.wait_for_status(remote, timeout=30)
+
+    lifecycle.import_new(ws, WorkspaceSync(workspace=ws))
+    job = Job.objects.get(workspace=ws, dlc_job_id=remote)
+    assert job.imported and job.status == "Failed" and job.pods
+    assert job.body["Envs"] == {"API_TOKEN": "********", "LR": "0.1"} and token not in repr(job.secret_marks)
+    pod = job.pods[0]["PodId"]
+    assert any(token in line for line in dlc.get_pod_logs(ws, remote, pod)), "the control: DLC's log holds it"
+    client.force_login(user)
+    htmx = {"HTTP_HX_REQUEST": "true"}
+
+    def texts() -> list[str]:
+        panel = client.get(f"/jobs/{job.pk}/logs", **htmx).content.decode()
+        found = [client.get(f"/jobs/{job.pk}/pods/{pod}/logs", {"q": q}, **htmx).content.decode()
+                 for q in ("API_TOKEN", token[:20])]
+        download = b"".join(client.get(f"/jobs/{job.pk}/pods/{pod}/logs/download").streaming_content).decode()
+        return [panel, *found, download]
+
+    live = texts()
+    assert "API_TOKEN=********" in live[0] and '{"token": "********"}' in live[-1], "the lines are there, masked"
+    assert "<mark>API_TOKEN</mark>=********" in live[1] and "<mark>" not in live[2]
+    for text in live[:2] + live[3:]:  # the second search's page echoes what was typed
+        assert token not in text and token[:20] not in text
+
+    assert logarchive.archive(job.pk) == 1
+    job.refresh_from_db()
+    stored = zlib.decompress(bytes(PodLog.objects.get(job=job, pod_id=pod).content)).decode()
+    assert "API_TOKEN=********" in stored and token not in stored
+    assert token not in str(Job.objects.filter(pk=job.pk).values().get()), "nor the stored diagnosis"
+    assert token not in str(notify_email.log_tail(job)) and token not in str(diagnosis.for_job(job))
+    assert token not in podlogs.filename(job, pod)
+    for text in texts()[:2]:
+        assert token not in text
 
 
 # -- stop requests --------------------------------------------------------------------------------------------

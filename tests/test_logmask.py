@@ -94,6 +94,13 @@ def test_marks_hold_fingerprints_and_lengths_never_the_values():
     assert masked("sixsix", "sixsix") == "********", "MIN_CHARS itself is enough"
 
 
+def test_merged_marks_mask_the_values_of_each_and_none_is_nothing():
+    both = logmask.merged(logmask.marks_for([KEY]), None, logmask.marks_for([PHRASE, KEY]))
+    assert logmask.mask([f"{KEY} x: {PHRASE}"], both) == ["******** x: ********"]
+    assert both == logmask.marks_for([KEY, PHRASE]), "the same marks as of all the values at once"
+    assert logmask.merged({}, None, {"lengths": [38]}) == {}
+
+
 def test_the_fingerprints_are_keyed_by_the_secret_box_key(settings):
     marks = logmask.marks_for([KEY])
     assert logmask.mask([KEY], marks) == ["********"]
