@@ -263,6 +263,9 @@ else:
     EMAIL_BACKEND = "django.core.mail.backends.dummy.EmailBackend"  # "not configured" (jobs.notify_email)
 # Most trials one hyperparameter sweep may launch (jobs.sweeps): each is a job on DLC.
 DLC_SWEEP_MAX_TRIALS = int(os.environ.get("DLC_SWEEP_MAX_TRIALS", "50"))
+# Running trials whose logs one view of a sweep page reads from DLC at most, for their values so far (jobs.scalars
+# .sampled): each trial is read at most once per 30 s, however many look.
+DLC_SWEEP_LIVE_READS = int(os.environ.get("DLC_SWEEP_LIVE_READS", "3"))
 # Seconds between two looks for scheduled jobs that are due (jobs.schedules): a run starts at most this late.
 DLC_SCHEDULE_INTERVAL = float(os.environ.get("DLC_SCHEDULE_INTERVAL", "30"))
 # Fewest minutes between two runs of a cron schedule (jobs.schedules): "* * * * *" would flood DLC with jobs.

@@ -256,7 +256,7 @@ def _trial_json(trial: SweepTrial, names: list[str], request: HttpRequest) -> di
         "job": {"id": job.pk, "name": job.display_name, "status": job.status, "status_label": job.status_label,
                 "active": job.is_active, "url": _link(request, reverse("api_job", args=[job.pk])),
                 "page": _link(request, job.get_absolute_url())},
-        "stopped_early": trial.stop_reason or None,
+        "stopped_early": trial.stopped_early or None,
     }
 
 

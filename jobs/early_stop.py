@@ -12,7 +12,8 @@ metric at or before step s (at least N of them, else nothing is decided), the me
 points, downsampled to jobs.scalars.MAX_POINTS for a long run, so its average is of those.
 
 `parse` checks the settings for the wizard's Sweep box and the API alike; `decide` is the rule, a plain function;
-`check` (the beat task's) reads the running trials' metrics from DLC and stops through jobs.lifecycle.
+`check` (the beat task's) reads the running trials' metrics from DLC and stops through jobs.lifecycle, once DLC
+confirms the trial still runs (the row may be a sync behind). `reason_of` is what says a trial was stopped early.
 """
 
 from __future__ import annotations
@@ -217,6 +218,32 @@ def candidates():
             .order_by(F("early_checked_at").asc(nulls_first=True), "pk"))
 
 
+# The one rule of what says a trial was stopped early (the sweep page, the job page, the API, and through
+# jobs.jobpage.console_stop_reason the mail and the webhook): its mark, while its job is being stopped or was. A
+# trial that ended on its own before the StopJob reached it (DLC said Succeeded or Failed) keeps the mark as the
+# record of what the console asked, but nothing says it was stopped early.
+STOPPED = ("Stopping", "Stopped")
+
+
+def reason_of(trial) -> str:
+    """Why early stopping stopped the trial, "" if it did not (or the trial ended on its own meanwhile)."""
+    return trial.stop_reason if trial.stop_reason and trial.job.status in STOPPED else ""
+
+
+def still_running(trial) -> bool:
+    """Whether DLC says the trial's job still runs, asked just before a stop: the row may be a sync behind, and a
+    trial that already succeeded must not be stopped (audited, its StopJob refused) on what the row says. One
+    GetJob, only for a trial the rule would stop; a failed call is a no for this cycle."""
+    from jobs import dlc
+
+    try:
+        item = dlc.get_job(trial.job.workspace, trial.job.dlc_job_id)
+    except dlc.DLCError as err:
+        log.info("early stopping could not confirm trial %s of sweep %s runs: %s", trial.number, trial.sweep_id, err)
+        return False
+    return item.get("Status") == RUNNING
+
+
 def stop_trial(trial, reason: str, now: datetime | None = None) -> bool:
     """Stop a trial through the console's stop path (jobs.lifecycle.request_stop, audited with the reason), and
     record the reason on it. Idempotent: a trial already stopped early, or whose job ended, is left alone."""
@@ -261,6 +288,7 @@ def check(limit: int | None = None) -> list[int]:
             log.info("early stopping could not read trial %s of sweep %s: %s", trial.number, trial.sweep_id, err)
             continue
         decision = decide(metrics.get(found.metric, []), series[trial.sweep_id], found)
-        if decision is not None and decision.stop and stop_trial(trial, decision.reason(found.metric)):
+        if decision is not None and decision.stop and still_running(trial) \
+                and stop_trial(trial, decision.reason(found.metric)):
             stopped.append(trial.job_id)
     return stopped

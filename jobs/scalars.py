@@ -17,7 +17,11 @@ metrics). When a job ends, jobs.logarchive.archive calls `compute`, which reads 
 the job's JobScalar rows. Jobs archived before this existed get theirs the first time their page asks (`stored`,
 from PodLog, no DLC call). While a job runs, the page parses the newest LIVE_LINES lines of its pod from DLC.
 
-Plain functions: only `store`, `compute`, `stored`, `last_values`, `live` and `section` touch the database or DLC.
+A running job's last values (a sweep's trials table) are those of the latest live read, kept in the cache: every
+live read leaves them there, and `sampled` reads in turn, a few per call, those not read for SAMPLE_SECONDS.
+
+Plain functions: only `store`, `compute`, `stored`, `last_values`, `live`, `sampled` and `section` touch the
+database, the cache or DLC.
 """
 
 from __future__ import annotations
@@ -28,9 +32,10 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -48,6 +53,9 @@ MAX_NAMES = 50  # metrics kept per job: a JSON line with thousands of keys does 
 LIVE_LINES = 5000  # a running job's chart is of its pod's newest lines
 LIVE_PODS = 8  # pods a running job's page looks through for metric lines, in pod order
 LIVE_CACHE_SECONDS = 5  # one DLC read of a running job's metrics serves every request this long
+# A running job's last values as last read (`sampled`): read again from DLC after SAMPLE_SECONDS, kept this long.
+SAMPLE_SECONDS = 30
+SAMPLE_KEEP_SECONDS = 3600
 # Steps beyond this are not whole numbers any more once they go through JSON (a float64).
 MAX_STEP = 2**53
 # A line longer than this is not a metric line someone printed on purpose; not worth a regex.
@@ -358,8 +366,72 @@ def live(job: Job, prefer: str = "") -> tuple[str, dict[str, Points], bool]:
             lines, cut = lines[-LIVE_LINES:], True
         found = parse(lines)
         if found:
+            _remember(job, found)
             return row.pod_id, found, cut
+    _remember(job, {})
     return "", {}, False
+
+
+# --- a running job's last values (the sweep page) --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    values: dict[str, Summary]  # of the points read (the newest LIVE_LINES lines: min and max are of those)
+    read_at: datetime
+
+
+def _sample_key(job: Job) -> str:
+    return f"scalars:sample:{job.pk}:{job.dlc_job_id}"
+
+
+def _remember(job: Job, found: dict[str, Points]) -> Sample:
+    # Every live read (the job page's, early stopping's, the sweep page's) leaves its summary for the sweep page.
+    sample = Sample({name: summarize(points) for name, points in found.items()}, timezone.now())
+    cache.set(_sample_key(job), sample, SAMPLE_KEEP_SECONDS)
+    return sample
+
+
+def sample_reads() -> int:
+    """Running trials whose logs one view of a sweep page reads from DLC at most (each up to LIVE_PODS GetPodLogs
+    calls): the page stays quick, and its 5-second poll reads the others in turn."""
+    return int(getattr(settings, "DLC_SWEEP_LIVE_READS", 3))
+
+
+def sampled(jobs: Iterable[Job], reads: int | None = None) -> dict[int, dict[str, Summary]]:
+    """{job id: {name: Summary}} of the running jobs' metrics as last read from DLC (by the job page, early
+    stopping or this), from the cache in one round trip. Of the jobs not read for SAMPLE_SECONDS, at most `reads`
+    (sample_reads()) are read now, the longest unread first, each claimed for SAMPLE_SECONDS so that viewers and
+    polls at once read a job once: DLC sees at most one read per running job per SAMPLE_SECONDS, however many
+    look. A failed read keeps the older values (and is tried again after SAMPLE_SECONDS)."""
+    running = {_sample_key(j): j for j in jobs if j.dlc_job_id and j.is_active and j.started_at}
+    if not running:
+        return {}
+    found = cache.get_many(list(running))
+    out: dict[int, dict[str, Summary]] = {}
+    stale: list[tuple[float, Job]] = []
+    now = timezone.now()
+    for key, job in running.items():
+        sample = found.get(key)
+        if isinstance(sample, Sample):
+            out[job.pk] = sample.values
+            if (now - sample.read_at).total_seconds() < SAMPLE_SECONDS:
+                continue
+        stale.append((sample.read_at.timestamp() if isinstance(sample, Sample) else 0.0, job))
+    budget = sample_reads() if reads is None else reads
+    for _, job in sorted(stale, key=lambda s: (s[0], s[1].pk)):
+        if budget <= 0:
+            break
+        if not cache.add(f"{_sample_key(job)}:reading", True, SAMPLE_SECONDS):
+            continue  # another view reads it now, or read it a moment ago and failed
+        budget -= 1
+        try:
+            _pod, metrics, _cut = live(job)
+        except dlc.DLCError as err:
+            log.info("could not read the metrics of running job %s: %s", job.pk, err)
+            continue
+        out[job.pk] = {name: summarize(points) for name, points in metrics.items()}
+    return {pk: values for pk, values in out.items() if values}
 
 
 def section(job: Job, prefer: str = "") -> Section:

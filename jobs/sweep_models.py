@@ -87,6 +87,13 @@ class SweepTrial(models.Model):
         return f"{self.sweep_id}/{self.number}"
 
     @property
+    def stopped_early(self) -> str:
+        """Why early stopping stopped it, "" if it did not or it ended on its own (jobs.early_stop.reason_of)."""
+        from jobs import early_stop
+
+        return early_stop.reason_of(self)
+
+    @property
     def values_text(self) -> str:
         """`LR=0.01, BS=32` in the sweep's parameter order (PostgreSQL's jsonb does not keep the keys' order)."""
         values = self.values or {}

@@ -83,12 +83,14 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     sweep = _get_sweep(request, pk)
     rows = sweeps.trial_rows(sweep)
     first = rows[0].row["pk"] if rows else None  # trial 1, whatever the ranking
-    # The trials' metrics in one query; ?rank=<metric>&goal=min|max&value=best|last puts the best ended trial first.
-    board = sweeps.leaderboard(rows, scalars.last_values(r.row["pk"] for r in rows), request.GET.get("rank"),
-                               request.GET.get("goal"), request.GET.get("value"))
+    # The ended trials' metrics in one query, the running ones' so far (a few read from DLC per view, in turn);
+    # ?rank=<metric>&goal=min|max&value=best|last puts the best ended trial first.
+    board = sweeps.leaderboard(rows, sweeps.metric_values(rows), request.GET.get("rank"), request.GET.get("goal"),
+                               request.GET.get("value"))
     rows = board.rows
     context = {"sweep": sweep, "rows": rows, "board": board, "tally": sweeps.tally(rows),
                "active": sweeps.any_active(rows), "polling": sweeps.polling(rows),
+               "live": any(r.live for r in rows), "sample_seconds": scalars.SAMPLE_SECONDS,
                # The first trials shown: the best ones when ranked (a partial re-ranking sends it out of band).
                "compare_url": "/jobs/compare?" + urlencode([("ids", r.row["pk"]) for r in rows[:sweeps.COMPARE_MAX]])}
     if wants_partial(request):

@@ -600,7 +600,9 @@ class TrialRow:
     best: bool = False  # in the first place (with others, when `tied`)
     tied: bool = False  # its place is shared with another trial (any place)
     archiving: bool = False  # ended, its metrics still to come from the log archive (see `polling`)
-    stop_reason: str = ""  # why early stopping stopped it (jobs.early_stop), "" if it did not
+    stop_reason: str = ""  # why early stopping stopped it (jobs.early_stop.reason_of), "" if it did not
+    job: Any = dataclasses.field(default=None, repr=False)  # the Job, for a running trial's live values
+    live: bool = False  # its metrics are its values so far, read from its running pod's log (metric_values)
 
 
 def trial_rows(sweep) -> list[TrialRow]:
@@ -622,8 +624,22 @@ def trial_rows(sweep) -> list[TrialRow]:
         out.append(TrialRow(trial.number, [str((trial.values or {}).get(n, "")) for n in names], rows[trial.job_id],
                             f"{started:%Y-%m-%d %H:%M:%S}" if started else "—",
                             started.isoformat() if started else "", archiving=archiving,
-                            stop_reason=trial.stop_reason))
+                            stop_reason=trial.stopped_early, job=job))
     return out
+
+
+def metric_values(rows: list[TrialRow], reads: int | None = None) -> dict[int, Mapping[str, Any]]:
+    """Each trial's metrics by job id, for `leaderboard`: an ended trial's stored rows (jobs.scalars.last_values,
+    one query), a running one's values so far (jobs.scalars.sampled: as last read from its log, the stalest few
+    read again now); each row that shows values so far is marked `live`."""
+    from jobs import scalars
+
+    values: dict[int, Mapping[str, Any]] = dict(scalars.last_values(r.row["pk"] for r in rows))
+    live = scalars.sampled([r.job for r in rows if r.job is not None and r.row["pk"] not in values], reads)
+    values.update(live)
+    for r in rows:
+        r.live = r.row["pk"] in live
+    return values
 
 
 def tally(rows: list[TrialRow]) -> list[tuple[str, str, int]]:
@@ -732,7 +748,7 @@ class Leaderboard:
 
 def leaderboard(rows: list[TrialRow], values: Mapping[int, Mapping[str, Any]], rank: str | None = None,
                 goal: str | None = None, value: str | None = None) -> Leaderboard:
-    """The trials with their metrics' values (`values`: jobs.scalars.last_values of their jobs), ranked by `rank`
+    """The trials with their metrics' values (`values`: metric_values of the rows), ranked by `rank`
     when asked: the ended trials that have it, best first by `goal` (min | max, by default min for a loss, an
     error or a perplexity, else max) of `value` (best: the best value each reached, the default; last: the last
     one); the others below, in trial order. Ties share a place (standard competition ranking: 1, 1, 3), in trial

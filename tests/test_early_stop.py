@@ -225,6 +225,42 @@ def test_a_trial_that_ended_meanwhile_is_not_stopped_early(team):
     assert (trial.stop_reason, trial.stopped_early_at) == ("", None)
 
 
+@pytest.mark.parametrize("end", ["Succeeded", "Failed"])
+def test_a_trial_that_ended_on_its_own_after_the_stop_was_asked_never_says_it_was_stopped_early(team, end):
+    """QA: trial rs-01 was marked and its stop asked, but DLC said Succeeded (it ended before the StopJob reached
+    it): the sweep page, the job page and the API said "Stopped early" beside Succeeded. The mark says so only
+    while the job is Stopping or Stopped (early_stop.reason_of), as the mail's and the webhook's reason do."""
+    from jobs import notify, notify_email
+    from jobs.api_jobs import job_detail_json
+
+    _sweep(team, {"Metric": "loss"})
+    trial = SweepTrial.objects.select_related("job", "sweep").get(number=2)
+    Job.objects.filter(pk=trial.job_id).update(status="Running", dlc_job_id="dlc-es-2")
+    trial.job.refresh_from_db()
+    reason = "Stopped early: best loss 0.9 at step 12, behind the median 0.4 of 3 succeeded trials"
+    assert early_stop.stop_trial(trial, reason) is True
+    client = pf.client_for(team.users["viewer"])
+    api = Api(team.users["viewer"])
+
+    def said() -> list[str]:
+        job = Job.objects.get(pk=trial.job_id)
+        places = {"sweep page": client.get(trial.sweep.get_absolute_url()).content.decode(),
+                  "job page": client.get(job.get_absolute_url()).content.decode(),
+                  "sweep API": str(api.get(f"/api/v1/sweeps/{trial.sweep_id}").json()["trials"]),
+                  # The webhook's end given as Stopped: a Failed end's diagnosis would read DLC.
+                  "job API": str(job_detail_json(job)), "webhook": str(notify.payload(job, status="Stopped")),
+                  "mail": notify_email._reason(job, job.status)}
+        return [where for where, text in places.items() if "Stopped early" in text]
+
+    assert said() == ["sweep page", "job page", "sweep API", "job API", "webhook"], "while Stopping"
+    Job.objects.filter(pk=trial.job_id).update(status=end, reason_code="", reason_message="")
+    assert said() == []
+    trial.refresh_from_db()
+    assert trial.stop_reason == reason, "the mark stays, the record of what the console asked"
+    Job.objects.filter(pk=trial.job_id).update(status="Stopped", reason_code="JobStoppedByUser")
+    assert said() == ["sweep page", "job page", "sweep API", "job API", "webhook", "mail"]
+
+
 def test_no_dlc_read_while_too_few_trials_have_succeeded(team):
     """The workspace's endpoint is dead: a read would be an error logged, never a stop; the trial is not even read
     (its early_checked_at stays empty) while the rule could not stop it."""
@@ -238,6 +274,57 @@ def test_no_dlc_read_while_too_few_trials_have_succeeded(team):
     two.refresh_from_db()
     assert two.early_checked_at is None
     assert [t.job_id for t in early_stop.candidates()] == [two.job_id]
+
+
+# --- the race with DLC's end, through the real localdlc -------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_a_trial_dlc_already_ended_is_not_stopped_on_the_rows_stale_running(db, localdlc, tmp_path, settings):
+    """QA's repro: the rule reads a bad trial's log while DLC already says Succeeded and the row (a sync behind)
+    still says Running. No stop: no mark, no audit event, no StopJob; the sync then writes Succeeded."""
+    import time
+
+    from jobs import dlc, lifecycle, scalars
+    from tests.support.wizard import local_workspace
+
+    ws = local_workspace(localdlc, tmp_path, settings, name="Early")
+    body = {"DisplayName": "race-02", "JobType": "PyTorchJob",
+            "UserCommand": 'for s in 0 1 2 3; do echo "METRIC step=$s loss=5"; done; sleep 1',
+            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
+    sweep = Sweep.objects.create(workspace=ws, name="race", parameters=[["Q", ["a", "b", "c"]]],
+                                 early_stop_metric="loss", early_stop_goal="min", early_stop_after=2)
+    for number in (1, 3):
+        good = Job.objects.create(workspace=ws, display_name=f"race-0{number}", status="Succeeded",
+                                  dlc_job_id=f"dlc-race-{number}")
+        JobScalar.objects.create(job=good, pod_id="p", name="loss", points=[[0, 0.5], [3, 0.2]], last=0.2, min=0.2,
+                                 max=0.5, count=2, last_step=3)
+        SweepTrial.objects.create(sweep=sweep, job=good, number=number, values={"Q": "a"})
+    job = Job.objects.create(workspace=ws, display_name="race-02", status="Creating", job_type="PyTorchJob",
+                             body=body, dlc_job_id=dlc.create_job(ws, body))
+    trial = SweepTrial.objects.create(sweep=sweep, job=job, number=2, values={"Q": "b"})
+
+    def wait(done) -> dict:
+        deadline = time.monotonic() + 30
+        while not done(item := dlc.get_job(ws, job.dlc_job_id)):
+            assert time.monotonic() < deadline, item["Status"]
+            time.sleep(0.1)
+        return item
+
+    lifecycle.apply_remote(job, wait(lambda item: item["Status"] == "Running" and item.get("Pods")))
+    wait(lambda item: item["Status"] == "Succeeded")  # not synced: the row still says Running
+    assert Job.objects.get(pk=job.pk).status == "Running"
+    _pod, metrics, _cut = scalars.live(job)
+    assert decide(metrics["loss"], early_stop.succeeded_points(sweep.pk, "loss"), early_stop.settings_of(sweep)).stop
+    before = localdlc.stats()["calls"]
+    assert early_stop.check() == []
+    trial.refresh_from_db()
+    assert (trial.stop_reason, trial.stopped_early_at) == ("", None)
+    assert not AuditEvent.objects.filter(job=job).exists()
+    calls = localdlc.stats()["calls"]
+    assert calls.get("GetJob", 0) == before.get("GetJob", 0) + 1, "asked DLC once before stopping"
+    assert calls.get("StopJob", 0) == before.get("StopJob", 0)
+    assert Job.objects.get(pk=job.pk).stop_requested_at is None
 
 
 # --- the whole way, on the stack ------------------------------------------------------------------------------------

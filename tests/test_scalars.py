@@ -214,6 +214,36 @@ def test_last_values_of_many_jobs_in_one_query(plain_ws, django_assert_num_queri
     assert scalars.common_names(values.values(), 1) == ["loss"]
 
 
+def test_running_jobs_values_so_far_come_from_the_last_read_and_the_longest_unread_are_read_in_turn(plain_ws):
+    """scalars.sampled (a sweep's trials table): no DLC call here (the jobs have no started pod yet, so a read asks
+    DLC nothing); the integration test of the sweep page reads a real pod's log."""
+    from datetime import timedelta
+
+    from django.core.cache import cache
+
+    cache.clear()
+    now = timezone.now()
+
+    def job(name: str, status: str = "Running") -> Job:
+        return Job.objects.create(workspace=plain_ws, display_name=name, status=status, dlc_job_id=f"dlc-{name}",
+                                  started_at=now)
+
+    fresh, stale, never, ended = job("fresh"), job("stale"), job("never"), job("ended", "Succeeded")
+    for found, read_at in ((fresh, now), (stale, now - timedelta(seconds=scalars.SAMPLE_SECONDS + 1)),
+                           (ended, now)):
+        cache.set(scalars._sample_key(found), scalars.Sample({"loss": scalars.summarize([(3, 0.5)])}, read_at))
+    got = scalars.sampled([fresh, stale, never, ended], reads=1)
+    assert {pk: values["loss"].last for pk, values in got.items()} == {fresh.pk: 0.5, stale.pk: 0.5}, \
+        "the older values kept until read again; an ended job's are its stored rows'"
+    assert cache.get(scalars._sample_key(never)).read_at >= now, "never read: the first read"
+    assert cache.get(scalars._sample_key(stale)).read_at < now, "one read per call"
+    got = scalars.sampled([fresh, stale, never], reads=5)
+    assert cache.get(scalars._sample_key(stale)).values == {} and got == {fresh.pk: got[fresh.pk]}
+    cache.set(scalars._sample_key(never), scalars.Sample({}, now - timedelta(hours=1)))
+    scalars.sampled([never], reads=5)
+    assert cache.get(scalars._sample_key(never)).read_at < now, "claimed by the read a moment ago: not again"
+
+
 # --- the job page's section, through the real localdlc ----------------------------------------------------------
 
 # 20 METRIC lines, then a pause long enough to see the job running.

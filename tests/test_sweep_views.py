@@ -561,3 +561,61 @@ def test_rank_by_offers_each_metric_as_a_button_and_marks_the_chosen_one(web):
     line = re.search(r'<p class="rank-by" id="rank-by">(.*?)</p>', ranked, re.S).group(1)
     assert re.findall(r'class="button small mono current" [^>]*aria-pressed="true">(\w+)</a>', line) == ["acc"]
     assert 'id="rank-clear">Trial order</a>' in line
+
+
+def test_a_running_trials_values_so_far_are_shown_read_in_turn_not_at_every_view(web, ws, localdlc, settings):
+    """QA: a running trial showed "—" for its metrics while its job page charted them live. The page shows the
+    values so far, read from its pod's log through the SDK at most once per SAMPLE_SECONDS however often the page
+    polls, and at most DLC_SWEEP_LIVE_READS trials per view."""
+    import time
+
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    from jobs import dlc, lifecycle, scalars
+    from jobs.models import JobScalar
+
+    body = {"DisplayName": "live-02", "JobType": "PyTorchJob",
+            "UserCommand": 'for s in 0 1 2; do echo "METRIC step=$s loss=0.$((5 - s))"; done; sleep 30',
+            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
+    now = timezone.now()
+    sweep = Sweep.objects.create(workspace=ws, name="live", parameters=[["Q", ["a", "b"]]])
+    ended = Job.objects.create(workspace=ws, display_name="live-01", status="Succeeded", dlc_job_id="dlc-live-1",
+                               finished_at=now, logs_archived_at=now)
+    JobScalar.objects.create(job=ended, pod_id="p", name="loss", points=[[3, 0.2]], last=0.2, min=0.2, max=0.2,
+                             count=1, last_step=3)
+    running = Job.objects.create(workspace=ws, display_name="live-02", status="Creating", job_type="PyTorchJob",
+                                 body=body, dlc_job_id=dlc.create_job(ws, body))
+    SweepTrial.objects.create(sweep=sweep, job=ended, number=1, values={"Q": "a"})
+    SweepTrial.objects.create(sweep=sweep, job=running, number=2, values={"Q": "b"})
+    try:
+        deadline = time.monotonic() + 30
+        while not ((item := dlc.get_job(ws, running.dlc_job_id))["Status"] == "Running" and item.get("Pods")):
+            assert time.monotonic() < deadline, item["Status"]
+            time.sleep(0.1)
+        lifecycle.apply_remote(running, item)
+        while "loss" not in scalars.live(running)[1]:  # its METRIC lines are in the log
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        cache.clear()  # what that read left: the page reads it itself
+
+        def cells(html: str, number: int) -> list[str]:
+            row = re.search(rf'<tr id="trial-{number}" [^>]*>(.*?)</tr>', html, re.S).group(1)
+            return re.findall(r'<td class="(metric-value[^"]*)"[^>]*>([^<]*)</td>', row)
+
+        html = web.get(sweep.get_absolute_url()).content.decode()
+        assert cells(html, 1) == [("metric-value", "0.2")]
+        assert cells(html, 2) == [("metric-value live", "0.3")], "its last value so far, not —"
+        assert 'id="live-values"' in html
+        reads = localdlc.stats()["calls"].get("GetPodLogs", 0)
+        polled = web.get(sweep.get_absolute_url(), HTTP_HX_REQUEST="true").content.decode()
+        assert cells(polled, 2) == [("metric-value live", "0.3")]
+        assert localdlc.stats()["calls"].get("GetPodLogs", 0) == reads, "read again only after SAMPLE_SECONDS"
+
+        cache.clear()
+        settings.DLC_SWEEP_LIVE_READS = 0  # no read left for this view: nothing read, nothing made up
+        html = web.get(sweep.get_absolute_url()).content.decode()
+        assert cells(html, 2) == [("metric-value", "—")]
+        assert 'id="live-values"' not in html and localdlc.stats()["calls"].get("GetPodLogs", 0) == reads
+    finally:
+        dlc.stop_job(ws, running.dlc_job_id)
