@@ -26,6 +26,28 @@ class WorkspaceAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     inlines = [MembershipInline]
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        # Imported here (as audit below): they import the SDK, which must not load at startup, before the
+        # environment it reads once is set (tests/conftest.py).
+        from jobs.portal_forms import WorkspaceAdminForm
+
+        self.form = WorkspaceAdminForm  # one console workspace per DLC workspace, as in the portal
+        return super().get_form(request, obj, change, **kwargs)
+
+    def save_model(self, request, obj, form, change) -> None:
+        from jobs import audit
+        from jobs.portal_forms import BINDING_FIELDS
+
+        super().save_model(request, obj, form, change)
+        # The binding decides which jobs a workspace's members read: changed here, it is audited as in the portal.
+        if not change:
+            audit.record(request.user, AuditEvent.CHANGED, workspace=obj, via="admin", event="workspace-created",
+                         settings={name: getattr(obj, name) for name in ("name", "backend", *BINDING_FIELDS)})
+        elif changed := audit.changes({name: form.initial.get(name) for name in form.fields},
+                                      {name: getattr(obj, name) for name in form.fields}):
+            audit.record(request.user, AuditEvent.CHANGED, workspace=obj, via="admin", event="settings",
+                         changes=changed)
+
 
 @admin.register(WorkspacePolicy)
 class WorkspacePolicyAdmin(admin.ModelAdmin):

@@ -175,6 +175,11 @@ def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
             return _unauthorized("This API token was revoked: create a new one on /account/api.",
                                  'error="invalid_token", error_description="The token was revoked"',
                                  code="token_revoked")
+        if user is None and request.api_token_auth:
+            # Unknown, or its user deactivated: one answer, so a token says nothing of whose it was.
+            return _unauthorized("This API token is not valid: check that it was copied whole, or create a new one "
+                                 "on /account/api.",
+                                 'error="invalid_token", error_description="The token is not valid"')
         if user is None:
             return _unauthorized("Authentication required: sign in or send Authorization: Bearer <token>.")
         if not request.api_token_auth:

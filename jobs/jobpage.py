@@ -115,7 +115,7 @@ def _environment(s: dict) -> list[Item]:
         table.label = "Storage"
         items.append(table)
     _add(items, "Startup command", s.get("command"), "pre")
-    envs = [{"key": e.get("key"), "value": HIDDEN if e.get("secret") or spec.masked_on_display(e.get("key") or "")
+    envs = [{"key": e.get("key"), "value": HIDDEN if e.get("secret") or spec.looks_like_secret(e.get("key") or "")
              else e.get("value")} for e in s.get("envs") or []]
     table = _rows(envs, [("key", "Name"), ("value", "Value")])
     if table:
@@ -173,9 +173,9 @@ def _advanced_shown(value: Any) -> Any:
     """The advanced settings with each value named like a secret hidden (e.g. a WandbApiKey a job imported from
     DLC carries; RayRedisPassword, stripped before this, shows as hidden too)."""
     settings, _ = spec.parse_advanced(value)
-    if not settings or not any(spec.masked_on_display(k) for k in settings):
+    if not settings or not any(spec.looks_like_secret(k) for k in settings):
         return value
-    return spec.format_advanced({k: HIDDEN if spec.masked_on_display(k) and v not in (None, "") else v
+    return spec.format_advanced({k: HIDDEN if spec.looks_like_secret(k) and v not in (None, "") else v
                                  for k, v in settings.items()})
 
 
@@ -477,6 +477,7 @@ def live(job: Job, user) -> dict[str, Any]:
     prices = costs.prices_for(job.workspace)
     visible = access.jobs_for(user)
     source = visible.filter(pk=job.cloned_from_id).only("id", "display_name").first() if job.cloned_from_id else None
+    clones = list(visible.filter(cloned_from=job).only("id", "display_name", "status")[:50])
     deps = dependencies.page_facts(job, user)
     upstream = deps.upstream
     released = upstream.finished_at if upstream is not None and not upstream.is_active else None
@@ -503,7 +504,10 @@ def live(job: Job, user) -> dict[str, Any]:
         # Said on the page, so the link is offered only when it gives a file (jobs.export says why not).
         "params_problem": export.params_file_problem(spec.strip_secrets(job.body or {})),
         "cloned_from": source,
-        "clones": list(visible.filter(cloned_from=job).only("id", "display_name", "status")[:50]),
+        "clones": clones,
+        # A refused job never ran, so every job made from it (edit and resubmit, or a clone) is a new attempt at it:
+        # named next to Edit and resubmit, newest first, so a second click is not taken for the first.
+        "resubmitted": clones if job.status == st.SUBMIT_FAILED else [],
     }
 
 

@@ -245,11 +245,21 @@ def _reason(job: Job, status: str) -> str:
         from jobs.jobpage import console_stop_reason
 
         # The console stopped it (idle policy, early stopping): DLC's own reason only says "by the user".
-        own = console_stop_reason(job) if status == "Stopped" else ""
+        own = (console_stop_reason(job) or _stopped_by(job)) if status == "Stopped" else ""
         if own:
             return f"{_one_line(own)}{f' (DLC: {code})' if code else ''}"
     text = ": ".join(part for part in (str(code), dlc.redact(_one_line(message))[:1000]) if part)
     return text or "-"
+
+
+def _stopped_by(job: Job) -> str:
+    """Who stopped the job in the console ("Stopped in the console by <user>", from the audit log's latest stop
+    by a user): DLC only knows its caller, the console, and says "by the user". "" when no user here stopped it."""
+    if not job.stop_requested_at:
+        return ""
+    name = (AuditEvent.objects.filter(job=job, action=AuditEvent.STOPPED, actor__isnull=False)
+            .order_by("-created_at", "-id").values_list("actor_name", flat=True).first())
+    return f"Stopped in the console by {name}" if name else ""
 
 
 def log_tail(job: Job, count: int = LOG_LINES) -> tuple[str, list[str]] | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+from secrets import token_urlsafe
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -61,7 +63,7 @@ from jobs.portal_forms import (
 )
 
 AUDIT_PAGE_SIZE = 50
-# The session key under which an import hands its wizard data to the wizard (see take_prefill).
+# The session key under which imports wait for the wizard, by the key in its URL (see take_prefill).
 PREFILL_SESSION_KEY = "dlc-console:wizard-prefill"
 # A token just created, sealed (jobs.secretbox), until the page the create redirects to shows it once.
 NEW_TOKEN_SESSION_KEY = "dlc-console:new-api-token"
@@ -195,7 +197,7 @@ def workspace_list(request: HttpRequest) -> HttpResponse:
 def workspace_create(request: HttpRequest) -> HttpResponse:
     if not request.user.is_superuser:
         raise PermissionDenied("Only a console superuser creates workspaces.")
-    form = WorkspaceCreateForm(request.POST or None)
+    form = WorkspaceCreateForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             workspace = form.save()
@@ -487,6 +489,7 @@ def webhook_edit(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
     workspace, webhook = _webhook(request, ws, pk)
     before = _webhook_record(webhook)
     form = WebhookForm(request.POST or None, instance=webhook, workspace=workspace)
+    form.fields["name"].widget.attrs["autofocus"] = True  # Edit's anchor shows the form; typing goes into it
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             webhook = form.save()
@@ -659,6 +662,7 @@ def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_create": access.can(request.user, "create", workspace=template.workspace),
         "lock_form": LockForm(initial={"locked": template.locked}),
         "locked_labels": [templates_lib.LOCKABLE[p][0] for p in template.locked if p in templates_lib.LOCKABLE],
+        "started_jobs": templates_lib.jobs_started_from(template) if is_admin else 0,  # what a delete would free
         "current_json": json.dumps(current.sections, indent=2, ensure_ascii=False) if current else "",
     })
 
@@ -788,8 +792,8 @@ def template_default(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
     template = access.get_template(request.user, pk, "manage")
-    templates_lib.delete(template, request.user)
-    messages.success(request, f"Template {template.name} deleted.")
+    jobs = templates_lib.delete(template, request.user)
+    messages.success(request, templates_lib.deleted_message(template, jobs))
     return redirect("template_list")
 
 
@@ -806,7 +810,20 @@ def import_prefill(body: dict, workspace: Workspace, notes: list[export.ImportNo
     # "GPU count unknown" for a body the wizard and the API accept.
     problems = spec.validate(clean, policies.context_for(workspace, hints=hints))
     sections, found = export.to_wizard(clean, problems, hints)
-    return {"workspace": workspace.pk, "sections": sections, "notes": import_note_rows(notes + found, sections)}
+    return {"workspace": workspace.pk, "sections": sections,
+            "notes": import_note_rows(notes + _elsewhere(clean, workspace) + found, sections)}
+
+
+def _elsewhere(body: dict, workspace: Workspace) -> list[export.ImportNote]:
+    """A file from another DLC workspace: the wizard builds every job for this workspace's own (the API refuses
+    such a body instead), so the note says the job will not go where the file says."""
+    given = body.get("WorkspaceId")
+    if not isinstance(given, str) or not given.strip() or given == workspace.dlc_workspace_id:
+        return []
+    own = f"this workspace's DLC workspace '{workspace.dlc_workspace_id}'" if workspace.dlc_workspace_id \
+        else "this workspace's default DLC workspace"
+    return [export.ImportNote("WorkspaceId", f"The job will be created in {own} ({workspace.name}), not in "
+                              f"'{given}' that the file names.", "", given[:200], "dropped")]
 
 
 @login_required
@@ -829,18 +846,49 @@ def job_import(request: HttpRequest) -> HttpResponse:
             prefill = import_prefill(read.body, workspace, read.notes)
             # Not audited here: reading a body into the wizard changes nothing; the job it may become is audited
             # when it is created (its "created" event says imported_from, jobs.wizard.import_details).
-            request.session[PREFILL_SESSION_KEY] = {**prefill, "origin": f"import ({read.fmt})", "format": read.fmt}
-            return redirect(reverse("job_create") + "?prefill=import")
+            key = stash_prefill(request, {**prefill, "origin": f"import ({read.fmt})", "format": read.fmt})
+            return redirect(reverse("job_create") + f"?prefill={key}")
     return render(request, "portal/import.html", {"form": form, "workspace": workspace})
 
 
-def take_prefill(request: HttpRequest, workspace: Workspace) -> dict[str, Any] | None:
-    """The imported wizard data waiting in the session for this workspace (removed once taken)."""
-    data = request.session.get(PREFILL_SESSION_KEY)
-    if not isinstance(data, dict) or data.get("workspace") != workspace.pk:
-        return None
-    request.session.pop(PREFILL_SESSION_KEY, None)
-    return data
+# Imports wait in the session ({key: prefill}, the key in the wizard's URL and form) so a reload or Back opens the
+# same import: until a job is made from it, for a day, and only the newest few (each holds a whole job's wizard
+# data, and the database stores the session: import_prefill keeps no secret).
+PREFILL_KEEP = 5
+PREFILL_MAX_AGE = 24 * 3600
+PREFILL_GONE = ("This import is no longer available (a job was made from it, it expired, or newer imports took its "
+                "place): import the file again (Import, in the top bar).")
+
+
+def _waiting(request: HttpRequest) -> dict[str, dict[str, Any]]:
+    """The session's imports not yet expired, oldest first (anything else under the key, e.g. the one import an
+    older version kept there, is not one)."""
+    found = request.session.get(PREFILL_SESSION_KEY)
+    now = time.time()
+    return {key: data for key, data in (found.items() if isinstance(found, dict) else ())
+            if isinstance(data, dict) and isinstance(data.get("at"), int | float)
+            and now - data["at"] < PREFILL_MAX_AGE}
+
+
+def stash_prefill(request: HttpRequest, prefill: dict[str, Any]) -> str:
+    """Keep an import for the wizard; its key (for `?prefill=`)."""
+    key = token_urlsafe(6)
+    waiting = {**_waiting(request), key: {**prefill, "at": time.time()}}
+    request.session[PREFILL_SESSION_KEY] = dict(list(waiting.items())[-PREFILL_KEEP:])
+    return key
+
+
+def take_prefill(request: HttpRequest, key: str) -> dict[str, Any] | None:
+    """The import waiting in the session under this key (it stays there for reloads: see drop_prefill); None when
+    there is none (unknown, expired, used, or another session's). The caller checks the workspace's permissions."""
+    return _waiting(request).get(str(key)[:50])
+
+
+def drop_prefill(request: HttpRequest, key: str) -> None:
+    """Forget an import once a job is made from it, so a reload of its page says so rather than offer it again."""
+    waiting = _waiting(request)
+    if waiting.pop(str(key)[:50], None) is not None:
+        request.session[PREFILL_SESSION_KEY] = waiting
 
 
 EXPORTS = {

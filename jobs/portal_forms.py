@@ -26,6 +26,10 @@ _profile = RegexValidator(r"^[A-Za-z0-9_.-]{1,64}$", "Letters, digits, '_', '.' 
 _dlc_workspace = RegexValidator(r"^[A-Za-z0-9_-]{1,64}$", "Letters, digits, '_' and '-' only.")
 
 SETTINGS_FIELDS = ["name", "region", "endpoint", "dlc_workspace_id", "credential_profile", "role_arn", "quotas"]
+# The binding: which backend a workspace talks to, which DLC workspace there and with whose credentials, so which
+# jobs its sync imports and its members read. A superuser's to set (a workspace admin could otherwise bind another
+# team's DLC workspace, endpoint or credentials and read that team's jobs), and one DLC workspace per console one.
+BINDING_FIELDS = ("region", "endpoint", "dlc_workspace_id", "credential_profile", "role_arn")
 QUOTA_KINDS = {"general": ("general", False), "general-2.0": ("general", True), "lingjun": ("lingjun", False)}
 _quota_id = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -63,7 +67,27 @@ class QuotaListField(forms.CharField):
         return quotas
 
 
-class WorkspaceSettingsForm(forms.ModelForm):
+class BindingCheck(forms.ModelForm):
+    """A workspace form that refuses a binding another console workspace has (binding_problem), at the DLC
+    workspace ID. `reveal`: whether the error may name that workspace."""
+
+    reveal = False
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        fields = ("backend", *BINDING_FIELDS)
+        if any(name in self.errors for name in fields):
+            return data
+        # instance still holds the saved values here: the form copies its own onto it only after clean().
+        candidate = Workspace(pk=self.instance.pk, **{n: data.get(n, getattr(self.instance, n)) for n in fields})
+        # Only a new binding is checked: one bound twice before this check keeps working (and saving) as it was.
+        rebound = self.instance.pk is None or any(getattr(candidate, n) != getattr(self.instance, n) for n in fields)
+        if rebound and (problem := binding_problem(candidate, reveal=self.reveal)):
+            self.add_error("dlc_workspace_id", problem)
+        return data
+
+
+class WorkspaceSettingsForm(BindingCheck):
     """What a workspace admin may change. There is deliberately no field for an AccessKey secret."""
 
     quotas = QuotaListField(
@@ -76,13 +100,12 @@ class WorkspaceSettingsForm(forms.ModelForm):
         model = Workspace
         fields = SETTINGS_FIELDS
 
-    # Where requests go and whose credentials they carry: a workspace admin could otherwise point their
-    # workspace at another team's credential profile or RAM role, so only superusers change these.
-    SUPERUSER_FIELDS = ("endpoint", "credential_profile", "role_arn")
+    SUPERUSER_FIELDS = ("backend", *BINDING_FIELDS)
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if user is not None and not user.is_superuser:
+        self.reveal = user is None or user.is_superuser  # a superuser may know every workspace's name
+        if not self.reveal:
             for name in self.SUPERUSER_FIELDS:
                 if name in self.fields:
                     self.fields[name].disabled = True
@@ -111,6 +134,53 @@ class WorkspaceSettingsForm(forms.ModelForm):
                 raise forms.ValidationError(f"There is a workspace named '{twin}': names may not differ only in "
                                             "case.")
         return name
+
+
+def _backends(workspace: Workspace) -> set[str]:
+    """Names of the DLC service a workspace talks to: its endpoint, and on PAI-DLC its region too, whose endpoints
+    (public, VPC) all reach the same workspaces."""
+    from jobs.dlc import endpoint_for
+
+    names = {f"endpoint:{endpoint_for(workspace).strip().lower()}"}
+    if not workspace.is_local:
+        names.add(f"region:{workspace.region}")
+    return names
+
+
+def binding_twin(workspace: Workspace) -> Workspace | None:
+    """Another console workspace bound to the same DLC workspace as `workspace` (saved or not) on the same backend.
+
+    A blank DLC workspace ID is the default workspace of the credentials, the same one only with the same profile
+    and role."""
+    others = Workspace.objects.exclude(pk=workspace.pk).filter(dlc_workspace_id=workspace.dlc_workspace_id)
+    if not workspace.dlc_workspace_id:
+        others = others.filter(credential_profile=workspace.credential_profile, role_arn=workspace.role_arn)
+    mine = _backends(workspace)
+    return next((other for other in others.order_by("pk") if _backends(other) & mine), None)
+
+
+def binding_problem(workspace: Workspace, *, reveal: bool) -> str | None:
+    """Why `workspace` may not have its binding, else None. The other workspace is named only if `reveal` (a
+    superuser): to anyone else its name would say which teams exist and which DLC workspace each uses."""
+    twin = binding_twin(workspace)
+    if twin is None:
+        return None
+    what = (f"DLC workspace '{workspace.dlc_workspace_id}'" if workspace.dlc_workspace_id
+            else "The default DLC workspace (no ID) of these credentials")
+    whom = f"the console workspace '{twin.name}'" if reveal else "another console workspace"
+    return (f"{what} on this backend is already bound to {whom}: two console workspaces on one DLC workspace would "
+            "each import and show the other's jobs.")
+
+
+class WorkspaceAdminForm(BindingCheck):
+    """The Django admin's workspace form. Whoever may change workspaces there sees them all listed: the other
+    workspace is named."""
+
+    reveal = True
+
+    class Meta:
+        model = Workspace
+        fields = ["name", "backend", *SETTINGS_FIELDS[1:]]
 
 
 class WorkspaceCreateForm(WorkspaceSettingsForm):

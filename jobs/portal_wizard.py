@@ -1,7 +1,8 @@
 """How the team portal plugs into the create-job wizard (jobs/wizard.py calls these three functions):
 
 - `wizard_start(request, params)`: a wizard started from a template (`?template=<id>&version=<n>`) or from
-  an import waiting in the session (`?prefill=import`); None for a plain new job.
+  an import waiting in the session (`?prefill=<key>`, jobs.portal.take_prefill); None for a plain new job.
+- `done(request, start)`: a job or sweep was made from the page: its import stops waiting.
 - `locks(start)`: the section paths the template locks, for the Wizard to build (read-only fields with a
   "Locked by the template" badge, no rows added to or removed from a locked list).
 - `apply(start, wizard)`: after every Wizard is built: any change to a locked field is an error at that
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib import messages as notices
 from django.core.exceptions import BadRequest, ValidationError
 from django.http import Http404, HttpRequest
 
@@ -23,6 +25,8 @@ from jobs.models import JobTemplate, JobTemplateVersion, Workspace
 # The hidden field that carries an import's format through the wizard's posts, and its values.
 IMPORT_FIELD = "_import"
 IMPORT_FORMATS = ("json", "params")
+# The hidden field that carries the import's key (jobs.portal.stash_prefill) through the page's posts.
+PREFILL_FIELD = "_prefill"
 
 
 def import_details(params) -> dict[str, str]:
@@ -40,6 +44,7 @@ class PortalStart:
     version: JobTemplateVersion | None = None
     origin: str = ""
     notes: list[dict[str, str]] = field(default_factory=list)  # an import's (jobs.portal_forms.import_note_rows)
+    prefill: str = ""  # an import's key in the session
 
     @property
     def locked(self) -> list[str]:
@@ -68,24 +73,37 @@ def wizard_start(request: HttpRequest, params) -> PortalStart | None:
                     "_workspace": str(template.workspace_id)},
             origin=f"template {template.name} v{version.number}",
         )
-    if params.get("prefill") == "import" and request.method == "GET":
-        from jobs.portal import PREFILL_SESSION_KEY
-
-        data = request.session.get(PREFILL_SESSION_KEY)
-        if not isinstance(data, dict):
-            return None
-        workspace = access.workspaces_for(request.user).filter(pk=data.get("workspace")).first()
-        if workspace is None:
-            return None
-        access.require(request.user, "create", workspace=workspace)
-        request.session.pop(PREFILL_SESSION_KEY, None)
-        hidden = {"_workspace": str(workspace.pk)}
-        if data.get("format") in IMPORT_FORMATS:  # so the job's "created" audit event says it was imported
-            hidden[IMPORT_FIELD] = data["format"]
-        return PortalStart(workspace, sections=data.get("sections") or None, hidden=hidden,
-                           origin=str(data.get("origin", "import")),
-                           notes=data["notes"] if isinstance(data.get("notes"), list) else [])
+    # The page's first GET names the import in its URL (a reload names it again); its posts carry the key.
+    key = params.get("prefill") if request.method == "GET" else params.get(PREFILL_FIELD)
+    if key:
+        return _import_start(request, str(key))
     return None
+
+
+def _import_start(request: HttpRequest, key: str) -> PortalStart | None:
+    from jobs import portal
+
+    data = portal.take_prefill(request, key)
+    workspace = access.workspaces_for(request.user).filter(pk=data.get("workspace")).first() if data else None
+    if workspace is None:
+        if request.method == "GET":  # not a silent blank wizard; a post goes on in its posted workspace
+            notices.warning(request, portal.PREFILL_GONE)
+        return None
+    access.require(request.user, "create", workspace=workspace)
+    hidden = {"_workspace": str(workspace.pk), PREFILL_FIELD: key}
+    if data.get("format") in IMPORT_FORMATS:  # so the job's "created" audit event says it was imported
+        hidden[IMPORT_FIELD] = data["format"]
+    return PortalStart(workspace, sections=data.get("sections") or None, hidden=hidden,
+                       origin=str(data.get("origin", "import")),
+                       notes=data["notes"] if isinstance(data.get("notes"), list) else [], prefill=key)
+
+
+def done(request: HttpRequest, start: PortalStart | None) -> None:
+    """A job or sweep was made from the page: the import it started from stops waiting."""
+    if start is not None and start.prefill:
+        from jobs import portal
+
+        portal.drop_prefill(request, start.prefill)
 
 
 def locks(start: PortalStart | None) -> list[str]:

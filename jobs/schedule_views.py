@@ -127,6 +127,7 @@ def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
     form.fields["cron"].widget.attrs.update({
         "hx-get": reverse("schedule_new", args=[job.pk]), "hx-trigger": "input changed delay:400ms, change",
         "hx-target": "#cron-preview", "hx-swap": "outerHTML"})
+    config_refused = False
     if request.method == "POST" and form.is_valid() and form.chosen is not None:
         for key in reprompts:
             PUT_SECRET[key](body, form.cleaned_data[key])
@@ -135,14 +136,14 @@ def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
         if schedule is not None:
             messages.success(request, f"Schedule {schedule.name} created: {schedules.describe(schedule.recurrence)}.")
             return redirect("schedule_list", ws=job.workspace_id)
-        _errors_to_form(form, errors, secret_envs)
+        config_refused = _errors_to_form(form, errors, secret_envs)
     # Without JS the preview still shows once the form comes back with another field's error; an expression's own
     # problem is the field's error (shown in the preview's place), so it is said once.
     typed = form.data.get("cron", "") if form.is_bound else ""
     runs, _problem = schedules.cron_preview(typed) if typed.strip() else ([], None)
     return render(request, "jobs/schedule_new.html", {
         "job": job, "form": form, "time_zone": schedules.zone().key, "cron_runs": runs,
-        "cron_min_minutes": settings.DLC_SCHEDULE_MIN_MINUTES})
+        "cron_min_minutes": settings.DLC_SCHEDULE_MIN_MINUTES, "config_refused": config_refused})
 
 
 def _cron_preview(request: HttpRequest, typed: str) -> HttpResponse:
@@ -153,7 +154,10 @@ def _cron_preview(request: HttpRequest, typed: str) -> HttpResponse:
                   {"cron_runs": runs, "cron_errors": [problem] if problem else [], "time_zone": schedules.zone().key})
 
 
-def _errors_to_form(form: ScheduleForm, errors: dict[str, list[str]], secret_envs: list[str]) -> None:
+def _errors_to_form(form: ScheduleForm, errors: dict[str, list[str]], secret_envs: list[str]) -> bool:
+    """Each error at its field; True if the job's own configuration was refused, which no field here can fix
+    (the page then says how: clone, fix, schedule the clone)."""
+    config_refused = False
     for key, messages_ in errors.items():
         path = key.removeprefix(f"{schedules.JOB}.")
         env = path.split(".", 1)[1] if path.startswith(("SecretEnvs.", "Envs.")) else None
@@ -166,3 +170,5 @@ def _errors_to_form(form: ScheduleForm, errors: dict[str, list[str]], secret_env
         else:
             # The job's own configuration (e.g. a guardrail changed since it ran): said whole, with its field.
             form.add_error(None, [f"The job's configuration, {path}: {m}" for m in messages_])
+            config_refused = True
+    return config_refused

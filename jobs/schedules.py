@@ -144,7 +144,8 @@ def cron_problem(expression: Any, now: datetime | None = None) -> str | None:
     try:
         slots = [now, *(slot for slot, _ in zip(cron_slots(text, now, tz), range(GAP_SLOTS), strict=False))]
     except CronSimError as error:
-        return f"{error} ({CRON_FIELDS})."
+        never = str(error) == "Bad day-of-month" and _date_never_occurs(CRON_ALIASES.get(text.lower(), text))
+        return never or f"{error} ({CRON_FIELDS})."
     if len(slots) == 1:
         return "This expression never runs."
     least = settings.DLC_SCHEDULE_MIN_MINUTES
@@ -155,6 +156,21 @@ def cron_problem(expression: Any, now: datetime | None = None) -> str | None:
                     f"{before.astimezone(tz):%Y-%m-%d %H:%M} and {apart} minute{'s' if apart != 1 else ''} later "
                     f"({tz.key}).")
     return None
+
+
+def _date_never_occurs(expression: str) -> str | None:
+    """cronsim says "Bad day-of-month" both of a day no month has (32) and of one none of the chosen months has
+    (31 April, 30 February): the second is a date that never comes, said as such."""
+    _, _, day, month, weekday = expression.split()
+    if not weekday.startswith("*") and not day.startswith("*"):
+        return None  # either day field matches (cron's "or"): cronsim accepts it
+    try:
+        CronSim(f"0 0 {day} * *", datetime(2000, 1, 1))
+    except CronSimError:
+        return None  # the day itself is wrong: cronsim's words say so
+    return (f"That date never occurs: day-of-month {day} is past the last day of each month of the month field "
+            f"({month}), so this expression would never run. Choose a day those months have, or L for each month's "
+            "last day.")
 
 
 def _step_problem(expression: str) -> str | None:
@@ -355,6 +371,8 @@ def parse_settings(name: Any, kind: Any, every_hours: Any = None, at: Any = None
 
 
 NAME_TAKEN = "A schedule of this workspace has this name already."
+# A run skipped for this reason is skipped again every time: the page says how to get out (Row.refused_by_rules).
+RULES_SKIP = "The job no longer passes the workspace's rules"
 
 
 def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_job: Job | None = None) \
@@ -511,7 +529,7 @@ def _start(schedule: Schedule, due_at: datetime, save_and_enqueue) -> tuple[Job 
     if checked is None:
         said = "; ".join(f"{path}: {' '.join(messages)}" if path else " ".join(messages)
                          for path, messages in errors.items())
-        return None, f"The job no longer passes the workspace's rules: {said}"
+        return None, f"{RULES_SKIP}: {said}"
     clean, found = take_secrets(checked.wire)
     job = save_and_enqueue(workspace=schedule.workspace, owner=schedule.owner, body=clean, hints=checked.hints,
                            sealed_secrets=secretbox.seal({**found, **checked.secret_envs}),
@@ -528,6 +546,13 @@ class Row:
     words: str
     runs: list[ScheduledRun]
     can_change: bool
+
+    @property
+    def refused_by_rules(self) -> bool:
+        """Its latest run was skipped for the workspace's rules: so will every next one, as a schedule's job
+        configuration cannot be changed; the page says what to do instead."""
+        latest = self.runs[0] if self.runs else None
+        return latest is not None and latest.job_id is None and latest.skipped_reason.startswith(RULES_SKIP)
 
 
 def recent_runs() -> Prefetch:

@@ -350,8 +350,34 @@ def set_default(template: JobTemplate, user, number: int | None) -> None:
                  template=template.name, template_id=template.pk, default={"from": before, "to": number})
 
 
-def delete(template: JobTemplate, user) -> None:
+def jobs_started_from(template: JobTemplate) -> int:
+    """How many jobs name the template in their hints (`link()`: started from it, or a clone or edit of one): the
+    jobs whose lines its locks bind."""
+    return Job.objects.filter(workspace_id=template.workspace_id, **{f"hints__{LINK}__id": template.pk}).count()
+
+
+def delete(template: JobTemplate, user) -> int:
+    """Delete the template and its versions; how many jobs started from it (the audit event keeps the count).
+
+    Its locks go with it: `linked()` finds no template, so the clones and edits of those jobs are free again. Kept
+    locks would bind a team's jobs to a template nobody can open, explain or unlock any more; the admin deciding
+    to delete it is the one who may lift them, and is told so first (template_detail.html). A rule that must
+    outlive a template belongs in the workspace's guardrails (jobs.policies)."""
     access.require(user, "manage", workspace=template.workspace)
+    jobs = jobs_started_from(template)
     audit.record(user, AuditEvent.TEMPLATE, workspace=template.workspace, event="deleted",
-                 template=template.name, template_id=template.pk)
+                 template=template.name, template_id=template.pk, jobs=jobs)
     template.delete()
+    return jobs
+
+
+def deleted_message(template: JobTemplate, jobs: int) -> str:
+    """What the template list says after a delete: what became of the locks on the jobs started from it."""
+    said = f"Template {template.name} deleted."
+    if not jobs or not template.locked:
+        return said
+    if jobs == 1:
+        return f"{said} 1 job started from it keeps running; its clones and edits are no longer held to its locked " \
+               "fields."
+    return f"{said} {jobs} jobs started from it keep running; their clones and edits are no longer held to its " \
+           "locked fields."

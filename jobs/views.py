@@ -100,9 +100,15 @@ def shown_workspace(request: HttpRequest) -> Workspace | None:
 
 
 def can_select(request: HttpRequest, workspace: Workspace | None) -> bool:
-    """Whether the job list offers row checkboxes and "Stop selected": members stop their own jobs and admins
-    anyone's, so exactly those who may create jobs; a viewer stops nothing."""
+    """Whether the job list offers "Stop selected": members stop their own jobs and admins anyone's, so exactly
+    those who may create jobs; a viewer stops nothing."""
     return bool(workspace and access.can(request.user, "create", workspace=workspace))
+
+
+def can_tick(workspace: Workspace | None) -> bool:
+    """Whether the job list offers row checkboxes: everyone who sees a workspace's list, as "Compare selected"
+    takes them and a viewer may compare; "Stop selected" only for can_select."""
+    return workspace is not None
 
 
 def save_and_enqueue(*, workspace: Workspace, owner, body: dict, hints: dict | None = None,
@@ -202,7 +208,8 @@ def _list_context(request: HttpRequest, workspace: Workspace | None, filters: li
     return {
         "workspace": workspace,
         "can_create": may_create,
-        "selectable": may_create,
+        "can_stop": may_create,
+        "selectable": can_tick(workspace),
         "compare_max": compare.MAX_JOBS,  # the list's Compare button stops at what the page compares
         "filters": filters,
         "page": page,
@@ -268,7 +275,7 @@ def job_rows(request: HttpRequest) -> HttpResponse:
     filters = listing.Filters.from_query(request.GET)
     return render(request, "jobs/_rows.html", {
         "rows": listing.rows(changed, checked=_ids(request.GET.getlist("job"))),
-        "selectable": bool(changed) and can_select(request, current_workspace(request)),
+        "selectable": bool(changed) and can_tick(current_workspace(request)),
         "poll_url": _poll_url(filters, [job for job in jobs if job.is_active]),
         "counts_url": _url("job_counts", filters.query()),
     })
@@ -289,7 +296,7 @@ def job_counts(request: HttpRequest) -> HttpResponse:
 def job_row(request: HttpRequest, pk: int) -> HttpResponse:
     job = access.get_job(request.user, pk)
     return render(request, "jobs/_row.html", {"rows": listing.rows([job]),
-                                              "selectable": can_select(request, job.workspace)})
+                                              "selectable": can_tick(job.workspace)})
 
 
 @login_required
@@ -311,7 +318,7 @@ def jobs_stop(request: HttpRequest) -> HttpResponse:
         return redirect("job_list")
     rows = listing.rows(listing.for_rows(access.jobs_for(request.user).filter(pk__in=found)))
     return render(request, "jobs/_bulk_result.html", {"results": results, "rows": rows, "ignored": ignored,
-                                                      "selectable": can_select(request, current_workspace(request))})
+                                                      "selectable": can_tick(current_workspace(request))})
 
 
 @login_required

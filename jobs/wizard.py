@@ -437,6 +437,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
             if (answer := _made_meanwhile(request, start, token)) is None:
                 raise
             return answer
+        portal_wizard.done(request, start.portal)
         return redirect(job)
     return _page(request, _context(wizard, start, sweep_input))
 
@@ -483,6 +484,7 @@ def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given
         if (answer := _made_meanwhile(request, start, token)) is None:
             raise
         return answer
+    portal_wizard.done(request, start.portal)
     return redirect(sweep)
 
 

@@ -113,11 +113,15 @@ def test_bearer_token_authenticates_and_updates_last_used(team):
     assert ApiToken.objects.get().last_used_at is not None
 
 
-@pytest.mark.parametrize("header", ["Bearer dlcc_wrong", "Bearer ", "Basic bWVtYmVyOnB3", "Bearer not-even-ours"])
-def test_bad_credentials_get_401(team, header):
+@pytest.mark.parametrize(("header", "said"), [
+    ("Bearer dlcc_wrong", "This API token is not valid"), ("Bearer not-even-ours", "This API token is not valid"),
+    ("Bearer ", "Authentication required"), ("Basic bWVtYmVyOnB3", "Authentication required")])
+def test_bad_credentials_get_401_and_a_wrong_token_hears_it_is_not_valid(team, header, said):
     answer = pf.client_for().get("/api/v1/jobs", HTTP_AUTHORIZATION=header)
     assert answer.status_code == 401
     assert answer["WWW-Authenticate"].startswith("Bearer")
+    assert answer.json()["error"].startswith(said), answer.json()
+    assert ('error="invalid_token"' in answer["WWW-Authenticate"]) == (said != "Authentication required")
 
 
 def test_a_bad_token_does_not_fall_back_to_the_session(team):
@@ -140,7 +144,9 @@ def test_revoked_tokens_and_inactive_users_are_refused(team):
     _, raw2 = apitokens.create_token(team.users["viewer"], "other")
     team.users["viewer"].is_active = False
     team.users["viewer"].save()
-    assert pf.client_for().get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {raw2}").status_code == 401
+    inactive = pf.client_for().get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {raw2}")
+    assert inactive.status_code == 401
+    assert inactive.json() == unknown.json(), "a deactivated user's token says no more than an unknown one"
 
 
 def test_revoking_twice_records_one_event_and_keeps_the_first_time(both):

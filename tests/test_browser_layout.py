@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from jobs import dependencies
-from jobs.models import Job, Membership, Sweep, SweepTrial, Webhook, WebhookDelivery
+from jobs import dependencies, spec
+from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Sweep, SweepTrial, Webhook, WebhookDelivery
 from tests import portal_fixtures as pf
 from tests.conftest import PASSWORD
 from tests.support.browser import sign_in
@@ -22,6 +22,7 @@ WIDTHS = (1280, 390)
 LONG_JOB = "x" * 256
 LONG_SWEEP = "s" * 256
 LONG_WORKSPACE = "w" * 100
+LONG_TEMPLATE = "t" * 100  # the longest template name
 
 
 def overflow(page) -> int:
@@ -88,10 +89,18 @@ def test_a_dependent_job_the_clone_wizard_and_webhook_deliveries_of_a_long_name_
                                      events=["Failed"])
     WebhookDelivery.objects.create(webhook=webhook, job=upstream, status="Failed", attempts=3,
                                    last_error="connection refused " + "e" * 80)
+    # A template's name in the wizard's "Started from the template ..." notice and its own pages (QA: 862 px at 390),
+    # beside the workspace's name (the wizard's "Shared with everyone in ...").
+    workspace.name = LONG_WORKSPACE
+    workspace.save(update_fields=["name"])
+    template = JobTemplate.objects.create(workspace=workspace, name=LONG_TEMPLATE, created_by=member)
+    JobTemplateVersion.objects.create(template=template, number=1, sections=spec.inverse(pf.BODY), created_by=member)
     sign_in(page, stack.url, member.username, PASSWORD)
     pages = {"dependent job": dependent.get_absolute_url(), "clone wizard": f"/jobs/new?clone={upstream.pk}",
              "notifications": f"/workspaces/{workspace.pk}/notifications",
-             "deliveries": f"/workspaces/{workspace.pk}/notifications/{webhook.pk}/deliveries"}
+             "deliveries": f"/workspaces/{workspace.pk}/notifications/{webhook.pk}/deliveries",
+             "template wizard": f"/jobs/new?template={template.pk}", "templates": "/templates",
+             "template": f"/templates/{template.pk}"}
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 800})
         wide = []

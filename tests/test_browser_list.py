@@ -154,8 +154,10 @@ def test_a_viewer_is_offered_nothing_it_may_not_do_and_stop_asks_only_with_jobs_
         ["Jobs", "Sweeps", "Templates", "Usage", "Schedules", "API", "Email"])
     expect(page.locator("main").get_by_text("Create job")).to_have_count(0)
     expect(page.locator("#stop-selected")).to_have_count(0)
-    # No row or select-all box to act on; the "Idle only" filter is a filter anyone may use.
-    expect(page.locator("input[type=checkbox]:not([name=idle])")).to_have_count(0)
+    # Ticks only to compare: the row's box and select-all, and Compare selected, never Stop selected.
+    expect(page.locator("input[type=checkbox]:not([name=idle])")).to_have_count(2)
+    page.check(f"#job-{job.pk} input[name=job]")
+    expect(page.locator("#compare-selected")).to_be_enabled()
 
     page.context.clear_cookies()
     sign_in(page, stack.url, member.username, PASSWORD)

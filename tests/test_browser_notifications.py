@@ -55,6 +55,14 @@ def test_add_a_webhook_and_send_a_test_in_place(stack, member, workspace, receiv
     assert json.loads(body)["event"] == "test"
     assert headers["X-DLC-Signature"] == "sha256=" + hmac.new(b"browser-secret", body, hashlib.sha256).hexdigest()
 
+    # Edit lands on its form, far below on a phone (QA: 2,737 px down at 390), its first field focused.
+    page.set_viewport_size({"width": 390, "height": 800})
+    card.locator("a.webhook-edit").click()
+    expect(page.locator("#webhook-form h2")).to_have_text("Edit team-chat")
+    expect(page.locator("#id_name")).to_be_focused()
+    expect(page.locator("#id_name")).to_be_in_viewport()
+    expect(page.locator("#webhook-form h2")).to_be_in_viewport(ratio=1)
+
 
 def test_a_member_opts_in_to_email_and_sends_a_test_in_place(stack, member, workspace, page):
     """From the top bar's Email link: a bad address is refused at its field, a good one saved with a box ticked,

@@ -4,6 +4,8 @@ and export (JSON, Python SDK code, params file) of any job, never with a secret.
 from __future__ import annotations
 
 import json
+import re
+import time
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -32,7 +34,7 @@ def team(db):
 def import_into_wizard(client, **data):
     answer = client.post("/jobs/import", {"format": "auto", "job_type": "TFJob", **data})
     assert answer.status_code == 302, answer.context["form"].errors if answer.context else answer
-    assert answer["Location"] == "/jobs/new?prefill=import"
+    assert re.fullmatch(r"/jobs/new\?prefill=[\w-]{8}", answer["Location"]), answer["Location"]
     page = client.get(answer["Location"])
     assert page.status_code == 200
     return page
@@ -52,8 +54,8 @@ def test_pasted_createjob_json_opens_a_prefilled_wizard(team):
     assert field_value(page, "resources-roles-0-instance_type") == "ecs.g6.large"
     assert "Prefilled from an import (json)" in page.text
     assert not AuditEvent.objects.exists(), "reading a body into the wizard changes nothing: nothing to audit"
-    assert client.get("/jobs/new?prefill=import").context["wizard"].data.get("basic-name") == "", \
-        "the import is used once"
+    again = client.get(page.request["PATH_INFO"] + "?" + page.request["QUERY_STRING"])
+    assert again.context["wizard"].data.get("basic-name") == "imported-json", "a reload opens the same import"
     # The job the import becomes is audited when it is created, and its event says where it came from.
     answer = client.post("/jobs/new", {**page.context["wizard"].data, **page.context["hidden"]})
     job = Job.objects.get(display_name="imported-json")
@@ -407,3 +409,100 @@ def test_an_uploaded_params_file_with_a_nul_is_refused_at_its_key(team):
     assert answer.status_code == 200
     assert answer.context["form"].errors["file"] == ["name: Must not contain a NUL character (\\u0000): it cannot be "
                                                      "stored or sent."]
+
+
+# --- the import waiting for the wizard: reloads, submit, bounds, secrets ------------------------------------
+
+
+def imported(client, text: str) -> str:
+    """The wizard URL an import redirects to (its key in ?prefill=)."""
+    answer = client.post("/jobs/import", {"format": "auto", "job_type": "TFJob", "text": text})
+    assert answer.status_code == 302, answer.context["form"].errors if answer.context else answer
+    return answer["Location"]
+
+
+def test_a_reload_of_the_wizard_keeps_the_import_and_its_notes_until_a_job_is_made_from_it(team):
+    """F5 or Back-and-forward on the wizard after an import: the same prefilled page with its notes, every time;
+    once a job is made from it the import is gone and its URL says so instead of a silent blank wizard."""
+    client = pf.client_for(team.users["member"])
+    url = imported(client, json.dumps({**pf.BODY, "DisplayName": "reloaded", "JobSpecs": [
+        {**pf.BODY["JobSpecs"][0], "PodCount": "two"}]}))
+    for _reload in range(3):
+        page = client.get(url)
+        assert field_value(page, "basic-name") == "reloaded"
+        assert "Prefilled from an import (json)" in page.text and "JobSpecs[0].PodCount" in import_notes(page)
+    key = url.rpartition("=")[2]
+    assert page.context["hidden"]["_prefill"] == key, "the key goes with the form, so a submit can drop it"
+    # A re-rendered page (a refused submit) keeps the notes too.
+    refused = client.post("/jobs/new/form", {**page.context["wizard"].data, **page.context["hidden"],
+                                             })
+    assert refused.status_code == 200 and "JobSpecs[0].PodCount" in import_notes(refused)
+    answer = client.post("/jobs/new/form", {**page.context["wizard"].data, **page.context["hidden"],
+                                            "resources-roles-0-count": "2"})
+    assert answer.status_code == 302, answer.context["summary"] if answer.context else answer
+    assert Job.objects.filter(display_name="reloaded").count() == 1
+    gone = client.get(url)
+    assert gone.status_code == 200 and field_value(gone, "basic-name") == ""
+    assert "This import is no longer available" in gone.text and "import the file again" in gone.text
+    assert gone.context["portal_start"] is None
+
+
+@pytest.mark.parametrize("url", ["/jobs/new?prefill=import", "/jobs/new?prefill=unknown1", "/jobs/new?prefill=%00"])
+def test_an_unknown_or_old_import_key_says_the_import_is_gone(team, url):
+    page = pf.client_for(team.users["member"]).get(url)
+    assert page.status_code == 200 and "This import is no longer available" in page.text
+    assert field_value(page, "basic-name") == ""
+
+
+def test_imports_wait_a_bounded_time_and_only_the_newest_few(team):
+    from jobs import portal
+
+    client = pf.client_for(team.users["member"])
+    urls = [imported(client, json.dumps({**pf.BODY, "DisplayName": f"import-{n}"}))
+            for n in range(portal.PREFILL_KEEP + 1)]
+    assert "no longer available" in client.get(urls[0]).text, "the oldest gave way to the newest"
+    assert all(field_value(client.get(url), "basic-name") == f"import-{n}" for n, url in enumerate(urls) if n)
+    session = client.session
+    waiting = session[portal.PREFILL_SESSION_KEY]
+    waiting[urls[1].rpartition("=")[2]]["at"] = time.time() - portal.PREFILL_MAX_AGE - 1
+    session[portal.PREFILL_SESSION_KEY] = waiting
+    session.save()
+    assert "no longer available" in client.get(urls[1]).text, "a day-old import has expired"
+    assert field_value(client.get(urls[2]), "basic-name") == "import-2"
+
+
+def test_an_import_waits_in_the_session_of_its_user_and_workspace_only(team):
+    url = imported(pf.client_for(team.users["member"]), json.dumps(pf.BODY))
+    assert "no longer available" in pf.client_for(team.users["admin"]).get(url).text, "another session"
+    member = pf.client_for(team.users["member"])
+    assert "no longer available" in member.get(url).text, "another sign-in"
+
+
+def test_the_session_row_keeps_no_secret_of_an_import(team):
+    """The import waits in the session, which the database stores: nothing there may be a secret."""
+    from django.contrib.sessions.models import Session
+
+    client = pf.client_for(team.users["member"])
+    body = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "ImageConfig": {"Username": "bob",
+                                                                               "Password": "hunter2-registry"}}],
+            "Envs": {"WANDB_API_KEY": "hunter2-env", "EPOCHS": "3"},
+            "Settings": {"AdvancedSettings": {"RayRedisPassword": "hunter2-ray", "WandbApiKey": "hunter2-adv"}}}
+    url = imported(client, json.dumps(body))
+    assert field_value(client.get(url), "environment-envs-1-value") == "3"
+    stored = Session.objects.get(session_key=client.session.session_key)
+    assert "hunter2" not in stored.session_data and "hunter2" not in json.dumps(stored.get_decoded())
+    assert "hunter2" not in client.get(url).text
+
+
+def test_an_import_from_another_dlc_workspace_says_where_the_job_will_be_created(team):
+    client = pf.client_for(team.users["member"])
+    page = client.get(imported(client, json.dumps({**pf.BODY, "WorkspaceId": "other"})))
+    note = import_notes(page)["WorkspaceId"]
+    assert note["raw"] == "other" and note["state"] == "dropped"
+    assert "this workspace's DLC workspace 'alpha'" in note["message"] and "not in 'other'" in note["message"]
+    assert "this workspace&#x27;s DLC workspace &#x27;alpha&#x27;" in page.text
+    answer = client.post("/jobs/new/form", {**page.context["wizard"].data, **page.context["hidden"]})
+    assert answer.status_code == 302 and Job.objects.get(display_name="train-a", pk__gt=team.other_job.pk
+                                                         ).body["WorkspaceId"] == "alpha"
+    same = client.get(imported(client, json.dumps({**pf.BODY, "WorkspaceId": "alpha"})))
+    assert "WorkspaceId" not in import_notes(same), "no note when the file names this workspace's own"

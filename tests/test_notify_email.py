@@ -170,11 +170,19 @@ def test_a_stop_by_the_owner_is_not_mailed_a_stop_by_someone_else_is(team):
     assert notify_email.deliver(mine.pk) is None and notify_email.deliver(theirs.pk) is None
     assert [m.subject for m in mail.outbox] == ["[DLC Console] theirs was stopped"]
     assert EmailDelivery.objects.get(job=mine).last_error == "stopped by its owner"
+    # DLC's reason only says "by the user": the mail names who, from the audit log.
+    type(theirs).objects.filter(pk=theirs.pk).update(reason_code="JobStoppedByUser",
+                                                     reason_message="The job was stopped by the user")
+    theirs.refresh_from_db()
+    assert "Reason:     Stopped in the console by admin (DLC: JobStoppedByUser)\n" in notify_email.body(
+        theirs, "Stopped")
 
-    by_dlc = ended(team.alpha, member, "Stopped")  # no stop asked in the console: DLC (or its console) did
+    by_dlc = ended(team.alpha, member, "Stopped", reason_code="JobStoppedByUser",
+                   reason_message="The job was stopped by the user")  # no stop asked here: DLC (or its console) did
     assert notify_email.owed([by_dlc.pk]) == [by_dlc.pk]
     notify_email.deliver(by_dlc.pk)
     assert len(mail.outbox) == 2
+    assert "Reason:     JobStoppedByUser: The job was stopped by the user\n" in mail.outbox[1].body
 
 
 def test_jobs_skipped_because_their_upstream_did_not_succeed_are_not_mailed(team):

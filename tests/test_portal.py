@@ -4,12 +4,14 @@ policy, the workspace switcher and the SSO settings switch."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from jobs.portal_forms import BINDING_FIELDS, SETTINGS_FIELDS
 from tests import portal_fixtures as pf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,16 +40,26 @@ def superuser_client(team):
     return pf.client_for(team.users["admin"])
 
 
-def test_workspace_admins_cannot_redirect_credentials_only_superusers_can(team):
+def test_workspace_admins_cannot_rebind_their_workspace_only_superusers_can(team):
+    """QA: an admin set "DLC workspace ID" to another team's DLC workspace, and the sync imported that team's
+    jobs (command, config, logs) for the admin's viewers to read. Region, endpoint, DLC workspace and
+    credentials pick which backend data a workspace sees: all of them are a superuser's to change."""
     admin = pf.client_for(team.users["admin"])
     answer = admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(
-        team.alpha, region="cn-shanghai", credential_profile="other-team", endpoint="evil.example:80",
-        role_arn="acs:ram::123456789012:role/other-team"))
+        team.alpha, name="Alpha team", region="cn-shanghai", dlc_workspace_id="beta", credential_profile="other-team",
+        endpoint="evil.example:80", role_arn="acs:ram::123456789012:role/other-team"))
     assert answer.status_code == 302
     team.alpha.refresh_from_db()
-    assert team.alpha.region == "cn-shanghai"
-    assert (team.alpha.credential_profile, team.alpha.role_arn, team.alpha.endpoint) == ("", "", pf.DEAD_ENDPOINT)
-    assert "Only a console superuser can change this." in admin.get(f"/workspaces/{team.alpha.pk}/settings").text
+    assert team.alpha.name == "Alpha team", "what is the admin's to change is saved"
+    assert (team.alpha.region, team.alpha.dlc_workspace_id, team.alpha.credential_profile, team.alpha.role_arn,
+            team.alpha.endpoint) == ("cn-hangzhou", "alpha", "", "", pf.DEAD_ENDPOINT)
+    page = admin.get(f"/workspaces/{team.alpha.pk}/settings")
+    form = page.context["form"]
+    assert [name for name in SETTINGS_FIELDS if form.fields[name].disabled] == list(BINDING_FIELDS)
+    assert "Only a console superuser can change this." in page.text
+    assert "only a console superuser can change them" in page.text
+    assert re.search(r'<input[^>]*name="dlc_workspace_id"[^>]*value="alpha"[^>]*disabled', page.text) or \
+        re.search(r'<input[^>]*disabled[^>]*name="dlc_workspace_id"', page.text), "shown, read-only"
 
 
 def test_admin_edits_settings_and_the_change_is_audited(team):
@@ -111,6 +123,117 @@ def test_a_workspace_name_that_differs_only_in_case_is_refused_at_name(team):
 def test_settings_page_is_for_admins_only(team):
     assert pf.client_for(team.users["member"]).get(f"/workspaces/{team.alpha.pk}/settings").status_code == 403
     assert pf.client_for(team.users["other"]).get(f"/workspaces/{team.alpha.pk}/settings").status_code == 404
+
+
+# --- the binding: which DLC workspace on which backend -------------------------------------------------------
+
+
+def create_data(**values):
+    return {"name": "Gamma", "backend": "localdlc", "region": "cn-hangzhou", "endpoint": pf.DEAD_ENDPOINT,
+            "dlc_workspace_id": "gamma", "credential_profile": "", "role_arn": "", **values}
+
+
+def test_a_dlc_workspace_bound_to_another_console_workspace_is_refused_at_the_field(team):
+    """QA: nothing stopped two console workspaces binding one DLC workspace; each then imports and shows the
+    other's jobs. The same DLC workspace id on another backend (endpoint, or region on PAI-DLC) is another one."""
+    from jobs.models import AuditEvent, Workspace
+
+    root = superuser_client(team)
+    answer = root.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha, dlc_workspace_id="beta"))
+    assert answer.status_code == 200 and 'id="field-dlc_workspace_id"' in answer.text
+    assert answer.context["form"].errors["dlc_workspace_id"] == [
+        "DLC workspace 'beta' on this backend is already bound to the console workspace 'Beta': two console "
+        "workspaces on one DLC workspace would each import and show the other's jobs."]
+    created = root.post("/workspaces/new", create_data(dlc_workspace_id="alpha"))
+    assert created.status_code == 200 and "already bound to the console workspace 'Alpha'" in \
+        created.context["form"].errors["dlc_workspace_id"][0]
+    assert not Workspace.objects.filter(name="Gamma").exists()
+    # Blank is the default workspace of the credentials: bound once per backend and credentials.
+    assert root.post("/workspaces/new", create_data(dlc_workspace_id="")).status_code == 302
+    twin = root.post("/workspaces/new", create_data(name="Delta", dlc_workspace_id=""))
+    assert "The default DLC workspace (no ID) of these credentials" in \
+        twin.context["form"].errors["dlc_workspace_id"][0]
+    assert root.post("/workspaces/new", create_data(name="Delta", dlc_workspace_id="",
+                                                    credential_profile="delta")).status_code == 302
+    # PAI-DLC: one region's endpoints (public, VPC) reach the same workspaces; another region has other ones.
+    assert root.post("/workspaces/new", create_data(name="Hz", backend="dlc", endpoint="",
+                                                    dlc_workspace_id="12345")).status_code == 302
+    vpc = root.post("/workspaces/new", create_data(name="Hz VPC", backend="dlc", dlc_workspace_id="12345",
+                                                   endpoint="pai-dlc-vpc.cn-hangzhou.aliyuncs.com"))
+    assert "already bound to the console workspace 'Hz'" in vpc.context["form"].errors["dlc_workspace_id"][0]
+    assert root.post("/workspaces/new", create_data(name="Sh", backend="dlc", endpoint="", region="cn-shanghai",
+                                                    dlc_workspace_id="12345")).status_code == 302
+    # Another localdlc (endpoint) has its own "beta"; the move is audited with the binding's old and new values.
+    moved = root.post(f"/workspaces/{team.alpha.pk}/settings",
+                      settings_data(team.alpha, dlc_workspace_id="beta", endpoint="127.0.0.1:10"))
+    assert moved.status_code == 302
+    event = AuditEvent.objects.filter(workspace=team.alpha, details__event="settings").get()
+    assert event.details["changes"]["dlc_workspace_id"] == {"from": "alpha", "to": "beta"}
+    assert event.details["changes"]["endpoint"] == {"from": pf.DEAD_ENDPOINT, "to": "127.0.0.1:10"}
+
+
+def test_the_binding_error_names_the_other_workspace_to_superusers_only(team):
+    from jobs.models import Workspace
+    from jobs.portal_forms import binding_problem
+
+    candidate = Workspace(name="Mine", backend=Workspace.BACKEND_LOCAL, endpoint=pf.DEAD_ENDPOINT,
+                          dlc_workspace_id="beta")
+    hidden = binding_problem(candidate, reveal=False)
+    assert hidden == ("DLC workspace 'beta' on this backend is already bound to another console workspace: two "
+                      "console workspaces on one DLC workspace would each import and show the other's jobs.")
+    assert "'Beta'" in binding_problem(candidate, reveal=True)
+    candidate.dlc_workspace_id = "gamma"
+    assert binding_problem(candidate, reveal=True) is None
+
+
+def test_a_binding_shared_before_the_check_does_not_block_other_settings(team):
+    """Existing data may bind one DLC workspace twice: its admins still save their own settings; only a new
+    binding is checked (as a kept name stays valid)."""
+    from jobs.models import Workspace
+
+    Workspace.objects.create(name="Alpha copy", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="alpha",
+                             endpoint=pf.DEAD_ENDPOINT)
+    admin = pf.client_for(team.users["admin"])
+    assert admin.post(f"/workspaces/{team.alpha.pk}/settings",
+                      settings_data(team.alpha, name="Alpha 2")).status_code == 302
+    team.alpha.refresh_from_db()
+    assert team.alpha.name == "Alpha 2"
+    root = superuser_client(team)
+    assert root.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha)).status_code == 302
+
+
+def test_the_django_admin_refuses_a_bound_dlc_workspace_and_audits_a_rebinding(team):
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import AuditEvent
+
+    root = pf.client_for(get_user_model().objects.create_superuser("root", password=None))
+    data = {"name": "Alpha", "backend": "localdlc", "region": "cn-hangzhou", "endpoint": pf.DEAD_ENDPOINT,
+            "dlc_workspace_id": "beta", "credential_profile": "", "role_arn": "", "quotas": "[]",
+            "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0", "memberships-MIN_NUM_FORMS": "0",
+            "memberships-MAX_NUM_FORMS": "1000"}
+    url = f"/admin/jobs/workspace/{team.alpha.pk}/change/"
+    refused = root.post(url, data)
+    assert refused.status_code == 200
+    assert "already bound to the console workspace &#x27;Beta&#x27;" in refused.text
+    assert root.post(url, {**data, "dlc_workspace_id": "alpha-2"}).status_code == 302
+    team.alpha.refresh_from_db()
+    assert team.alpha.dlc_workspace_id == "alpha-2"
+    event = AuditEvent.objects.get(workspace=team.alpha, details__event="settings")
+    assert event.actor_name == "root" and event.details["via"] == "admin"
+    assert event.details["changes"] == {"dlc_workspace_id": {"from": "alpha", "to": "alpha-2"}}
+
+
+def test_bootstrap_does_not_bind_localdlcs_local_workspace_twice(db):
+    """`make run` bootstraps a "Local" workspace bound to localdlc's "local": renamed, it is not made again."""
+    from django.core.management import call_command
+
+    from jobs.models import Workspace
+
+    call_command("bootstrap", stdout=open(os.devnull, "w"))
+    Workspace.objects.filter(name="Local").update(name="Dev")
+    call_command("bootstrap", stdout=open(os.devnull, "w"))
+    assert list(Workspace.objects.values_list("name", "dlc_workspace_id")) == [("Dev", "local")]
 
 
 @pytest.fixture
@@ -599,6 +722,22 @@ def test_the_add_webhook_form_starts_with_every_job_end_ticked(team):
     assert len(boxes) == len(EVENTS), boxes
     # Budget alerts are not a job end: asked for, not ticked by default.
     assert all((" checked" in box) == ('value="Budget"' not in box) for box in boxes), boxes
+
+
+def test_edit_lands_on_the_webhook_form_with_its_name_focused_and_the_plain_page_stays_at_the_top(team):
+    from jobs.models import Webhook
+
+    webhook = Webhook.objects.create(workspace=team.alpha, name="relay", url="http://10.1.2.3/hook",
+                                     events=["Failed"])
+    client = pf.client_for(team.users["admin"])
+    page = client.get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
+    edit_url = f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}"
+    assert f'href="{edit_url}#id_name"' in page, "the link lands on (and focuses) the form's first field"
+    assert "autofocus" not in page, "the list itself opens at its top"
+    page = client.get(edit_url).content.decode()
+    assert re.search(r'<input type="text" name="name" value="relay"[^>]* autofocus[ >]', page), page
+    page = client.post(edit_url, {"name": "", "url": webhook.url, "events": ["Failed"]}).content.decode()
+    assert re.search(r'<input type="text" name="name"[^>]* autofocus[ >]', page), "an error shows focused too"
 
 
 def test_a_get_of_the_sign_out_address_shows_a_sign_out_button_not_a_blank_405(team):

@@ -141,7 +141,11 @@ def cron(expression: str) -> Recurrence:
 @pytest.mark.parametrize(("expression", "said"), [
     ("61 * * * *", "Bad minute"),  # cronsim's own message, at the field
     ("0 25 * * *", "Bad hour"),
-    ("0 0 30 2 *", "Bad day-of-month"),  # 30 February never comes
+    ("0 0 30 2 *", "That date never occurs: day-of-month 30 is past the last day of each month of the month field "
+                   "(2)"),  # 30 February never comes
+    ("0 0 31 4 *", "That date never occurs"),  # nor 31 April
+    ("0 0 31 APR,JUN *", "That date never occurs"),
+    ("0 0 32 * *", "Bad day-of-month"),  # a day no month has: cronsim's words
     ("0 0 * * FUNDAY", "Bad day-of-week"),
     ("* * *", "Give 5 fields"),
     ("0 0 0 * * *", "Give 5 fields"),  # cronsim would take seconds as a sixth field: not cron's
@@ -376,6 +380,36 @@ def test_a_body_the_workspace_guardrails_now_refuse_is_a_skipped_run_with_the_ru
     reason = runs_of(schedule)[0][1]
     assert reason.startswith("The job no longer passes the workspace's rules: JobSpecs[0].Image") \
         and "registry.internal/" in reason, reason
+
+
+def test_a_required_tag_the_job_lacks_says_to_clone_fix_and_schedule_the_clone_on_the_form_and_the_list(db):
+    """QA: the form has no Tags field and a schedule's job cannot be edited, so the refusal and every skipped run
+    say the way out, with the clone page's link."""
+    from jobs.models import WorkspacePolicy
+
+    team = pf.make_team()
+    WorkspacePolicy.objects.update_or_create(workspace=team.alpha, defaults={"required_tag_keys": ["cost-centre"]})
+    member = pf.client_for(team.users["member"])
+    response = member.post(f"/jobs/{team.job.pk}/schedule", {"name": "nightly", "kind": "daily", "at": "02:00"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "requires the tag &#x27;cost-centre&#x27;" in page
+    assert 'id="schedule-fix"' in page and f'href="/jobs/new?clone={team.job.pk}"' in page
+    response = member.post(f"/jobs/{team.job.pk}/schedule", {"name": "bad name", "kind": "daily", "at": "02:00"})
+    assert 'id="schedule-fix"' not in response.content.decode(), "only for the job's own configuration"
+
+    schedule = make_schedule(team, source_job=team.job)  # made before the rule
+    assert schedules.run_due() == {schedule.pk: "skipped"}
+    url = f"/workspaces/{team.alpha.pk}/schedules"
+    page = member.get(url).content.decode()
+    assert "Every run is skipped" in page and 'class="schedule-fix-clone">clone\n' in page
+    assert f'href="/jobs/new?clone={team.job.pk}"' in page
+    viewer = pf.client_for(team.users["viewer"]).get(url).content.decode()
+    assert "Every run is skipped" in viewer and "schedule-fix-clone" not in viewer, "a viewer can do nothing about it"
+    WorkspacePolicy.objects.filter(workspace=team.alpha).update(required_tag_keys=[])
+    type(schedule).objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_due() == {schedule.pk: "started"}
+    assert "Every run is skipped" not in member.get(url).content.decode(), "said while its latest run is skipped"
 
 
 def test_one_broken_schedule_does_not_keep_the_others_from_running(db):

@@ -626,3 +626,34 @@ def test_parse_start_takes_whole_numbers_and_says_which_parameter_is_wrong(templ
         with pytest.raises(ValidationError) as caught:
             templates_lib.parse_start(template, version)
         assert caught.value.message_dict == expected
+
+
+def test_deleting_a_template_says_its_jobs_lines_lose_its_locks_then_lifts_them(team):
+    """A deleted template's locks go with it (the decision: nobody could see, explain or lift a lock whose template
+    is gone; workspace guardrails are for rules that outlive a template): the admin is told before and after, with
+    how many jobs started from it, and the audit event keeps that count."""
+    from jobs.models import AuditEvent, Job
+
+    job = started_from_template(team)
+    admin = pf.client_for(team.users["admin"])
+    page = admin.get(f"/templates/{team.template.pk}").text
+    said = re.search(r'<p class="muted" id="delete-effect">(.*?)</p>', page, re.S).group(1)
+    assert "1 job started from it keeps running" in said
+    assert "its clones and edits will no longer be held to the locked fields (Startup command)" in said
+    confirm = re.search(r"onsubmit=\"return confirm\('(.*?)'\)\"", page).group(1)
+    assert "1 job started from it" in confirm and "no longer be held to its locked fields" in confirm
+    assert templates_lib.jobs_started_from(team.template) == 1
+    answer = admin.post(f"/templates/{team.template.pk}/delete", follow=True)
+    assert "Template base deleted. 1 job started from it keeps running; its clones and edits are no longer held " \
+           "to its locked fields." in answer.text
+    event = AuditEvent.objects.filter(action=AuditEvent.TEMPLATE).order_by("-pk").first()
+    assert event.details["event"] == "deleted" and event.details["jobs"] == 1
+    clone = api_for(team.users["member"]).post(f"/api/v1/jobs/{job.pk}/clone",
+                                               {"changes": {"UserCommand": "echo unlocked now"}})
+    assert clone.status_code == 201
+    assert Job.objects.get(pk=clone.json()["id"]).body["UserCommand"] == "echo unlocked now"
+
+
+def test_deleting_a_template_no_job_started_from_says_only_what_goes(team):
+    page = pf.client_for(team.users["other"]).get(f"/templates/{team.other_template.pk}").text
+    assert "No job was started from it." in re.search(r'id="delete-effect">(.*?)</p>', page, re.S).group(1)

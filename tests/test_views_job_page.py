@@ -181,7 +181,7 @@ def test_configuration_is_shown_in_the_wizards_sections_and_never_its_secrets(cl
 
 
 def test_values_named_like_secrets_are_hidden_by_the_one_display_rule(client, people, ws):
-    """The page hides what spec.masked_on_display names: variables (ticked Secret or not; stored before the
+    """The page hides what spec.looks_like_secret names: variables (ticked Secret or not; stored before the
     console sealed such names) and advanced settings (a WandbApiKey of a job imported from DLC)."""
     hidden = {"DB_PASS": "v-db-pass", "MY_AUTH": "v-my-auth", "SSH_KEY": "v-ssh-key", "AccessKeyId": "v-ak-id",
               "api_key": "v-api-key", "HFTOKEN": "v-hftoken"}
@@ -227,6 +227,27 @@ def test_submit_failed_shows_dlc_code_message_request_id_and_edit_and_resubmit(c
     assert "Submit failed" in html and 'id="stop-job"' not in html
     client.force_login(people["vic"])
     assert "Edit and resubmit" not in client.get(f"/jobs/{job.pk}").content.decode()
+
+
+def test_a_resubmitted_job_links_its_resubmission_and_says_another_edit_makes_another_job(client, people, ws):
+    """Edit and resubmit makes a new job (cloned_from the refused one); the refused job's page names it, so a second
+    click is not taken for the first."""
+    job = make_job(ws, people["alice"], name="refused", status="SubmitFailed", finished_at=timezone.now(),
+                   submit_error={"Code": "InvalidParameter", "Message": "bad", "RequestId": "RID-1", "Status": 400})
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}").content.decode()
+    assert 'id="resubmitted"' not in html
+    assert re.search(r'<a class="button primary" id="edit-resubmit"[^>]*>Edit and resubmit</a>', html)
+    again = make_job(ws, people["alice"], name="refused", status="Running", cloned_from=job)
+    make_job(people["elsewhere"], people["olga"], name="foreign", cloned_from=job)  # not alice's to see
+    html = client.get(f"/jobs/{job.pk}").content.decode()
+    note = re.search(r'<div class="notice[^"]*" id="resubmitted">(.*?)</div>', html, re.S).group(1)
+    assert f'Resubmitted as <a href="/jobs/{again.pk}">job {again.pk}</a>' in note and "Running" in note
+    assert "foreign" not in note
+    assert "Edit and resubmit again makes another job" in note
+    button = re.search(r'<a class="button" id="edit-resubmit"[^>]*>(.*?)</a>', html).group(1)
+    assert button == "Edit and resubmit again", "offered still, no longer the primary action"
+    assert client.get(f"/jobs/{job.pk}", **HTMX).content.decode().count('id="resubmitted"') == 1, "the live part too"
 
 
 def test_waiting_to_submit_is_said_truthfully(client, people, ws):

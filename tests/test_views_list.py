@@ -151,7 +151,7 @@ def top_nav(html: str) -> str:
     return re.search(r"<nav>(.*?)</nav>", html, re.S).group(1)
 
 
-def test_a_viewer_is_offered_no_create_no_import_no_checkboxes_and_no_stop(client, people, ws):
+def test_a_viewer_is_offered_no_create_no_import_and_no_stop_but_checkboxes_to_compare(client, people, ws):
     job = make_job(ws, people["bob"], name="bobs", status="Running")
     client.force_login(people["vic"])
     with CaptureQueriesContext(connection) as page:
@@ -159,10 +159,12 @@ def test_a_viewer_is_offered_no_create_no_import_no_checkboxes_and_no_stop(clien
     assert len(page.captured_queries) == 5, "what the page may offer is known without a query"
     assert row_ids(html) == [job.pk]
     assert "Create job" not in html and "Import" not in top_nav(html)
-    assert 'name="job"' not in html and 'id="stop-selected"' not in html and "Select all" not in html
-    assert len(re.findall(r"<th[ >]", html)) == 7, "no checkbox column"
+    assert 'id="stop-selected"' not in html, "a viewer stops nothing"
+    # /jobs/compare shows them any job they may see: the list lets them pick, as it does a member.
+    assert f'name="job" value="{job.pk}"' in html and 'id="compare-selected"' in html and "Select all" in html
+    assert len(re.findall(r"<th[ >]", html)) == 8, "the checkbox column"
     poll = client.get(f"/jobs/rows?watch={job.pk}:Queuing", **HTMX).content.decode()
-    assert row_ids(poll) == [job.pk] and 'name="job"' not in poll, "the poll's rows match the table"
+    assert row_ids(poll) == [job.pk] and f'name="job" value="{job.pk}"' in poll, "the poll's rows match the table"
 
     client.force_login(people["alice"])  # a member may stop their own jobs: checkboxes and the button stay
     html = client.get("/").content.decode()
@@ -177,7 +179,7 @@ def test_a_viewer_is_offered_no_create_no_import_no_checkboxes_and_no_stop(clien
 def test_the_empty_list_offers_create_one_only_to_who_may_create(client, people, ws):
     client.force_login(people["vic"])
     html = client.get("/").content.decode()
-    assert "No jobs yet." in html and "Create one" not in html and 'colspan="7"' in html
+    assert "No jobs yet." in html and "Create one" not in html and 'colspan="8"' in html  # ticks to compare
     client.force_login(people["alice"])
     html = client.get("/").content.decode()
     assert 'No jobs yet. <a href="/jobs/new">Create one</a>' in html and 'colspan="8"' in html
