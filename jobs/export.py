@@ -588,8 +588,8 @@ def _may_be_secret(path: str, value: Any) -> bool:
         return True  # variables not as a {NAME: value} map: which value belongs to which name cannot be told
     if isinstance(value, dict | list):
         keys += re.findall(r'"([^"]*)"\s*:', json.dumps(value, default=str))
-    # The display rule, broader than what spec seals: a note quoting the value is a display too.
-    return any(spec.masked_on_display(k) for k in keys)
+    # A note quoting a value named like a secret would show what every other view hides.
+    return any(spec.looks_like_secret(k) for k in keys)
 
 
 def drop_secret_advanced(resources: dict) -> list[str]:
@@ -597,7 +597,7 @@ def drop_secret_advanced(resources: dict) -> list[str]:
     on its own) and return their names. Nothing seals those (e.g. a WandbApiKey of a job made outside the console),
     so their values must not reach the wizard's page or the session: the person types them again."""
     advanced, _ = spec.parse_advanced(resources.get("advanced"))
-    dropped = [k for k in advanced or {} if k != "RayRedisPassword" and spec.masked_on_display(k)]
+    dropped = [k for k in advanced or {} if k != "RayRedisPassword" and spec.looks_like_secret(k)]
     if dropped:
         kept = {k: v for k, v in advanced.items() if k not in dropped}
         resources["advanced"] = spec.format_advanced(kept) if kept else ""

@@ -112,8 +112,10 @@ def submit(job_id: int) -> str:
         job.submit_unanswered_since = now  # the claim: concurrent attempts back off until it settles
         job.submit_next_attempt_at = None  # this is that attempt
         # The secrets' fingerprints, while the values can still be read: the job's logs are masked with them
-        # (jobs.logmask) long after the values are erased.
-        job.secret_marks = logmask.marks_for(secretbox.unseal(job.sealed_secrets).values())
+        # (jobs.logmask) long after the values are erased. Those of the body too: a job saved before its names
+        # were sealed (an older rule) still has such values there, and sends them as they are.
+        job.secret_marks = logmask.marks_for([*secretbox.unseal(job.sealed_secrets).values(),
+                                              *import_secrets(job.body or {})])
         job.save(update_fields=["submit_attempts", "submit_last_attempt_at", "submit_unanswered_since",
                                 "submit_next_attempt_at", "secret_marks"])
     claim = now
@@ -605,16 +607,17 @@ def import_body(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def import_secrets(item: dict[str, Any]) -> list[str]:
-    """The secret values a ListJobs/GetJob item shows: of every env variable (Envs, CustomEnvs) or advanced setting
-    whose value the job page hides (spec.masked_on_display: strip_secrets' names and more), of a custom env DLC
-    itself hides (Visible false), and registry passwords. Only to fingerprint them: never stored."""
+    """The secret values a ListJobs/GetJob item (or a stored body) shows: of every env variable (Envs, CustomEnvs)
+    or advanced setting named like a secret (spec.looks_like_secret: what strip_secrets seals and the job page
+    hides), of a custom env DLC itself hides (Visible false), and registry passwords. Only to fingerprint them:
+    never stored."""
     found: list[Any] = []
     envs = item.get("Envs")
     for name, value in envs.items() if isinstance(envs, dict) else ():
-        if spec.masked_on_display(name):
+        if spec.looks_like_secret(name):
             found.append(value)
     for env in item.get("CustomEnvs") or []:
-        if isinstance(env, dict) and (spec.masked_on_display(env.get("Key") or "")
+        if isinstance(env, dict) and (spec.looks_like_secret(env.get("Key") or "")
                                       or str(env.get("Visible")).lower() == "false"):
             found.append(env.get("Value"))
     for role in item.get("JobSpecs") or []:
@@ -624,14 +627,14 @@ def import_secrets(item: dict[str, Any]) -> list[str]:
     settings_ = item.get("Settings")
     advanced = settings_.get("AdvancedSettings") if isinstance(settings_, dict) else None
     for name, value in advanced.items() if isinstance(advanced, dict) else ():
-        if spec.masked_on_display(name):  # RayRedisPassword among them
+        if spec.looks_like_secret(name):  # RayRedisPassword among them
             found.append(value)
     return [value for value in found if isinstance(value, str) and value and value != spec.SECRET_PLACEHOLDER]
 
 
 def _mark_echoed_secrets(job_id: int, item: dict[str, Any]) -> None:
     """Our own job adopted from DLC's listing: its marks, from the secrets it sealed, gain those of the values DLC
-    echoes whose names the page hides though the console did not seal them."""
+    echoes named like secrets that it did not seal (a job saved before it sealed such names)."""
     more = logmask.marks_for(import_secrets(item))
     if not more:
         return

@@ -4,8 +4,10 @@ and tqdm's carriage returns resolved as a terminal would.
 The console never keeps a secret value (it is sealed on its way to the worker and erased once CreateJob is
 answered), so it cannot search the log for it. At submit, while the values are unsealed, it keeps their keyed
 fingerprints instead (Job.secret_marks: HMAC-SHA256 under a key derived from the secret box key, truncated,
-and the values' lengths). A job imported from DLC gets them at import, from the values DLC shows of it that
-its page hides (jobs.lifecycle.import_secrets). A log line is then cut into tokens, and each token of a listed
+and the values' lengths). Which values are secrets is one rule (spec.looks_like_secret, plus the ones ticked
+Secret): a job imported from DLC gets the marks at import, from the values DLC shows of it under such names
+(jobs.lifecycle.import_secrets), and a job saved before its names were sealed gets those of its body at submit.
+A log line is then cut into tokens, and each token of a listed
 length whose fingerprint is listed is replaced by MASK; so is the rest of a line after a `=` or `:` (quotes and
 spaces around it dropped) when it is a listed value: that catches a value with spaces or separators in it,
 `WANDB_API_KEY=...` or `password: "two words"`.

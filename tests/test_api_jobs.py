@@ -381,6 +381,30 @@ def test_secret_envs_are_sealed_shown_as_the_placeholder_and_asked_again_by_a_cl
     assert secretbox.unseal(clone.sealed_secrets) == {"env:WANDB_API_KEY": "w2", "env:HF_TOKEN": "h2"}
 
 
+def test_an_env_only_the_wide_rule_names_a_secret_is_sealed_not_exported_and_asked_again_by_a_clone(team, api):
+    """HFTOKEN (a secret's name run together), not sent in SecretEnvs: once only the job page hid it, while the
+    row, the exports and a clone kept its value. One rule now: sealed (the job still gets it), never stored."""
+    value = "abc123"
+    body = {**pf.BODY, "DisplayName": "hftoken", "Envs": {"HFTOKEN": value, "KEYBOARD": "us-abc123x"}}
+    answer = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", body)
+    assert answer.status_code == 201, answer.json()
+    job = Job.objects.get(pk=answer.json()["id"])
+    assert job.body["Envs"] == {"HFTOKEN": "********", "KEYBOARD": "us-abc123x"}
+    assert secretbox.unseal(job.sealed_secrets) == {"env:HFTOKEN": value}
+    stored = json.dumps(Job.objects.filter(pk=job.pk).values("body", "hints", "submit_error").get())
+    assert f'"{value}"' not in stored
+    web = pf.client_for(team.users["member"])
+    for fmt in ("json", "python"):  # a params file cannot hold a secret variable: the page offers none then
+        exported = web.get(f"/jobs/{job.pk}/export/{fmt}").content.decode()
+        assert "HFTOKEN" in exported and value not in exported.replace("us-abc123x", ""), fmt
+    assert value not in api["member"].get(f"/api/v1/jobs/{job.pk}").text.replace("us-abc123x", "")
+    refused = api["member"].post(f"/api/v1/jobs/{job.pk}/clone")
+    assert refused.status_code == 400 and set(refused.json()["errors"]) == {"Envs.HFTOKEN"}
+    again = api["member"].post(f"/api/v1/jobs/{job.pk}/clone", {"secret_envs": {"HFTOKEN": "hf-again-2"}})
+    assert again.status_code == 201, again.json()
+    assert secretbox.unseal(Job.objects.get(pk=again.json()["id"]).sealed_secrets) == {"env:HFTOKEN": "hf-again-2"}
+
+
 @pytest.mark.parametrize("extra,path,fragment", [
     ({"SecretEnvs": ["x"]}, "SecretEnvs", "Must be an object"),
     ({"SecretEnvs": {"A_KEY": ""}}, "SecretEnvs.A_KEY", "non-empty"),

@@ -192,7 +192,7 @@ def test_clone_walks_every_field_copy_reset_or_reprompt_as_the_table_says(web, w
         source = glue.sections_to_data(spec.inverse(job.body, job.hints))
         assert REGISTRY_SECRET not in html and RAY_SECRET not in html and WANDB_SECRET not in html
         assert ADVANCED_SECRET not in html
-        named = [k for k in advanced(source) if k != "RayRedisPassword" and spec.masked_on_display(k)]
+        named = [k for k in advanced(source) if k != "RayRedisPassword" and spec.looks_like_secret(k)]
         for path, (policy, _why) in clone.POLICY.items():
             if path == "basic.name":
                 assert page["basic-name"] == clone.copy_name(source["basic-name"], taken), kind

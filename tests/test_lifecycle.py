@@ -479,11 +479,12 @@ def test_the_secret_values_an_import_hides_get_the_jobs_log_masks_and_never_its_
     settings.DLC_SECRET_BOX_KEY = "test-box-key"
     ws = Workspace.objects.create(name="secrets", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="local")
     hidden = {"API_TOKEN": "eve-plain-secret-xyz", "registry": "reg-pw-77aa-q", "WandbApiKey": "wandb-adv-key-1234",
-              "RayRedisPassword": "ray-redis-pw-9", "SEED": "custom-hidden-5", "CUSTOM_TOKEN": "custom-token-66"}
-    shown_only_masked = {"HFTOKEN": "hf-run-together-8"}  # the page hides it (masked_on_display), the body keeps it
+              "RayRedisPassword": "ray-redis-pw-9", "SEED": "custom-hidden-5", "CUSTOM_TOKEN": "custom-token-66",
+              # Once only the page's wider rule hid it, and the row kept it in plain text: one rule now.
+              "HFTOKEN": "hf-run-together-8"}
     item = {"JobId": "dlc-secrets", "Status": "Running", "DisplayName": "from-dlc", "JobType": "PyTorchJob",
             "GmtCreateTime": timezone.now().isoformat(),
-            "Envs": {"API_TOKEN": hidden["API_TOKEN"], "HFTOKEN": shown_only_masked["HFTOKEN"],
+            "Envs": {"API_TOKEN": hidden["API_TOKEN"], "HFTOKEN": hidden["HFTOKEN"],
                      "RUN_NAME": "ordinary-run-name", "EMPTY_TOKEN": ""},
             "JobSpecs": [{"Type": "Worker", "Image": "img", "PodCount": 1, "EcsSpec": "ecs.g6.large",
                           "ImageConfig": {"Username": "robot-user", "Password": hidden["registry"]}}],
@@ -494,7 +495,7 @@ def test_the_secret_values_an_import_hides_get_the_jobs_log_masks_and_never_its_
                            {"Key": "SHOWN", "Value": "shown-value-1", "Visible": "true"}]}
     job = lifecycle.import_or_adopt(ws, item)
     assert job is not None and job.imported
-    secret = {**hidden, **shown_only_masked}
+    secret = hidden
     ordinary = ["RUN_NAME=ordinary-run-name", "SHOWN shown-value-1", "user robot-user"]
     lines = [f"{name}={value}" for name, value in secret.items()] + ordinary
     assert logmask.mask(lines, Job.objects.get(pk=job.pk).secret_marks) == \
@@ -503,7 +504,7 @@ def test_the_secret_values_an_import_hides_get_the_jobs_log_masks_and_never_its_
     assert [value for value in hidden.values() if value in row] == []
 
     # Our own job, found by its tag before its submit heard back: its sealed secret's marks stay, DLC's echo adds
-    # the values the console did not seal (a name the page hides).
+    # the values named like secrets the console did not seal (a job saved before it sealed such names).
     ours = make_job(ws)
     ours.secret_marks = logmask.marks_for(["sealed-secret-abc"])
     ours.save()
@@ -514,6 +515,23 @@ def test_the_secret_values_an_import_hides_get_the_jobs_log_masks_and_never_its_
     ours.refresh_from_db()
     assert ours.dlc_job_id == "dlc-ours"
     assert logmask.mask(["sealed-secret-abc hf-unsealed-xyz LR=0.1"], ours.secret_marks) == ["******** ******** LR=0.1"]
+
+
+def test_a_job_saved_before_its_secret_names_were_sealed_gets_their_marks_at_submit(db, backend, settings, tmp_path):
+    """A row whose body still holds HFTOKEN in plain text (saved, e.g. waiting on an upstream job, before the one
+    secret-name rule sealed such names) sends it as it is: the submit fingerprints it with the sealed ones."""
+    from jobs import lifecycle, logmask, secretbox, spec
+
+    settings.DLC_SECRET_BOX_KEY = "test-box-key"
+    settings.LOCALDLC_CREDENTIALS_FILE = str(credentials_file(backend, tmp_path, "creds.ini"))
+    ws = make_workspace(backend.endpoint)
+    job = make_job(ws, Envs={"HFTOKEN": "abc123-saved-plain", "WANDB_API_KEY": spec.SECRET_PLACEHOLDER, "LR": "0.125"})
+    job.sealed_secrets = secretbox.seal({"env:WANDB_API_KEY": "sealed-wandb-77"})
+    job.save()
+    assert lifecycle.submit(job.pk) == "created"
+    job.refresh_from_db()
+    line = "HFTOKEN=abc123-saved-plain wandb sealed-wandb-77 LR=0.125"
+    assert logmask.mask([line], job.secret_marks) == ["HFTOKEN=******** wandb ******** LR=0.125"]
 
 
 def test_a_job_made_in_dlc_that_prints_its_secret_env_shows_it_masked_everywhere(db, backend, settings, tmp_path,

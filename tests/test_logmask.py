@@ -227,22 +227,24 @@ def shown_lines(html: str) -> str:
 
 @pytest.mark.integration
 def test_a_secret_a_job_prints_never_leaves_the_server(stack, member, workspace, settings, client):
-    """A job whose command echoes its Secret-ticked env var (and a variable sealed because its name looks secret),
-    run by localdlc as a process: the value really is in DLC's log (the control), and the job page's first view,
-    its tail, its search, the download and the archived PodLog never hold it."""
+    """A job whose command echoes its Secret-ticked env var (and variables sealed because their names look secret:
+    HFTOKEN too, which only the job page once hid), run by localdlc as a process: the value really is in DLC's
+    log (the control), and the job page's first view, its tail, its search, the download and the archived PodLog
+    never hold it."""
     from jobs import apitokens
     from jobs.models import Job, PodLog
 
     settings.LOCALDLC_CREDENTIALS_FILE = str(stack.credentials_file)
     # The box key of the stack's processes (its data dir's), as a web server shares it with the worker.
     settings.DLC_SECRET_BOX_KEY, settings.DATA_DIR = "", Path(stack.data_dir)
-    wandb, hf = f"wandb-{secrets.token_hex(16)}", f"hf_{secrets.token_hex(12)}"
+    wandb, hf, hft = f"wandb-{secrets.token_hex(16)}", f"hf_{secrets.token_hex(12)}", f"abc123{secrets.token_hex(4)}"
     command = ("echo first; echo WANDB_API_KEY=$WANDB_API_KEY; printf '\\033[32m%s\\033[0m\\n' \"$WANDB_API_KEY\"; "
-               "echo \"{\\\"hf\\\": \\\"$HF_TOKEN\\\"}\"; sleep 3; echo \"late $WANDB_API_KEY\"; echo done")
+               "echo \"{\\\"hf\\\": \\\"$HF_TOKEN\\\"}\"; echo HFTOKEN=$HFTOKEN; sleep 3; "
+               "echo \"late $WANDB_API_KEY\"; echo done")
     body = {"DisplayName": "prints-secrets", "JobType": "PyTorchJob", "UserCommand": command,
             "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "registry.example/pytorch:2.3",
                           "EcsSpec": "ecs.g6.large"}],
-            "Envs": {"HF_TOKEN": hf}, "SecretEnvs": {"WANDB_API_KEY": wandb}}
+            "Envs": {"HF_TOKEN": hf, "HFTOKEN": hft}, "SecretEnvs": {"WANDB_API_KEY": wandb}}
     # Through the stack's web server, so the submit is enqueued on the stack's Redis for its worker.
     _, token = apitokens.create_token(member, "test")
     answer = requests.post(f"{stack.url}/api/v1/jobs?workspace={workspace.pk}", json=body, timeout=30,
@@ -255,12 +257,13 @@ def test_a_secret_a_job_prints_never_leaves_the_server(stack, member, workspace,
         if job.status != "Running" or not job.pods:
             return None
         raw = dlc.get_pod_logs(workspace, job.dlc_job_id, job.pods[0]["PodId"])
-        return raw if any(hf in line for line in raw) else None
+        return raw if any(hft in line for line in raw) else None
 
     raw = wait_for(running_with_log, timeout=60, what="the job running and its secrets printed")
-    assert any(wandb in line for line in raw), "the control: the pod really printed the value"
+    assert any(wandb in line for line in raw) and any(hf in line for line in raw), "the control: the pod printed them"
     marks = job.secret_marks
-    assert len(marks["fingerprints"]) == 2 and wandb not in repr(marks) and hf not in repr(marks)
+    assert len(marks["fingerprints"]) == 3 and wandb not in repr(marks) and hf not in repr(marks)
+    assert job.body["Envs"]["HFTOKEN"] == "********" and hft not in repr(job.body) and hft not in repr(marks)
     assert job.sealed_secrets == ""
     pod = job.pods[0]["PodId"]
     client.force_login(member)
@@ -279,11 +282,11 @@ def test_a_secret_a_job_prints_never_leaves_the_server(stack, member, workspace,
     live = page_texts()
     assert "WANDB_API_KEY=********" in live[0] and "********" in live[1], "the lines are there, masked"
     assert "\x1b[32m********\x1b[0m" in live[-1], "the download keeps the colour codes, masks the value"
-    assert '{"hf": "********"}' in live[-1]
+    assert '{"hf": "********"}' in live[-1] and "HFTOKEN=********" in live[-1]
     assert "<mark>" not in live[3] and "<mark>" not in live[4], "searching for the value finds nothing"
     assert "<mark>WANDB</mark>_API_KEY=********" in live[2] and '"<mark>hf</mark>": "********"' in unescape(live[5])
     for text in [*live[:3], *map(shown_lines, live[3:-1]), live[-1]]:  # a search's page echoes what was typed
-        assert wandb not in unescape(text) and hf not in unescape(text)
+        assert wandb not in unescape(text) and hf not in unescape(text) and hft not in unescape(text)
         assert wandb[6:26] not in unescape(text), "no part of it either"
 
     wait_for(lambda: Job.objects.filter(pk=job.pk, logs_archived_at__isnull=False).exists(), timeout=60,
@@ -293,5 +296,5 @@ def test_a_secret_a_job_prints_never_leaves_the_server(stack, member, workspace,
     assert "late ********" in stored and "done" in stored
     ended = page_texts()
     for text in [stored, *ended[:3], *map(shown_lines, ended[3:-1]), ended[-1]]:
-        assert wandb not in unescape(text) and hf not in unescape(text)
+        assert wandb not in unescape(text) and hf not in unescape(text) and hft not in unescape(text)
     assert "late ********" in ended[-1]

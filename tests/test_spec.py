@@ -1241,8 +1241,11 @@ def test_a_secret_env_without_a_value_must_be_typed_again():
     ("WANDB_API_KEY", True), ("HF_TOKEN", True), ("GITHUB_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True),
     ("DB_PASSWORD", True), ("DB_PASSWD", True), ("OPENAI_APIKEY", True), ("MY_CREDENTIALS", True),
     ("RayRedisPassword", True), ("registry_password", True), ("accessKeyId", True), ("api_token", True),
-    ("TOKENIZERS_PARALLELISM", False), ("PWD", False), ("KEY_COLUMN", False), ("EPOCHS", False),
-    ("MASTER_ADDR", False), ("PASSPORT_DIR", False), ("BYPASS_CACHE", False), ("SECRETARY", False),
+    ("TOKENIZERS_PARALLELISM", False), ("PWD", False), ("EPOCHS", False), ("MASTER_ADDR", False),
+    ("PASSPORT_DIR", False),
+    # The one rule is the wide one the job page masked with: these match it (a lone KEY, a segment ending in
+    # pass, "secret" run together) and are sealed too, the price of never leaking a value the page hides.
+    ("KEY_COLUMN", True), ("BYPASS_CACHE", True), ("SECRETARY", True),
 ])
 def test_looks_like_secret_matches_whole_segments(name, secret):
     assert spec.looks_like_secret(name) is secret
@@ -1277,34 +1280,46 @@ def test_strip_secrets_hides_advanced_settings_named_like_secrets():
     assert body["Settings"]["AdvancedSettings"]["WandbApiKey"] == "w"  # a copy
 
 
-# ---- the display rule for secret names ------------------------------------------------------------------
+# ---- one rule for secret names: sealed, stripped, hidden, masked in logs --------------------------------
 
 
 @pytest.mark.parametrize("name", [
-    # looks_like_secret's words and pairs
+    # words and pairs
     "WANDB_API_KEY", "WandbApiKey", "HfToken", "RayRedisPassword", "AccessKeyId", "api_key", "aws_secret_access_key",
-    # the broader words the job page and the import notes masked before (one rule now)
+    "passphrase", "PrivateKey", "CREDENTIALS", "GITHUB_TOKENS",
+    # the broader words the job page and the import notes masked, once a second rule: sealed now too
     "DB_PASS", "MY_AUTH", "SSH_KEY", "OAUTH_CLIENT", "HFTOKEN", "DBPASSWORD", "MYAPIKEY", "ACCESSKEY_ID", "api-key",
     "Authorization", "GIT_CREDS", "key",
-    # masked by the job page's rule before masked_on_display replaced it: still masked
+    # masked by the job page's older rule: still masked
     "PASSCODE", "APP_PASSCODE", "AUTHKEY", "TS_AUTHKEY",
 ])
-def test_names_masked_on_display(name):
-    assert spec.masked_on_display(name)
+def test_names_that_look_like_secrets(name):
+    assert spec.looks_like_secret(name)
 
 
 @pytest.mark.parametrize("name", [
     "TOKENIZERS_PARALLELISM", "KEYBOARD", "MONKEY_COUNT", "KEYS_DIR", "PWD", "AUTHOR", "PASSENGER_COUNT", "EPOCHS",
     "RayRedisUsername", "customPortList", "createSvcForAllWorkers", "", None, 3,
 ])
-def test_names_shown_on_display(name):
-    assert not spec.masked_on_display(name)
+def test_names_that_stay_plain(name):
+    assert not spec.looks_like_secret(name)
 
 
-def test_what_is_sealed_is_always_masked_on_display():
-    for name in ["WANDB_API_KEY", "HF_TOKEN", "GITHUB_TOKENS", "DB_PASSWORD", "passphrase", "PrivateKey",
-                 "CREDENTIALS"]:
-        assert spec.looks_like_secret(name) and spec.masked_on_display(name), name
+def test_the_names_the_page_hides_are_the_names_stored_sealed():
+    # HFTOKEN and DB_PASS were hidden on the page but stored in plain text (a second, narrower rule sealed).
+    body = {"DisplayName": "j", "Envs": {"HFTOKEN": "abc123", "DB_PASS": "p4ssw0rd", "SSH_KEY": "k3y",
+                                         "KEYBOARD": "us", "MONKEY_COUNT": "3", "TOKENIZERS_PARALLELISM": "false"},
+            "Settings": {"AdvancedSettings": {"OAuthToken": "o", "RayRedisUsername": "u"}}}
+    stripped = spec.strip_secrets(body)
+    assert stripped["Envs"] == {"HFTOKEN": spec.SECRET_PLACEHOLDER, "DB_PASS": spec.SECRET_PLACEHOLDER,
+                                "SSH_KEY": spec.SECRET_PLACEHOLDER, "KEYBOARD": "us", "MONKEY_COUNT": "3",
+                                "TOKENIZERS_PARALLELISM": "false"}
+    assert stripped["Settings"]["AdvancedSettings"] == {"OAuthToken": spec.SECRET_PLACEHOLDER,
+                                                        "RayRedisUsername": "u"}
+    notes = spec.notes(_apply(Case("", {"environment.envs": [{"key": "HFTOKEN", "value": "abc123"},
+                                                             {"key": "KEYBOARD", "value": "us"}]})))
+    assert "looks like a secret" in " ".join(notes["environment.envs[0].key"])
+    assert "environment.envs[1].key" not in notes
 
 
 # ---- a value below the minimum gets the minimum's message only, not the policy cap's (QA) -----------------

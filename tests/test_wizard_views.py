@@ -274,17 +274,18 @@ def test_a_plain_env_named_like_a_secret_gets_the_tick_secret_note(web):
     assert html.count("looks like a secret, so its value is kept like one") == 1
 
 
-def test_a_plain_env_named_like_a_secret_is_sealed_like_the_api_does_and_masked_in_the_preview(web):
+@pytest.mark.parametrize("name", ["HF_TOKEN", "HFTOKEN"])  # HFTOKEN: once hidden on the page only, stored plain
+def test_a_plain_env_named_like_a_secret_is_sealed_like_the_api_does_and_masked_in_the_preview(web, name):
     plain = "hf-PLAIN-0xBEEF"
-    data = form_data(environment__envs__0__key="HF_TOKEN", environment__envs__0__value=plain,
+    data = form_data(environment__envs__0__key=name, environment__envs__0__value=plain,
                      environment__envs__1__key="TOKENIZERS_PARALLELISM", environment__envs__1__value="false")
     preview = web.post(reverse("wizard_preview"), data, HTTP_HX_REQUEST="true").content.decode()
-    assert plain not in preview and "&quot;HF_TOKEN&quot;: &quot;********&quot;" in preview
+    assert plain not in preview and f"&quot;{name}&quot;: &quot;********&quot;" in preview
     answer = web.post(URL, data)
     assert answer.status_code == 302, answer.content.decode()[:2000]
     job = Job.objects.get()
-    assert job.body["Envs"] == {"HF_TOKEN": "********", "TOKENIZERS_PARALLELISM": "false"}
-    assert secretbox.unseal(job.sealed_secrets) == {"env:HF_TOKEN": plain}
+    assert job.body["Envs"] == {name: "********", "TOKENIZERS_PARALLELISM": "false"}
+    assert secretbox.unseal(job.sealed_secrets) == {f"env:{name}": plain}
 
 
 # --- one submission per form (the token), defaults under a policy, what a re-render shows, one problem count -----

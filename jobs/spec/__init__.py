@@ -75,10 +75,10 @@ Public API: build, validate_sections, validate, sendable (the body as validate()
 notes, inverse, hints_from_sections, defaults, prune_inapplicable, hidden_fields, infer_hints, strip_secrets,
 extract_secrets, fill_secrets, wire_path,
 field_for_path, parse_advanced, format_advanced, Context, Policy, SECRET_PATHS, SECRET_PLACEHOLDER,
-WIRE_SCHEMA, APPLICABLE, SECRET_ENV_PREFIX, looks_like_secret, masked_on_display, JOB_NAME_RE (a job name's
-characters), ENV_NAME_RE (an environment variable's name), RESERVED_ENVS (names DLC injects or the pod's processes
-need, DLC_INJECTED / PROCESS_CRITICAL), MAX_POD_COUNT, MAX_CPU, MAX_GPU, MAX_MEMORY_GIB, MAX_DURATION_DAYS (our
-bounds of a role's numbers and of durations).
+WIRE_SCHEMA, APPLICABLE, SECRET_ENV_PREFIX, looks_like_secret (the one rule of which names hold secrets),
+JOB_NAME_RE (a job name's characters), ENV_NAME_RE (an environment variable's name), RESERVED_ENVS (names DLC
+injects or the pod's processes need, DLC_INJECTED / PROCESS_CRITICAL), MAX_POD_COUNT, MAX_CPU, MAX_GPU,
+MAX_MEMORY_GIB, MAX_DURATION_DAYS (our bounds of a role's numbers and of durations).
 Error and note dicts map a path to messages; "" is the whole job. Decisions: docs/spec-notes.md.
 
 Layout: import from here (jobs.spec); the code lives in the small modules of this package.
@@ -114,7 +114,6 @@ from jobs.spec.base import (
     Context,
     Policy,
     looks_like_secret,
-    masked_on_display,
 )
 from jobs.spec.body_check import validate
 from jobs.spec.forms import (
@@ -141,6 +140,6 @@ __all__ = [
     "SECRET_PLACEHOLDER", "SECTIONS", "WIRE_SCHEMA", "Context", "Policy", "build", "defaults",
     "duration_default", "extract_secrets", "fill_duration",
     "field_for_path", "fill_secrets", "format_advanced", "hidden_fields", "hints_from_sections", "infer_hints",
-    "inverse", "looks_like_secret", "masked_on_display", "notes", "parse_advanced", "prune_inapplicable",
+    "inverse", "looks_like_secret", "notes", "parse_advanced", "prune_inapplicable",
     "sendable", "strip_secrets", "validate", "validate_sections", "wire_path",
 ]

@@ -84,36 +84,24 @@ MAX_GPU = 16  # GPUs per node
 MAX_MEMORY_GIB = 4096  # memory (and shared memory) per node
 MAX_DURATION_DAYS = 3650  # maximum duration and retention
 
-# Words that make a name look like a secret's: whole segments of the name (split at "_", "-", "." and camelCase),
-# so WANDB_API_KEY and RayRedisPassword match but TOKENIZERS_PARALLELISM and PWD (the working directory) do not.
-_SECRET_WORDS = frozenset({"token", "tokens", "secret", "secrets", "password", "passwords", "passwd", "pass",
-                           "passphrase", "credential", "credentials", "apikey", "accesskey"})
-_SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")})
+# ONE rule says which names hold secrets: what it names is sealed at submit and import (never in the database in
+# plain text), replaced by SECRET_PLACEHOLDER in exports, clones and API output, hidden on pages and fingerprinted
+# to mask in logs. It is wide, as the job page's masking was, because a miss leaks a value while a false match
+# only costs typing the value again in a clone. A name matches by its segments (split at "_", "-", "." and
+# camelCase): one that is or ends in pass/token(s)/auth (DB_PASS, HFTOKEN, OAUTH), a lone "key" (SSH_KEY,
+# WANDB_API_KEY), passphrase, creds, Authorization; or by words run together anywhere in it (DBPASSWORD,
+# MYAPIKEY, AWS_SECRET_ACCESS_KEY, CREDENTIALS, PASSCODE, TS_AUTHKEY). Still by segment, so KEYBOARD,
+# MONKEY_COUNT, TOKENIZERS_PARALLELISM, PASSPORT_DIR and PWD (the working directory) stay plain.
+_SECRET_SEGMENT = re.compile(r"[a-z]*(pass|tokens?|auth)|passphrase|authori[sz]ation|key|creds?")
+_SECRET_RUN_TOGETHER = re.compile(r"passw(or)?d|passcode|secret|credential|(api|access|private|auth)[_-]?key")
 _NAME_SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
 def looks_like_secret(name: object) -> bool:
-    """True when a name (an env var, a detail or a JSON key) says its value is a secret."""
-    words = [w.lower() for w in _NAME_SEGMENT.findall(str(name))]
-    return any(w in _SECRET_WORDS for w in words) or \
-        any(pair in _SECRET_PAIRS for pair in zip(words, words[1:], strict=False))
-
-
-# Hiding a value on a page or in an import note costs little, so display masks more than looks_like_secret seals:
-# also a segment that is or ends in pass/token/auth (DB_PASS, HFTOKEN, OAUTH), a lone "key" (SSH_KEY), creds,
-# Authorization, and names run together (DBPASSWORD, MYAPIKEY). Still by segment, so KEYBOARD, MONKEY_COUNT and
-# TOKENIZERS_PARALLELISM are shown.
-_DISPLAY_SEGMENT = re.compile(r"[a-z]*(pass|tokens?|auth)|authori[sz]ation|key|creds?")
-# PASSCODE and AUTHKEY too: the job page's older rule masked them, and this one must not show what it hid.
-_DISPLAY_RUN_TOGETHER = re.compile(r"passw(or)?d|passcode|secret|credential|(api|access|private|auth)[_-]?key")
-
-
-def masked_on_display(name: object) -> bool:
-    """True when a value named so is hidden wherever it is shown (job page, import notes): looks_like_secret, plus
-    the broader words above."""
+    """True when a name (an env var, an advanced setting, a detail or a JSON key) says its value is a secret."""
     text = str(name)
-    return looks_like_secret(text) or bool(_DISPLAY_RUN_TOGETHER.search(text.lower())) or \
-        any(_DISPLAY_SEGMENT.fullmatch(w.lower()) for w in _NAME_SEGMENT.findall(text))
+    return bool(_SECRET_RUN_TOGETHER.search(text.lower())) or \
+        any(_SECRET_SEGMENT.fullmatch(w.lower()) for w in _NAME_SEGMENT.findall(text))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from jobs.spec.base import (
     _fmt_num,
     _secret,
     looks_like_secret,
-    masked_on_display,
 )
 from jobs.spec.norm import _norm
 
@@ -226,7 +225,7 @@ def strip_secrets(body: Mapping) -> dict:
         # No console job holds another secret-named key (the wizard refuses them); a job imported from DLC may
         # (e.g. WandbApiKey), and nothing seals it: the placeholder, as for an env value named like a secret.
         for key, value in advanced.items():
-            if masked_on_display(key) and value not in (None, ""):
+            if looks_like_secret(key) and value not in (None, ""):
                 advanced[key] = SECRET_PLACEHOLDER
         if not settings["AdvancedSettings"]:
             del settings["AdvancedSettings"]
