@@ -1,4 +1,4 @@
-"""The dry run, POST /api/v1/jobs/validate; and the API's JSON 404 and 405.
+"""The dry run, POST /api/v1/jobs/validate; and the API's JSON 404, 405 and 413, and its caching headers.
 
 Authentication and CSRF come from the API's one helper, jobs.apitokens.api_view: a signed-in session
 (CSRF-checked like a form post, so our JavaScript sends X-CSRFToken) or an API token (`Authorization:
@@ -7,16 +7,15 @@ Bearer ...`, CSRF-exempt: no cookie is involved, so a forged page has nothing to
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
 from jobs import access, api_jobs, spec
 from jobs.apitokens import api_view, error
-from jobs.spec.base import loads_json
 
 
 def _errors(status: int, message: str, path: str = "") -> JsonResponse:
@@ -35,14 +34,8 @@ def validate_job(request: HttpRequest) -> JsonResponse:
     caller's only one, else the one whose DLC workspace is the body's WorkspaceId; else 400 with `candidates`.
     Viewers may ask too: a dry run changes nothing, and `can_create` says whether the create would be refused.
     """
-    try:
-        body = loads_json(request.body or b"")  # NaN and Infinity are no JSON: the create refuses them too
-    except RequestDataTooBig:
-        return _errors(413, "The request body is too large.")
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError too
-        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
-        return _errors(400, f"The request body is not valid JSON{where}: {getattr(exc, 'msg', exc)}.")
-    if refused := api_jobs.refuse_unstorable(body):
+    body, refused = api_jobs.json_body(request)  # the create's own reading: the same 400, 413 and 415
+    if refused:
         return refused
     try:
         workspace = api_jobs.request_workspace(request, "view", dlc_workspace_id=api_jobs.body_workspace_id(body))
@@ -63,17 +56,35 @@ def validate_job(request: HttpRequest) -> JsonResponse:
 
 
 class JsonErrorsMiddleware:
-    """Under /api/, the 404 of a path no endpoint has and the 405 of a method an endpoint does not take are
-    answered in the API's error format ({"error": ...}), not as Django's HTML page or an empty body: a client
-    parsing JSON would otherwise fail on the answer that tells it what is wrong."""
+    """Under /api/: the 404 of a path no endpoint has, the 405 of a method an endpoint does not take (with its
+    Allow) and the 413 of too large a body are answered in the API's error format, not as Django's HTML page (or a
+    400 page and a logged traceback: RequestDataTooBig) or an empty body: a client parsing JSON would otherwise
+    fail on the answer that tells it what is wrong. Every API answer is private and not to be stored (it is one
+    caller's data, behind a token or a session), and a 204 has no Content-Type, as it has no content."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not request.path.startswith("/api/") or response.status_code not in (404, 405) \
-                or response.get("Content-Type", "").startswith("application/json"):
+        if not request.path.startswith("/api/"):
+            return response
+        response = self._as_json(request, response)
+        if response.status_code == 204:
+            del response["Content-Type"]
+        if "Cache-Control" not in response:
+            response["Cache-Control"] = "private, no-store"
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if request.path.startswith("/api/") and isinstance(exception, RequestDataTooBig):
+            return _errors(413, f"The request body is too large (at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} "
+                                "bytes).")
+        return None
+
+    @staticmethod
+    def _as_json(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if response.status_code not in (404, 405) or response.get("Content-Type", "").startswith("application/json"):
             return response
         if response.status_code == 404:
             return error(404, "Not found: no API endpoint at this path (see /api/v1/openapi.json).")

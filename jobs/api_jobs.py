@@ -8,6 +8,7 @@ exactly as the wizard does. Secrets sent in a body are sealed for the worker and
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,9 +16,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from jobs import access, dependencies, listing, policies, secretbox, spec
+from jobs import access, dependencies, idempotency, listing, policies, secretbox, spec
 from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Workspace
 from jobs.spec.base import MAX_NESTING, loads_json, storable_problems
@@ -62,6 +63,14 @@ API_VERSION = "1.9.0"  # 1.1: /api/v1/workspaces rows gained effective_role and 
 #      0.001 cores or finer than a millicore, memory under 0.001 GiB; over-long images, paths, ids and ARNs, a git
 #      branch git would refuse, a customPortList with non-ASCII digits or leading zeros. Wrong values of
 #      OversoldType, JobReservedPolicy, SpotStrategy and MountAccess name the allowed ones.
+#      An optional Idempotency-Key header on POST /jobs, /sweeps and /schedules (jobs.idempotency): a retry with the
+#      same key and request replays the first answer (Idempotent-Replayed: true) for 24 h; another request with the
+#      key is a 422, one still running a 409 with Retry-After. Stricter edges: a non-JSON Content-Type is a 415, an
+#      empty body a 400 (a clone's means "no changes"), any over-large body a JSON 413; unknown or repeated query
+#      parameters of the GET endpoints (but `tag`) and unknown keys of a note are 400s; HEAD works wherever GET does;
+#      answers carry Cache-Control: private, no-store; a note's 201 has a Location. A `previous` page at the start of
+#      the list holds only the rows before the cursor (was topped up to a full first page, repeating rows). The
+#      document describes every answer exactly (JobDetail for GET/PATCH /jobs/{id}; tests/test_api_openapi.py).
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
@@ -122,17 +131,40 @@ def job_json(job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
 MAX_REQUEST_NESTING = 2 * MAX_NESTING
 
 
-def json_body(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
-    """(the request's JSON, None) or (None, the 400 refusing it): not JSON (NaN and Infinity are not), or holding
-    what no field can store or send (NUL, a lone surrogate, nesting beyond MAX_REQUEST_NESTING), each at its path."""
+def json_body(request: HttpRequest, *, optional: bool = False) -> tuple[Any, JsonResponse | None]:
+    """(the request's JSON, None) or (None, the answer refusing it): 415 for a Content-Type that is not JSON; 400 at
+    "" for an empty body (no JSON; `optional`: an endpoint whose body may be left out takes it as {}), for what is
+    not JSON (NaN and Infinity are not), and for what no field can store or send (NUL, a lone surrogate, nesting
+    beyond MAX_REQUEST_NESTING), each at its path. Too large a body raises RequestDataTooBig: the API's one 413
+    (api.JsonErrorsMiddleware)."""
+    if refused := refuse_content_type(request):
+        return None, refused
     if not request.body:
-        return {}, None
+        if optional:
+            return {}, None
+        return None, bad_request({"": ["The request body is empty, which is not valid JSON: send a JSON object."]})
     try:
         payload = loads_json(request.body)
-    except (ValueError, RecursionError) as exc:
-        return None, JsonResponse({"errors": {"": [f"The request body is not valid JSON: {exc}."]}}, status=400)
+    except RecursionError:
+        return None, bad_request({"": [f"The request body is nested too deeply (at most {MAX_REQUEST_NESTING} "
+                                       "levels of objects and lists)."]})
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        return None, bad_request({"": [f"The request body is not valid JSON{where}: {getattr(exc, 'msg', exc)}."]})
     refused = refuse_unstorable(payload)
     return (None, refused) if refused else (payload, None)
+
+
+def refuse_content_type(request: HttpRequest) -> JsonResponse | None:
+    """The 415 of a body sent as something other than JSON (application/json or a +json type), else None. A body
+    without a Content-Type is taken as JSON (it says nothing else, and the parse is strict); a form-encoded one is
+    refused, not parsed as JSON: it is what `curl -d` sends unless told otherwise, and other clients mean a form."""
+    given = (request.content_type or "").strip().lower()
+    if not given or given == "application/json" or (given.startswith("application/") and given.endswith("+json")):
+        return None
+    return JsonResponse({"errors": {"": [
+        f"Content-Type {given} is not JSON: send the body as JSON with Content-Type: application/json "
+        "(curl: -H 'Content-Type: application/json'; curl -d alone sends a form)."]}}, status=415)
 
 
 def refuse_unstorable(payload: Any) -> JsonResponse | None:
@@ -160,6 +192,23 @@ def unknown_fields(payload: Mapping[str, Any], allowed: Iterable[str]) -> dict[s
     silently ignored would leave the caller believing it took effect."""
     known = sorted(allowed)
     return {key: [f"Unknown field: send {', '.join(known)}."] for key in payload if key not in known}
+
+
+def query_errors(request: HttpRequest, single: Iterable[str], repeatable: Iterable[str] = ()) \
+        -> dict[str, list[str]]:
+    """An error at each query parameter a GET endpoint does not take (naming those it takes) and at each
+    single-valued one sent more than once: a misspelt filter silently ignored answers what was not asked for, and
+    a repeated one would silently be its last value. The API's only: the list page's forms add their own."""
+    many = set(repeatable)
+    known = sorted({*single, *many})
+    errors: dict[str, list[str]] = {}
+    for key in request.GET:
+        if key not in known:
+            errors[key] = [f"Unknown parameter: send {', '.join(known)}." if known
+                           else "Unknown parameter: this endpoint takes none."]
+        elif key not in many and len(request.GET.getlist(key)) > 1:
+            errors[key] = ["Sent more than once: send it once."]
+    return errors
 
 
 class Problem(Exception):
@@ -450,12 +499,19 @@ def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | Non
 # --- endpoints --------------------------------------------------------------------------------------------
 
 
+# The list's query parameters (listing.ListFilters' but the page's own tag box) and ?workspace=; tag may repeat.
+LIST_PARAMS = ("q", "status", "framework", "owner", "created_from", "created_to", "sort", "size", "idle", "after",
+               "before", "workspace")
+
+
 @api_view
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def jobs(request: HttpRequest) -> JsonResponse:
     """GET: the caller's jobs, filtered and paginated like the list page. POST: create a job."""
     if request.method == "POST":
         return _create(request)
+    if refused := query_errors(request, LIST_PARAMS, repeatable=["tag"]):
+        return bad_request(refused)
     filters = listing.Filters.from_query(request.GET)
     if filters.errors:
         return bad_request(filters.errors)
@@ -497,6 +553,11 @@ def create_request(request: HttpRequest, job_key: str | None = None) \
 
 
 def _create(request: HttpRequest) -> JsonResponse:
+    return idempotency.once(request, idempotency.JOBS, lambda: _create_job(request),
+                            lambda pk: JsonResponse(job_json(access.get_job(request.api_user, pk), request)))
+
+
+def _create_job(request: HttpRequest) -> JsonResponse:
     body, workspace, refused = create_request(request)
     if refused:
         return refused
@@ -510,7 +571,7 @@ def _create(request: HttpRequest) -> JsonResponse:
 
 
 @api_view
-@require_http_methods(["GET", "PATCH"])
+@require_http_methods(["GET", "HEAD", "PATCH"])
 def job(request: HttpRequest, pk: int) -> JsonResponse:
     """GET: one job. PATCH {"priority": n}: change a queued quota job's priority (jobs.priority), answered once
     DLC has."""
@@ -582,7 +643,7 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
     binds the clone to the template's locks, as the wizard's clone is bound.
     """
     source = access.get_job(request.api_user, pk, "clone")
-    payload, bad = json_body(request)
+    payload, bad = json_body(request, optional=True)  # no body: a clone without changes
     if bad:
         return bad
     if not isinstance(payload, dict):
@@ -661,7 +722,7 @@ CLONE_FIELDS = {"changes", "secret_envs", *PUT_SECRET}
 
 
 @api_view
-@require_GET
+@require_safe
 def workspaces(request: HttpRequest) -> JsonResponse:
     """The caller's workspaces (a workspace-scoped token: its one workspace), each with what the caller may do.
 
@@ -681,10 +742,92 @@ def workspaces(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"workspaces": rows})
 
 
-@require_GET
+@require_safe
 def openapi(request: HttpRequest) -> JsonResponse:
     """The API's OpenAPI 3 description (public: it describes the API, not anyone's data)."""
     return JsonResponse(openapi_document(request.build_absolute_uri("/")[:-1]))
+
+
+def response_object(properties: dict[str, Any], *, optional: Iterable[str] = (), **extra: Any) -> dict[str, Any]:
+    """An object schema of an answer: every property required but the `optional` ones (those present only on some
+    calls). The API adds no other field, which the document's test (tests/test_api_openapi.py) holds it to."""
+    skipped = set(optional)
+    return {"type": "object", "properties": properties, "required": [k for k in properties if k not in skipped],
+            **extra}
+
+
+# {id, name} of the workspace a job, sweep or schedule belongs to.
+WORKSPACE_REF = response_object({"id": {"type": "integer"}, "name": {"type": "string"}})
+
+
+STOP_RESULTS = ("stopping", "stopped", "already-finished", "not-permitted")  # lifecycle.request_stop's
+
+
+def job_schema_of() -> dict[str, Any]:
+    """The `Job` schema: job_json's fields (GET /api/v1/jobs/{id} adds JobDetail's)."""
+    from jobs import status as st
+
+    when = {"type": "string", "format": "date-time", "nullable": True}
+    pod_time = {"type": "string", "nullable": True, "description": "As DLC gives it (ISO 8601, UTC); null: not yet."}
+    return response_object({
+        "id": {"type": "integer"}, "name": {"type": "string"},
+        "workspace": WORKSPACE_REF, "owner": {"type": "string", "nullable": True},
+        "status": {"type": "string", "enum": list(st.ALL)},
+        "status_label": {"type": "string"}, "active": {"type": "boolean"},
+        "sub_status": {"type": "string", "description": "DLC's sub-status (\"\": none)."},
+        "reason": response_object(
+            {"code": {"type": "string"}, "message": {"type": "string"}}, nullable=True,
+            description="Why the job is where it is: DLC's code and message. In GET /api/v1/jobs/{id}, a job the "
+                        "console stopped (the idle policy, a sweep's early stopping) has the console's reason as "
+                        "message (code stays DLC's)."),
+        "job_type": {"type": "string"},
+        "dlc_job_id": {"type": "string", "nullable": True},
+        "imported": {"type": "boolean", "description": "Found in DLC by a sync, not created by the console."},
+        "cloned_from": {"type": "integer", "nullable": True},
+        "run_after": {"type": "integer", "nullable": True,
+                      "description": "The job this one runs after (null: none, or deleted)."},
+        "run_after_when": {"type": "string", "enum": list(dependencies.WHEN)},
+        "submit_error": {"type": "object", "nullable": True,
+                         "description": "DLC's error of the last failed CreateJob (Code, Message, ...); null: none."},
+        "submit_next_attempt_at": {**when, "description": "When the worker retries the CreateJob; null: no retry "
+                                                          "planned."},
+        "created_at": {"type": "string", "format": "date-time"},
+        "submitted_at": when, "started_at": when, "finished_at": when,
+        "pods": {"type": "array", "items": response_object({
+            "PodId": {"type": "string", "nullable": True}, "Type": {"type": "string", "nullable": True},
+            "Status": {"type": "string", "nullable": True}, "Ip": {"type": "string", "nullable": True},
+            "GmtStartTime": pod_time, "GmtFinishTime": pod_time})},
+        "body": {"type": "object", "description": "The CreateJob body, without secrets."},
+        "url": {"type": "string", "format": "uri", "description": "This job in the API."},
+        "page": {"type": "string", "format": "uri", "description": "This job's page in the console."}})
+
+
+def job_detail_members() -> dict[str, Any]:
+    """What GET /api/v1/jobs/{id} (and a priority change) adds to a Job: job_detail_json's extra fields."""
+    return {
+        "queue_position": response_object(
+            {"position": {"type": "integer"}, "of": {"type": "integer"},
+             "quota": {"type": "string", "nullable": True}, "held": {"type": "boolean"}}, nullable=True,
+            description="Not in lists: while the job is queued, its place in its quota's queue in DLC's order "
+                        "(higher priority first, then earlier submitted); 1 is admitted next. `quota`: the quota's "
+                        "name (null on public resources). `held`: the job waits for the job it runs after, so this "
+                        "is the place it will take once released. Null when not queued."),
+        "idle": response_object(
+            {"since": {"type": "string", "format": "date-time"},
+             "metric": {"type": "string", "enum": ["GPU", "CPU"]},
+             "value": {"type": "number"}, "threshold_percent": {"type": "number"},
+             "window_minutes": {"type": "number"},
+             "stops_at": {"type": "string", "format": "date-time", "nullable": True}}, nullable=True,
+            description="While the workspace's idle policy finds the running job idle, since when, what was "
+                        "measured (metric GPU or CPU, the busiest pod's average percent over window_minutes, under "
+                        "threshold_percent) and when the policy stops it (stops_at, null: never). Null when not "
+                        "idle, and once the job ended."),
+        "cost": response_object(
+            {"amount": {"type": "string", "description": "Decimal, to the cent."},
+             "currency": {"type": "string"}, "running": {"type": "boolean"}}, nullable=True,
+            description="What the job cost at the workspace's prices (so far while `running`). Null when it never "
+                        "ran or has no price."),
+    }
 
 
 def openapi_document(server: str) -> dict[str, Any]:
@@ -697,6 +840,7 @@ def openapi_document(server: str) -> dict[str, Any]:
     validation = {"description": "Invalid body: messages keyed by field path (e.g. JobSpecs[0].PodCount).",
                   "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ValidationErrors"}}}}
     job_ok = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}}
+    detail_ok = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/JobDetail"}}}}
     job_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
     ws_param = {"name": "workspace", "in": "query", "schema": {"type": "integer"},
                 "description": "Console workspace id (GET /api/v1/workspaces); optional if you have only one. "
@@ -707,7 +851,8 @@ def openapi_document(server: str) -> dict[str, Any]:
                                "workspace): 404."}
     list_params = [ws_param] + [
         {"name": n, "in": "query", "schema": {"type": "string"}, "description": d} for n, d in (
-            ("q", "Name contains."), ("status", "A status, or 'active' / 'finished'."),
+            ("q", "Name contains (at most 256 characters; longer: 400 at q)."),
+            ("status", "A status, or 'active' / 'finished'. Another value: 400 at status."),
             ("framework", "JobType, e.g. PyTorchJob."), ("owner", "Username, or 'me'."),
             ("created_from", "YYYY-MM-DD"), ("created_to", "YYYY-MM-DD"),
             ("sort", "-created (default), created, name, -name, status. The pages are keyset-paginated on the "
@@ -734,11 +879,15 @@ def openapi_document(server: str) -> dict[str, Any]:
         {"name": "version", "in": "query", "schema": {"type": "integer", "minimum": 1},
          "description": "The template's version (default: its default version, else its latest); only with "
                         "template. Not a whole number from 1, or without template: 400 at version."}]
+    job_schema = job_schema_of()
+    by_name = {p["name"]: p for p in list_params}
+    by_name["q"]["schema"]["maxLength"] = listing.ListFilters.base_fields["q"].max_length
+    by_name["status"]["schema"]["enum"] = [choice for choice, _ in listing.STATUS_CHOICES if choice]
     # What a call answers when it cannot say which workspace is meant (request_workspace).
     invalid_or_candidates = {
         **validation, "description": validation["description"] + " Without ?workspace=, when it cannot tell which "
         "of your workspaces is meant: `errors.workspace` and `candidates` [{id, name, dlc_workspace_id}]."}
-    return {
+    document = {
         "openapi": "3.0.3",
         "info": {"title": "DLC Console API", "version": API_VERSION,
                  "description": "Jobs of the console's workspaces, their sweeps, schedules and usage. Authenticate "
@@ -759,15 +908,16 @@ def openapi_document(server: str) -> dict[str, Any]:
                             "schema": {"$ref": "#/components/schemas/JobPage"}}}}, "400": validation, "401": err,
                             "404": err}},
                 "post": {"summary": "Create a job from a CreateJob body (same validation as the wizard)",
-                         "parameters": [ws_param, *template_params],
+                         "parameters": [ws_param, *template_params, idempotency.parameter()],
                          "requestBody": {"required": True, "content": {"application/json": {
                              "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
                          "responses": {"201": {"description": "Created; the worker submits it to DLC", **job_ok},
-                                       "400": invalid_or_candidates, "401": err, "403": err, "404": err}},
+                                       "400": invalid_or_candidates, "401": err, "403": err, "404": err,
+                                       **idempotency.responses(err)}},
             },
             "/api/v1/jobs/{id}": {
                 "get": {"summary": "One job", "parameters": [job_id],
-                        "responses": {"200": {"description": "The job", **job_ok}, "401": err, "404": err}},
+                        "responses": {"200": {"description": "The job", **detail_ok}, "401": err, "404": err}},
                 "patch": {
                     "summary": "Change the priority of a job waiting in a resource quota's queue (DLC UpdateJob; "
                                "members: their own jobs; admins: any)",
@@ -779,7 +929,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                         "type": "object", "required": ["priority"], "additionalProperties": False,
                         "properties": {"priority": {"type": "integer", "minimum": 1, "maximum": 9,
                                                     "description": "1 lowest, 9 highest."}}}}}},
-                    "responses": {"200": {"description": "Changed; the job", **job_ok},
+                    "responses": {"200": {"description": "Changed; the job", **detail_ok},
                                   "400": validation, "401": err, "403": err, "404": err,
                                   "409": {**validation,
                                           "description": "The job is not on a resource quota or no longer waits "
@@ -790,8 +940,11 @@ def openapi_document(server: str) -> dict[str, Any]:
             },
             "/api/v1/jobs/{id}/stop": {"post": {
                 "summary": "Stop a job (members: their own; admins: any)", "parameters": [job_id],
-                "responses": {"202": {"description": "Stop requested; `result` is stopping, stopped, "
-                                                     "already-finished or failed: ..."},
+                "responses": {"202": {"description": "Stop requested: `result` stopping (sent to DLC), stopped "
+                                                     "(it never reached DLC), already-finished; and the job",
+                                      "content": {"application/json": {"schema": response_object({
+                                          "result": {"type": "string", "enum": list(STOP_RESULTS)},
+                                          "job": {"$ref": "#/components/schemas/Job"}})}}},
                               "401": err, "403": err, "404": err}}},
             "/api/v1/jobs/{id}/clone": {"post": {
                 "summary": "Create a copy of a job (new name `<name>-copy`; secrets must be sent again)",
@@ -830,7 +983,8 @@ def openapi_document(server: str) -> dict[str, Any]:
                                               "cannot_create": {"type": "string", "description": "Only when "
                                                                 "can_create is false: the create's 403 message."}}}}}},
                               "400": invalid_or_candidates, "401": err, "404": err,
-                              "413": {**validation, "description": "The body is too large (error at \"\")."}}}},
+                              "403": {**err, "description": "A signed-in session that sent no X-CSRFToken "
+                                                            "(the dry run itself is open to any member)."}}}},
             **note_paths(err, validation),
             **sweep_paths(err, validation, ws_param),
             **schedule_paths(err, validation, ws_param),
@@ -841,14 +995,17 @@ def openapi_document(server: str) -> dict[str, Any]:
                 "session": {"type": "apiKey", "in": "cookie", "name": "sessionid"},
             },
             "responses": {"Error": {"description": "Error: 401 no or bad credentials (`code` token_expired: the "
-                                                   "token expired; token_revoked: it was revoked), 403 not "
-                                                   "permitted (also: a read-only token on an unsafe call), 404 not "
-                                                   "found or outside the token's workspace",
-                                    "content": {"application/json": {"schema": {
-                                        "type": "object", "properties": {"error": {"type": "string"},
-                                                                         "code": {"type": "string"},
-                                                                         "expires_at": {"type": "string",
-                                                                                        "format": "date-time"}}}}}}},
+                                                   "token expired, with `expires_at`; token_revoked: it was "
+                                                   "revoked), 403 not permitted (also: a read-only token on an "
+                                                   "unsafe call; a session's unsafe call without X-CSRFToken), 404 "
+                                                   "not found or outside the token's workspace. Any /api/ path: 404 "
+                                                   "where no endpoint is, 405 for a method the path does not take "
+                                                   "(its Allow header lists those it takes), in this format.",
+                                    "content": {"application/json": {"schema": response_object({
+                                        "error": {"type": "string"},
+                                        "code": {"type": "string", "enum": ["token_expired", "token_revoked"]},
+                                        "expires_at": {"type": "string", "format": "date-time"}},
+                                        optional=["code", "expires_at"])}}}},
             "schemas": {
                 "CreateJobBody": {"type": "object", "description": "The PAI-DLC CreateJob request body "
                                   "(POST /api/v1/jobs of the PAI-DLC 2020-12-03 API). A registry password in "
@@ -885,54 +1042,18 @@ def openapi_document(server: str) -> dict[str, Any]:
                                                      "outcome (not if it never ran: stopped while Waiting, or "
                                                      "skipped, it has no outcome and this job is skipped too)."}},
                                   "additionalProperties": True},
-                "ValidationErrors": {"type": "object", "properties": {"errors": {
-                    "type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}}},
-                "Job": {"type": "object", "properties": {
-                    "id": {"type": "integer"}, "name": {"type": "string"}, "status": {"type": "string"},
-                    "status_label": {"type": "string"}, "active": {"type": "boolean"},
-                    "workspace": {"type": "object"}, "owner": {"type": "string", "nullable": True},
-                    "dlc_job_id": {"type": "string", "nullable": True}, "job_type": {"type": "string"},
-                    "cloned_from": {"type": "integer", "nullable": True}, "body": {"type": "object"},
-                    "run_after": {"type": "integer", "nullable": True,
-                                  "description": "The job this one runs after (null: none, or deleted)."},
-                    "run_after_when": {"type": "string", "enum": list(dependencies.WHEN)},
-                    "pods": {"type": "array", "items": {"type": "object"}},
-                    "reason": {
-                        "type": "object", "nullable": True,
-                        "description": "Why the job is where it is: DLC's code and message. In GET /api/v1/jobs/{id}, "
-                                       "a job the console stopped (the idle policy, a sweep's early stopping) has "
-                                       "the console's reason as message (code stays DLC's).",
-                        "properties": {"code": {"type": "string"}, "message": {"type": "string"}}},
-                    "queue_position": {
-                        "type": "object", "nullable": True,
-                        "description": "GET /api/v1/jobs/{id} only (not in lists): while the job is queued, its "
-                                       "place in its quota's queue in DLC's order (higher priority first, then "
-                                       "earlier submitted); 1 is admitted next. `quota`: the quota's name (null on "
-                                       "public resources). `held`: the job waits for the job it runs after, so "
-                                       "this is the place it will take once released. Null when not queued.",
-                        "properties": {"position": {"type": "integer"}, "of": {"type": "integer"},
-                                       "quota": {"type": "string", "nullable": True}, "held": {"type": "boolean"}}},
-                    "idle": {
-                        "type": "object", "nullable": True,
-                        "description": "GET /api/v1/jobs/{id} only: while the workspace's idle policy finds the "
-                                       "running job idle, since when, what was measured (metric GPU or CPU, the "
-                                       "busiest pod's average percent over window_minutes, under "
-                                       "threshold_percent) and when the policy stops it (stops_at, null: never). "
-                                       "Null when not idle, and once the job ended.",
-                        "properties": {"since": {"type": "string", "format": "date-time"},
-                                       "metric": {"type": "string", "enum": ["GPU", "CPU"]},
-                                       "value": {"type": "number"}, "threshold_percent": {"type": "number"},
-                                       "window_minutes": {"type": "number"},
-                                       "stops_at": {"type": "string", "format": "date-time", "nullable": True}}},
-                    "cost": {
-                        "type": "object", "nullable": True,
-                        "description": "GET /api/v1/jobs/{id} only: what the job cost at the workspace's prices "
-                                       "(so far while `running`). Null when it never ran or has no price.",
-                        "properties": {"amount": {"type": "string", "description": "Decimal, to the cent."},
-                                       "currency": {"type": "string"}, "running": {"type": "boolean"}}},
-                    "created_at": {"type": "string", "format": "date-time"}}},
-                "WorkspaceList": {"type": "object", "properties": {"workspaces": {"type": "array", "items": {
-                    "type": "object", "properties": {
+                "ValidationErrors": response_object({
+                    "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                               "description": "Messages keyed by field path (\"\": the body as a whole)."},
+                    "candidates": {"type": "array", "description": "Only when a call cannot tell which of your "
+                                   "workspaces is meant (errors.workspace): those it could be, at most "
+                                   f"{CANDIDATES_SHOWN}.",
+                                   "items": response_object({"id": {"type": "integer"}, "name": {"type": "string"},
+                                                             "dlc_workspace_id": {"type": "string"}})}},
+                    optional=["candidates"]),
+                "Job": job_schema,
+                "JobDetail": response_object({**job_schema["properties"], **job_detail_members()}),
+                "WorkspaceList": response_object({"workspaces": {"type": "array", "items": response_object({
                         "id": {"type": "integer"}, "name": {"type": "string"},
                         "role": {"type": "string", "enum": roles,
                                  "description": "Your membership role (admin for a superuser)."},
@@ -943,19 +1064,36 @@ def openapi_document(server: str) -> dict[str, Any]:
                                       "description": "True when the request used a read-only token: every call "
                                                      "that changes something answers 403."},
                         "region": {"type": "string"}, "dlc_workspace_id": {"type": "string"},
-                        "policy": {"type": "object", "description": "The workspace's guardrails."}}}}}},
-                "JobPage": {"type": "object", "properties": {
+                        "policy": {"type": "object", "description": "The workspace's guardrails."}})}}),
+                "JobPage": response_object({
                     "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
                     "next": {"type": "string", "format": "uri", "nullable": True,
                              "description": "The URL of the next page, to request as it is (null: last page). Its "
                                             "`after` query parameter is the cursor."},
                     "previous": {"type": "string", "format": "uri", "nullable": True,
                                  "description": "The URL of the previous page (null: first page). Its `before` "
-                                                "query parameter is the cursor."}}},
+                                                "query parameter is the cursor."}}),
                 **note_schemas(),
                 **sweep_schemas(),
                 **schedule_schemas(),
             },
         },
     }
+    return with_body_errors(document, validation, err)
 
+
+def with_body_errors(document: dict[str, Any], validation: dict[str, Any], err: dict[str, Any]) -> dict[str, Any]:
+    """Every operation taking a body may answer 413 (too large: api.JsonErrorsMiddleware) and 415 (not JSON:
+    json_body); every unsafe one 403 (a session without X-CSRFToken, apitokens.api_view). Said once, here, so that
+    no new operation misses them."""
+    too_large = {**validation, "description": "The body is too large (error at \"\")."}
+    not_json = {**validation, "description": "The body's Content-Type is not JSON (error at \"\")."}
+    for operations in document["paths"].values():
+        for method, operation in operations.items():
+            answers = operation["responses"]
+            if "requestBody" in operation:
+                answers.setdefault("413", too_large)
+                answers.setdefault("415", not_json)
+            if method in ("post", "put", "patch", "delete"):
+                answers.setdefault("403", err)
+    return document

@@ -15,8 +15,18 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from jobs import access, schedules
-from jobs.api_jobs import Problem, bad_request, create_request, json_body, request_workspace, unknown_fields
+from jobs import access, idempotency, schedules
+from jobs.api_jobs import (
+    WORKSPACE_REF,
+    Problem,
+    bad_request,
+    create_request,
+    json_body,
+    query_errors,
+    request_workspace,
+    response_object,
+    unknown_fields,
+)
 from jobs.apitokens import api_view
 from jobs.models import Schedule
 
@@ -73,11 +83,13 @@ def _require_change(request: HttpRequest, schedule: Schedule) -> None:
 
 
 @api_view
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def schedule_list(request: HttpRequest) -> JsonResponse:
     """GET: the workspace's schedules. POST: create one."""
     if request.method == "POST":
         return _create(request)
+    if refused := query_errors(request, ["workspace"]):
+        return bad_request(refused)
     try:
         workspace = request_workspace(request, "view")
     except Problem as problem:
@@ -88,6 +100,11 @@ def schedule_list(request: HttpRequest) -> JsonResponse:
 
 
 def _create(request: HttpRequest) -> JsonResponse:
+    return idempotency.once(request, idempotency.SCHEDULES, lambda: _create_schedule(request),
+                            lambda pk: JsonResponse(schedule_json(_schedule(request, pk), request)))
+
+
+def _create_schedule(request: HttpRequest) -> JsonResponse:
     payload, workspace, refused = create_request(request, schedules.JOB)
     if refused:
         return refused
@@ -120,11 +137,11 @@ def _create(request: HttpRequest) -> JsonResponse:
 
 
 @api_view
-@require_http_methods(["GET", "PATCH", "DELETE"])
+@require_http_methods(["GET", "HEAD", "PATCH", "DELETE"])
 def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """GET: one schedule with its last runs. PATCH {"enabled": bool}. DELETE: the schedule (its jobs stay)."""
     schedule = _schedule(request, pk)
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):
         return JsonResponse(schedule_json(schedule, request))
     _require_change(request, schedule)
     if request.method == "DELETE":
@@ -171,10 +188,10 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
                                "run N hours later); daily and weekly times are wall-clock in the console's zone. A "
                                "cron expression (5 fields) is evaluated in the console's zone as cron does; its runs "
                                "must be at least DLC_SCHEDULE_MIN_MINUTES apart (10 by default).",
-                "parameters": [ws_param],
+                "parameters": [ws_param, idempotency.parameter()],
                 "requestBody": {"required": True, **_ref("ScheduleCreate")},
                 "responses": {"201": {"description": "The schedule", **_ref("Schedule")}, "400": invalid,
-                              "401": err, "403": err, "404": err}},
+                              "401": err, "403": err, "404": err, **idempotency.responses(err)}},
         },
         "/api/v1/schedules/{id}": {
             "get": {"summary": "One schedule and its last runs", "parameters": [schedule_id],
@@ -216,10 +233,14 @@ def schedule_schemas() -> dict[str, Any]:
                                 "step larger than its field's range (*/99 in minutes) is refused."}},
         "description": "Send only the fields of the chosen kind (null or [] for the others): a field of another "
                        "kind is refused (400), not dropped."}
-    run = {"type": "object", "properties": {
+    run = response_object({
         "due_at": {"type": "string", "format": "date-time"}, "job": {"type": "integer", "nullable": True},
         "job_status": {"type": "string", "nullable": True},
-        "skipped_reason": {"type": "string", "nullable": True}}}
+        "skipped_reason": {"type": "string", "nullable": True}})
+    # As a schedule shows it: every field, those of another kind null or [], weekdays as mon ... sun.
+    shown = {**recurrence, "required": list(recurrence["properties"]), "properties": {
+        **recurrence["properties"], "weekdays": {"type": "array", "items": {"type": "string", "enum": list(
+            schedules.WEEKDAYS)}}}}
     return {
         "ScheduleCreate": {"type": "object", "required": ["name", RECURRENCE, schedules.JOB], "properties": {
             "name": {"type": "string", "maxLength": schedules.NAME_MAX, "pattern": "^[A-Za-z0-9_.-]+$"},
@@ -227,16 +248,16 @@ def schedule_schemas() -> dict[str, Any]:
             "skip_if_active": {"type": "boolean", "default": True},
             "enabled": {"type": "boolean", "default": True},
             schedules.JOB: {"$ref": "#/components/schemas/CreateJobBody"}}},
-        "Schedule": {"type": "object", "properties": {
-            "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": {"type": "object"},
-            "owner": {"type": "string", "nullable": True}, RECURRENCE: recurrence,
+        "Schedule": response_object({
+            "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": WORKSPACE_REF,
+            "owner": {"type": "string", "nullable": True}, RECURRENCE: shown,
             "recurrence_text": {"type": "string"}, "time_zone": {"type": "string"},
             "enabled": {"type": "boolean"}, "skip_if_active": {"type": "boolean"},
             "next_run_at": {"type": "string", "format": "date-time", "nullable": True},
             "created_at": {"type": "string", "format": "date-time"},
             schedules.JOB: {"type": "object", "description": "The CreateJob body, without secrets."},
             "runs": {"type": "array", "items": run, "description": f"The last {schedules.RUNS_SHOWN} runs."},
-            "url": {"type": "string", "format": "uri"}}},
-        "ScheduleList": {"type": "object", "properties": {
-            "schedules": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}}}},
+            "url": {"type": "string", "format": "uri"}}),
+        "ScheduleList": response_object({
+            "schedules": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}}}),
     }

@@ -16,11 +16,19 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, JsonResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from jobs import access, api_jobs, costs, early_stop, jobpage, lifecycle, sweeps, usage
+from jobs import access, api_jobs, costs, early_stop, idempotency, jobpage, lifecycle, sweeps, usage
 from jobs import status as st
-from jobs.api_jobs import Problem, bad_request, create_request, parse_id, request_workspace
+from jobs.api_jobs import (
+    Problem,
+    bad_request,
+    create_request,
+    parse_id,
+    query_errors,
+    request_workspace,
+    response_object,
+)
 from jobs.apitokens import api_view
 from jobs.models import Job, Membership, Sweep, SweepTrial
 
@@ -277,11 +285,13 @@ def _get_sweep(request: HttpRequest, pk: int) -> Sweep:
 
 
 @api_view
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def sweep_list(request: HttpRequest) -> JsonResponse:
     """GET: the workspace's last 50 sweeps, newest first. POST: create a sweep ({"Job": ..., "Parameters": ...})."""
     if request.method == "POST":
         return _create(request)
+    if refused := query_errors(request, ["workspace"]):
+        return bad_request(refused)
     try:
         workspace = request_workspace(request, "view")
     except Problem as problem:
@@ -296,6 +306,14 @@ def sweep_list(request: HttpRequest) -> JsonResponse:
 
 
 def _create(request: HttpRequest) -> JsonResponse:
+    def replay(pk: int) -> JsonResponse:
+        sweep = _get_sweep(request, pk)
+        return JsonResponse(sweep_json(sweep, request, _trials(sweep)))
+
+    return idempotency.once(request, idempotency.SWEEPS, lambda: _create_sweep(request), replay)
+
+
+def _create_sweep(request: HttpRequest) -> JsonResponse:
     payload, workspace, refused = create_request(request, JOB)
     if refused:
         return refused
@@ -342,13 +360,15 @@ def _create(request: HttpRequest) -> JsonResponse:
 
 
 @api_view
-@require_GET
+@require_safe
 def sweep_detail(request: HttpRequest, pk: int) -> JsonResponse:
     """The sweep and its trials; with ?rank=<metric> (and goal=min|max, value=best|last) ranked as its page ranks
     them (jobs.sweeps.leaderboard), saying which goal and value were used."""
     from jobs import scalars
 
     sweep = _get_sweep(request, pk)
+    if refused := query_errors(request, ["rank", "goal", "value"]):
+        return bad_request(refused)
     trials = _trials(sweep)
     out = sweep_json(sweep, request, trials)
     rank = request.GET.get("rank", "").strip()
@@ -412,12 +432,14 @@ def _usage_job_json(job: usage.JobUsage, request: HttpRequest) -> dict[str, Any]
 
 
 @api_view
-@require_GET
+@require_safe
 def workspace_usage(request: HttpRequest, pk: int) -> JsonResponse:
     """The usage report of the page /workspaces/<id>/usage (jobs.usage), as JSON; every member may read it."""
     from jobs.forms.wizard import instance_catalog
 
     workspace = access.get_workspace(request.api_user, pk)
+    if refused := query_errors(request, ["days"]):
+        return bad_request(refused)
     given = request.GET.get("days", "")
     days = parse_id(given) if given else usage.DEFAULT_DAYS
     if days not in usage.PERIODS:
@@ -489,16 +511,19 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
                                {"name": "template", "in": "query", "schema": {"type": "integer"},
                                 "description": "Template the job starts from: its locked fields must keep their "
                                                "values, and a lock on the environment variables refuses a sweep."},
-                               {"name": "version", "in": "query", "schema": {"type": "integer"}}],
+                               {"name": "version", "in": "query", "schema": {"type": "integer"}},
+                               idempotency.parameter()],
                 "requestBody": {"required": True, **_ref("CreateSweepBody")},
                 "responses": {"201": {"description": "Created; the worker submits each trial", **_ref("Sweep")},
-                              "400": sweep_errors, "401": err, "403": err, "404": err}},
+                              "400": sweep_errors, "401": err, "403": err, "404": err,
+                              **idempotency.responses(err)}},
         },
         "/api/v1/sweeps/{id}": {"get": {
             "summary": "One sweep with its trials, ranked by a metric on ?rank= as its page ranks them",
             "parameters": [sweep_id,
                            {"name": "rank", "in": "query", "schema": {"type": "string"},
-                            "description": "A metric the trials print; the ended trials that have it are ranked."},
+                            "description": "A metric the trials print; the ended trials that have it are ranked. "
+                                           "A metric no trial has (yet): 400 at rank."},
                            {"name": "goal", "in": "query", "schema": {"type": "string", "enum": list(sweeps.GOALS)},
                             "description": "Default: min for a loss, an error or a perplexity, else max. Another "
                                            "value: 400 at goal, with or without rank."},
@@ -506,8 +531,10 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
                             "schema": {"type": "string", "enum": list(sweeps.VALUES), "default": sweeps.DEFAULT_VALUE},
                             "description": "best: the best value each trial reached; last: its last value. "
                                            "Another value: 400 at value, with or without rank."}],
-            "responses": {"200": {"description": "The sweep", **_ref("Sweep")}, "400": validation, "401": err,
-                          "404": err}}},
+            "responses": {"200": {"description": "The sweep", **_ref("Sweep")},
+                          "400": {**validation, "description": "At rank: a metric no trial has; at goal or value: "
+                                                               "another value than those listed."},
+                          "401": err, "404": err}}},
         "/api/v1/sweeps/{id}/stop": {"post": {
             "summary": "Stop every active trial (members: their own trials; admins: any), as the sweep page's "
                        "Stop all; a viewer or a read-only token gets 403",
@@ -530,13 +557,13 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
 def sweep_schemas() -> dict[str, Any]:
     values = {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "number"}]}}
     link = {"type": "string", "format": "uri"}
-    sweep = {"type": "object", "properties": {
-        "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": {"type": "object"},
+    sweep = response_object({
+        "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": api_jobs.WORKSPACE_REF,
         "owner": {"type": "string", "nullable": True}, "created_at": {"type": "string", "format": "date-time"},
-        "search": {"type": "object", "properties": {
+        "search": response_object({
             "method": {"type": "string", "enum": [sweeps.GRID, sweeps.RANDOM]},
             "trials": {"type": "integer", "nullable": True, "description": "Trials asked (random search)."},
-            "seed": {"type": "integer", "nullable": True, "description": "The seed sampled with (random search)."}}},
+            "seed": {"type": "integer", "nullable": True, "description": "The seed sampled with (random search)."}}),
         "parameters": {"type": "object", "additionalProperties": {"oneOf": [
                            {"type": "array", "items": {"type": "string"}},
                            {"$ref": "#/components/schemas/SweepDistribution"}]},
@@ -546,16 +573,16 @@ def sweep_schemas() -> dict[str, Any]:
                   "description": "Trials per job status."},
         "active": {"type": "boolean", "description": "Whether any trial is still active."},
         "early_stopping": {"$ref": "#/components/schemas/SweepEarlyStopping"},
-        "ranking": {"type": "object", "nullable": True,
-                    "description": "GET /api/v1/sweeps/{id}?rank=<metric>[&goal=min|max][&value=best|last] only: "
-                                   "the metric, goal and value the trials were ranked by (value best by default: "
-                                   "the best value each trial reached) and the ranked trials' numbers, best first.",
-                    "properties": {"metric": {"type": "string"}, "goal": {"type": "string"},
-                                   "value": {"type": "string", "enum": list(sweeps.VALUES)},
-                                   "order": {"type": "array", "items": {"type": "integer"}}}},
+        "ranking": response_object(
+            {"metric": {"type": "string"}, "goal": {"type": "string", "enum": list(sweeps.GOALS)},
+             "value": {"type": "string", "enum": list(sweeps.VALUES)},
+             "order": {"type": "array", "items": {"type": "integer"}}}, nullable=True,
+            description="GET /api/v1/sweeps/{id} only (null without ?rank=): the metric, goal and value the trials "
+                        "were ranked by (value best by default: the best value each trial reached) and the ranked "
+                        "trials' numbers, best first."),
         "url": link, "page": link,
         "trials": {"type": "array", "description": "Only on POST /api/v1/sweeps and GET /api/v1/sweeps/{id}.",
-                   "items": {"type": "object", "properties": {
+                   "items": response_object({
                        "number": {"type": "integer"},
                        "values": {"type": "object", "additionalProperties": {"type": "string"}},
                        "stopped_early": {"type": "string", "nullable": True,
@@ -565,16 +592,21 @@ def sweep_schemas() -> dict[str, Any]:
                        "best": {"type": "boolean", "description": "With ?rank=: in the first place."},
                        "ranked_value": {"type": "number", "nullable": True,
                                         "description": "With ?rank=: the value it is ranked by."},
-                       "job": {"type": "object", "properties": {
-                           "id": {"type": "integer"}, "name": {"type": "string"}, "status": {"type": "string"},
+                       "job": response_object({
+                           "id": {"type": "integer"}, "name": {"type": "string"},
+                           "status": {"type": "string", "enum": list(st.ALL)},
                            "status_label": {"type": "string"}, "active": {"type": "boolean"},
-                           "url": link, "page": link}}}}}}}
-    line = {"type": "object", "properties": {
+                           "url": link, "page": link})}, optional=["rank", "best", "ranked_value"])}},
+        optional=["ranking", "trials"])
+    money = {"type": "string", "description": "Decimal, to the cent, in `currency` (\"\": no job had a price)."}
+    line = response_object({
         "key": {"type": "string"}, "jobs": {"type": "integer"}, "running": {"type": "integer"},
         "hours": {"type": "number"}, "node_hours": {"type": "number"}, "cpu_hours": {"type": "number"},
         "gpu_hours": {"type": "number"},
         "unknown_size_jobs": {"type": "integer", "description": "Jobs whose CPU and GPU hours are not counted: "
-                                                                "their instance type is unknown."}}}
+                                                                "their instance type is unknown."},
+        "cost": money,
+        "no_price_jobs": {"type": "integer", "description": "Jobs left out of `cost`: no price for their size."}})
     number = {"type": "number", "nullable": True, "description": "null: the instance type is unknown."}
     return {
         "CreateSweepBody": {"type": "object", "required": [JOB, PARAMETERS], "additionalProperties": False,
@@ -618,30 +650,42 @@ def sweep_schemas() -> dict[str, Any]:
                                              "0 < Min, uniform in log scale); int: an integer, Min and Max "
                                              "included. Min < Max."},
         "Sweep": sweep,
-        "SweepList": {"type": "object", "properties": {
+        "SweepList": response_object({
             "sweeps": {"type": "array", "items": {"$ref": "#/components/schemas/Sweep"}},
-            "limit": {"type": "integer"}}},
-        "SweepStop": {"type": "object", "properties": {
-            "results": {"type": "array", "items": {"type": "object", "properties": {
+            "limit": {"type": "integer"}}),
+        "SweepStop": response_object({
+            "results": {"type": "array", "items": response_object({
                 "number": {"type": "integer"}, "job": {"type": "integer"},
                 "result": {"type": "string", "enum": ["stopping", "stopped", "already-finished", "not-permitted",
                                                       "failed"]},
-                "text": {"type": "string"}}}},
-            "summary": {"type": "string"}, "sweep": {"$ref": "#/components/schemas/Sweep"}}},
-        "Usage": {"type": "object", "properties": {
-            "workspace": {"type": "object"},
-            "period": {"type": "object", "properties": {
+                "text": {"type": "string"}})},
+            "summary": {"type": "string"}, "sweep": {"$ref": "#/components/schemas/Sweep"}}),
+        "Usage": response_object({
+            "workspace": api_jobs.WORKSPACE_REF,
+            "period": response_object({
                 "days": {"type": "integer"}, "label": {"type": "string"},
-                "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"}}},
+                "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"}}),
             "totals": line, "by_owner": {"type": "array", "items": line}, "by_type": {"type": "array", "items": line},
-            "top_jobs": {"type": "array", "items": {"type": "object", "properties": {
+            "top_jobs": {"type": "array", "items": response_object({
                 "id": {"type": "integer"}, "name": {"type": "string"}, "owner": {"type": "string"},
                 "job_type": {"type": "string"}, "running": {"type": "boolean"}, "hours": {"type": "number"},
                 "nodes": {"type": "integer"}, "cpus": number, "gpus": number, "node_hours": {"type": "number"},
-                "cpu_hours": number, "gpu_hours": number, "url": link}}},
+                "cpu_hours": number, "gpu_hours": number,
+                "cost": {**money, "nullable": True, "description": "Decimal, to the cent; null: no price for it."},
+                "url": link})},
             "sizes_unknown": {"type": "boolean", "description": "Some jobs ran on instance types the backend did "
                                                                 "not describe: CPU- and GPU-hours leave them out."},
             "unknown_size_jobs": {"type": "integer"},
             "catalog_missing": {"type": "boolean", "description": "The backend could not list instance types."},
-            "catalog_error": {"type": "string", "nullable": True}}},
+            "catalog_error": {"type": "string", "nullable": True},
+            "currency": {"type": "string", "description": "The currency of every `cost`."},
+            "priced": {"type": "boolean", "description": "Whether the workspace has any price: false, every cost "
+                                                         "is \"\"."},
+            "budget": response_object({
+                "amount": {"type": "string", "description": "The monthly budget, decimal to the cent."},
+                "spent": {"type": "string", "description": "Spent this month, decimal to the cent."},
+                "currency": {"type": "string"}, "percent": {"type": "integer"},
+                "no_price_jobs": {"type": "integer", "description": "This month's jobs without a price, left out."},
+                "refuse_when_spent": {"type": "boolean"}, "month": {"type": "string"}}, nullable=True,
+                description="This month's spend against the workspace's monthly budget; null: no budget.")}),
     }

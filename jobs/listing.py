@@ -552,17 +552,21 @@ def page(jobs: QuerySet[Job], f: Filters, *, user=None) -> Page:
     and however deep the page (one more per tag filtered on, `filter_tags`). `jobs` is what the user may see;
     `user` is who "owner=me" means.
 
-    `before` pages are read in reverse order and flipped; if fewer rows than a page are left before the
-    cursor we are at the start, so the first page is shown instead (one more query, on that edge only).
+    `before` pages are read in reverse order and flipped. Fewer rows than a page before the cursor are the start
+    of the list: just those rows, with no previous page and the next one after them. Topping them up with the rows
+    after would show again rows the reader has seen: once jobs were added since, following `previous` back from the
+    second page would repeat most of it. Only when no row at all is left before the cursor (its rows were
+    deleted) is the first page shown instead (one more query, on that edge only).
     """
     columns = SORTS[f.sort]
     size = f.size
     jobs = apply_filters(jobs.select_related("owner"), f, user=user, with_name=False)
     if f.before:
         rows = _first_rows(jobs.filter(keyset_q(columns, f.before, forward=False)), f, reverse=True)
-        if len(rows) > size:
+        if rows:
+            more = len(rows) > size
             rows = rows[:size][::-1]
-            return Page(rows, f.sort, encode_cursor(rows[-1], f.sort), encode_cursor(rows[0], f.sort))
+            return Page(rows, f.sort, encode_cursor(rows[-1], f.sort), encode_cursor(rows[0], f.sort) if more else None)
         f = replace(f, before=None)
     rows = _first_rows(jobs.filter(keyset_q(columns, f.after)) if f.after else jobs, f)
     more = len(rows) > size

@@ -252,6 +252,7 @@ class PodLog(models.Model):
 # notifications (jobs.notify) live in their own modules.
 from jobs.notify_models import BudgetAlert, Webhook, WebhookDelivery  # noqa: E402,F401
 from jobs.portal_models import (  # noqa: E402,F401
+    ApiIdempotencyKey,
     ApiToken,
     AuditEvent,
     JobTemplate,

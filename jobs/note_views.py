@@ -12,10 +12,11 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from jobs import access, notes
-from jobs.api_jobs import json_body
+from jobs.api_jobs import json_body, unknown_fields
 from jobs.apitokens import api_view
 from jobs.models import Job
 from jobs.views import wants_partial
@@ -88,11 +89,11 @@ def job_note_delete(request: HttpRequest, pk: int, note_id: int) -> HttpResponse
 
 
 @api_view
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def api_job_notes(request: HttpRequest, pk: int) -> JsonResponse:
     """GET: the job's notes, oldest first. POST {"text": "..."}: add one (members and admins; not a read-only
-    token); 201 with the note."""
-    if request.method == "GET":
+    token); 201 with the note, its Location the notes' URL (a note has none of its own)."""
+    if request.method in ("GET", "HEAD"):
         job = access.get_job(request.api_user, pk)
         return JsonResponse({"notes": [notes.note_json(note) for note in notes.thread(job)]})
     job = access.get_job(request.api_user, pk, "note")
@@ -102,11 +103,15 @@ def api_job_notes(request: HttpRequest, pk: int) -> JsonResponse:
     if not isinstance(payload, dict) or "text" not in payload:
         return JsonResponse({"errors": {"text": ['Send {"text": "..."}: the note\'s text is required.']}},
                             status=400)
+    if unknown := unknown_fields(payload, ["text"]):  # e.g. "pinned": notes have no such thing, say so
+        return JsonResponse({"errors": unknown}, status=400)
     try:
         note = notes.add(request.api_user, job, payload["text"])
     except notes.NoteError as err:
         return JsonResponse({"errors": {"text": [err.message]}}, status=400)
-    return JsonResponse(notes.note_json(note), status=201)
+    answer = JsonResponse(notes.note_json(note), status=201)
+    answer["Location"] = request.build_absolute_uri(reverse("api_job_notes", args=[job.pk]))
+    return answer
 
 
 def note_paths(err: dict[str, Any], validation: dict[str, Any]) -> dict[str, Any]:

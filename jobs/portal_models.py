@@ -138,6 +138,34 @@ class ApiToken(models.Model):
         return self.expires_at is not None and self.expires_at <= timezone.now()
 
 
+class ApiIdempotencyKey(models.Model):
+    """An `Idempotency-Key` an API create was sent with (jobs.idempotency), per user and endpoint, kept 24 h: a
+    retry with the same key is answered with what the first request created instead of creating it again.
+
+    `status` is null while the first request runs; a create that fails leaves no row. Nothing of the request is
+    kept but a hash of it (it may hold secrets)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+",
+                             db_index=False)  # one_idempotency_key's index starts with the user
+    endpoint = models.CharField(max_length=40)
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64, help_text="HMAC-SHA-256 of the request's query and body.")
+    created_at = models.DateTimeField(default=timezone.now)
+    status = models.PositiveSmallIntegerField(null=True, blank=True, help_text="The answer's; empty: in progress.")
+    object_id = models.BigIntegerField(null=True, blank=True)
+    location = models.CharField(max_length=2000, blank=True)
+
+    class Meta:
+        constraints = [
+            # What makes one create per key hold across web processes: a second request's insert fails.
+            models.UniqueConstraint(fields=["user", "endpoint", "key"], name="one_idempotency_key"),
+        ]
+        indexes = [models.Index(fields=["created_at"], name="idempotency_key_created")]  # the 24 h prune
+
+    def __str__(self) -> str:
+        return f"{self.endpoint} key {self.key!r} of user {self.user_id}"
+
+
 class JobTemplate(models.Model):
     """A named job configuration shared in a workspace; its content lives in numbered versions."""
 

@@ -12,6 +12,7 @@ from jobs import (
     dependencies,
     dlc,
     early_stop,
+    idempotency,
     idle,
     lifecycle,
     logarchive,
@@ -109,8 +110,10 @@ def email_job(self, job_id: int) -> None:
 @shared_task(acks_late=True, ignore_result=True)
 def sweep_stuck() -> int:
     """Re-enqueue what is owed but whose task was lost: submissions, stops, log archives, webhook deliveries, mails;
-    and release jobs still waiting for an upstream that has ended (jobs.dependencies: a missed hook)."""
+    and release jobs still waiting for an upstream that has ended (jobs.dependencies: a missed hook). Also deletes
+    the API's Idempotency-Keys past their 24 h (jobs.idempotency): housekeeping this periodic task already does."""
     age = timedelta(seconds=settings.DLC_SWEEP_AGE)
+    idempotency.prune()
     released = dependencies.release_owed()
     owed = len(released.submitted) + len(released.skipped)
     for task, job_ids in [

@@ -456,8 +456,8 @@ def test_an_unknown_api_path_and_a_wrong_method_answer_json(team, api):
         assert answer.status_code == 404 and answer["Content-Type"] == "application/json", path
         assert "no API endpoint" in answer.json()["error"]
     wrong = api["member"].client.delete("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {api['member'].token}")
-    assert wrong.status_code == 405 and wrong["Allow"] == "GET, POST"
-    assert wrong.json() == {"error": "Method DELETE is not allowed here; allowed: GET, POST."}
+    assert wrong.status_code == 405 and wrong["Allow"] == "GET, HEAD, POST"
+    assert wrong.json() == {"error": "Method DELETE is not allowed here; allowed: GET, HEAD, POST."}
     assert pf.client_for().put("/api/v1/openapi.json").json()["error"].startswith("Method PUT")
     # An endpoint's own 404 keeps its answer; pages outside /api/ keep Django's.
     assert api["member"].get("/api/v1/jobs/999999").json() == {"error": "Not found."}
@@ -712,3 +712,59 @@ def test_tiny_cpu_and_memory_get_their_minimums_not_an_exponent(team, api):
         "JobSpecs[0].ResourceConfig.Memory": ["The memory must be at least 0.001 GiB (about 1 MiB)."]}
     quota["JobSpecs"][0]["ResourceConfig"] = {"CPU": "0.001", "Memory": "0.0625Gi"}
     assert api["member"].post(f"/api/v1/jobs/validate?workspace={team.alpha.pk}", quota).json()["valid"] is True
+
+
+# --- the request's edges: body, content type, query parameters ---------------------------------------------
+
+
+def test_an_empty_body_is_not_json_for_the_create_and_the_dry_run_but_a_clone_may_send_none(team, api):
+    """QA: the create took an empty body as {} while the dry run said "not valid JSON"."""
+    for url in (f"/api/v1/jobs?workspace={team.alpha.pk}", f"/api/v1/jobs/validate?workspace={team.alpha.pk}"):
+        answer = api["member"].post(url)
+        assert answer.status_code == 400 and answer.json() == {"errors": {"": [
+            "The request body is empty, which is not valid JSON: send a JSON object."]}}, url
+    assert api["member"].post(f"/api/v1/jobs/{team.job.pk}/clone").status_code == 201, "no body: no changes"
+
+
+def test_a_body_sent_as_a_form_or_text_is_a_415_saying_which_header_to_send(team, api):
+    """QA: `curl -d` sends application/x-www-form-urlencoded, and the body was parsed as JSON all the same."""
+    body = json.dumps({**pf.BODY, "DisplayName": "typed"})
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {api['member'].token}"}
+    client = api["member"].client
+    for url in (f"/api/v1/jobs?workspace={team.alpha.pk}", f"/api/v1/jobs/validate?workspace={team.alpha.pk}",
+                f"/api/v1/jobs/{team.job.pk}/clone"):
+        for kind in ("application/x-www-form-urlencoded", "text/plain; charset=utf-8"):
+            answer = client.generic("POST", url, body, content_type=kind, **auth)
+            assert answer.status_code == 415, (url, kind, answer.status_code)
+            assert "-H 'Content-Type: application/json'" in answer.json()["errors"][""][0]
+    assert not Job.objects.filter(display_name="typed").exists()
+    # A +json type is JSON; no Content-Type at all says nothing else, and the body is parsed strictly as JSON.
+    assert client.generic("POST", f"/api/v1/jobs/validate?workspace={team.alpha.pk}", body,
+                          content_type="application/vnd.api+json", **auth).json()["valid"]
+    assert client.generic("POST", f"/api/v1/jobs?workspace={team.alpha.pk}", body, content_type="",
+                          **auth).status_code == 201
+
+
+def test_nesting_beyond_pythons_own_limit_is_said_in_the_apis_words(team, api):
+    """QA: 5000 levels answered Python's "maximum recursion depth exceeded while decoding a JSON array..."."""
+    deep = '{"DisplayName": "x", "Extra": ' + "[" * 5000 + "]" * 5000 + "}"
+    for url in (f"/api/v1/jobs?workspace={team.alpha.pk}", f"/api/v1/jobs/validate?workspace={team.alpha.pk}"):
+        answer = api["member"].post(url, deep)
+        assert answer.status_code == 400 and answer.json() == {"errors": {"": [
+            "The request body is nested too deeply (at most 64 levels of objects and lists)."]}}, url
+
+
+def test_the_list_refuses_an_unknown_or_repeated_parameter_naming_the_known_ones(team, api):
+    """QA: ?staus=Running listed every job; ?status=Running&status=Stopped silently used the last."""
+    viewer = api["viewer"]
+    typo = viewer.get("/api/v1/jobs", staus="Running")
+    assert typo.status_code == 400 and list(typo.json()["errors"]) == ["staus"]
+    message = typo.json()["errors"]["staus"][0]
+    assert message.startswith("Unknown parameter: send ") and "status" in message and "workspace" in message
+    twice = viewer.client.get("/api/v1/jobs?status=Running&status=Stopped",
+                              HTTP_AUTHORIZATION=f"Bearer {viewer.token}")
+    assert twice.status_code == 400 and twice.json()["errors"] == {"status": ["Sent more than once: send it once."]}
+    assert viewer.client.get("/api/v1/jobs?tag=a&tag=b", HTTP_AUTHORIZATION=f"Bearer {viewer.token}"
+                             ).status_code == 200, "tag may repeat"
+    # The list page's forms and htmx add parameters of their own: the page is not held to the API's rule.
+    assert pf.client_for(team.users["viewer"]).get("/", {"staus": "Running", "tag_add": ""}).status_code == 200

@@ -58,6 +58,16 @@ def test_bad_requests_say_each_error_at_its_field(db):
     assert not Schedule.objects.exists()
 
 
+def test_the_list_refuses_an_unknown_or_repeated_query_parameter(db):
+    """QA: ?workspce=<id> was silently ignored (the caller's only workspace answered), as was a repeated one."""
+    team = pf.make_team()
+    typo = call(team.users["viewer"], "get", f"/api/v1/schedules?workspce={team.alpha.pk}")
+    assert typo.status_code == 400 and typo.json()["errors"] == {"workspce": ["Unknown parameter: send workspace."]}
+    twice = call(team.users["viewer"], "get", f"/api/v1/schedules?workspace={team.alpha.pk}&workspace=1")
+    assert twice.status_code == 400 and list(twice.json()["errors"]) == ["workspace"]
+    assert call(team.users["viewer"], "get", f"/api/v1/schedules?workspace={team.alpha.pk}").status_code == 200
+
+
 def test_create_a_cron_schedule(db, settings):
     from datetime import datetime, timedelta
     from zoneinfo import ZoneInfo

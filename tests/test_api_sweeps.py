@@ -224,6 +224,22 @@ def test_list_and_get_within_the_callers_workspaces_only(team, api):
     assert Api(team.users["viewer"], read_only=True).get(f"/api/v1/sweeps/{first['id']}").status_code == 200
 
 
+def test_an_unknown_or_repeated_query_parameter_is_a_400_at_it(team, api):
+    """QA: unknown parameters were silently ignored (?rnk=loss answered unranked), a repeated one took its last."""
+    sweep = create(api["member"], team, parameters={"LR": ["1", "2"]}).json()["id"]
+    viewer = api["viewer"]
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {viewer.token}"}
+    typo = viewer.get("/api/v1/sweeps", workspace=team.alpha.pk, workspce=team.alpha.pk)
+    assert typo.status_code == 400 and typo.json()["errors"] == {"workspce": ["Unknown parameter: send workspace."]}
+    twice = viewer.client.get(f"/api/v1/sweeps?workspace={team.alpha.pk}&workspace={team.beta.pk}", **auth)
+    assert twice.status_code == 400 and twice.json()["errors"] == {"workspace": ["Sent more than once: send it once."]}
+    rnk = viewer.get(f"/api/v1/sweeps/{sweep}", rnk="loss")
+    assert rnk.status_code == 400 and rnk.json()["errors"] == {"rnk": ["Unknown parameter: send goal, rank, value."]}
+    assert viewer.get(f"/api/v1/sweeps/{sweep}", value="last", goal="max").status_code == 200
+    usage = viewer.get(f"/api/v1/workspaces/{team.alpha.pk}/usage", day=7)
+    assert usage.status_code == 400 and list(usage.json()["errors"]) == ["day"]
+
+
 def test_stop_all_follows_the_pages_rule_per_trial(team, api):
     mine = create(api["member"], team, parameters={"LR": ["1", "2", "3"]}).json()
     ids = [t["job"]["id"] for t in mine["trials"]]

@@ -333,12 +333,47 @@ def test_previous_pages_walk_back_to_the_start(ws, sort):
     assert first.prev_cursor is None
 
 
-def test_a_short_run_before_the_cursor_shows_the_first_full_page(ws):
+def test_a_short_run_before_the_cursor_is_just_those_rows(ws):
     jobs = [make_job(ws, created=T0 + timedelta(seconds=i)) for i in range(15)]
-    # Newest first: the cursor on the 3rd-newest row leaves only two rows before it.
+    # Newest first: the cursor on the 3rd-newest row leaves only two rows before it. Topped up to a full page (as
+    # it was), the page would repeat eight rows of the page the reader came from.
     page = listing.page(Job.objects.all(), filters(size=10, before=listing.encode_cursor(jobs[-3], "-created")))
-    assert [j.pk for j in page.jobs] == [j.pk for j in reversed(jobs)][:10]
-    assert page.first and page.next_cursor
+    assert [j.pk for j in page.jobs] == [jobs[-1].pk, jobs[-2].pk]
+    assert page.first and page.prev_cursor is None
+    after = listing.page(Job.objects.all(), filters(size=10, after=page.next_cursor))
+    assert [j.pk for j in after.jobs] == [j.pk for j in reversed(jobs)][2:12]
+
+
+def test_no_row_left_before_the_cursor_shows_the_first_page(ws):
+    jobs = [make_job(ws, created=T0 + timedelta(seconds=i)) for i in range(15)]
+    page = listing.page(Job.objects.all(), filters(size=10, before=listing.encode_cursor(jobs[-1], "-created")))
+    assert [j.pk for j in page.jobs] == [j.pk for j in reversed(jobs)][:10] and page.first and page.next_cursor
+
+
+# Per sort, what puts a new job ahead of every other (the base jobs: names m00.., Running, T0 + i seconds).
+AHEAD = {"-created": {"created": T0 + timedelta(hours=1)}, "created": {"created": T0 - timedelta(hours=1)},
+         "name": {"name": "a-new"}, "-name": {"name": "z-new"}, "status": {"status": "Failed"}}
+
+
+@pytest.mark.parametrize("sort", list(listing.SORTS))
+def test_walking_back_after_new_jobs_repeats_none(ws, sort):
+    """QA: 26 jobs at size 10, page 1 read, 2 jobs created, forward to the end, then back by `previous`: the page
+    [26..17] still had a `previous`, which gave [28, 27, 26..19]: 8 jobs seen twice."""
+    assert set(AHEAD) == set(listing.SORTS)
+    for i in range(26):
+        make_job(ws, name=f"m{i:02d}", created=T0 + timedelta(seconds=i))
+    qs = Job.objects.all()
+    page = listing.page(qs, filters(sort=sort, size=10))
+    added = {make_job(ws, **{"name": "m-new", **AHEAD[sort]}).pk for _ in range(2)}
+    while page.next_cursor:
+        page = listing.page(qs, filters(sort=sort, size=10, after=page.next_cursor))
+    seen = [j.pk for j in page.jobs]
+    while page.prev_cursor:
+        page = listing.page(qs, filters(sort=sort, size=10, before=page.prev_cursor))
+        seen += [j.pk for j in page.jobs]
+    assert len(seen) == len(set(seen)) == 28, "every job once, the new ones too"
+    assert {j.pk for j in page.jobs} == added, "the start of the list: the new jobs alone"
+    assert page.next_cursor and listing.page(qs, filters(sort=sort, size=10, after=page.next_cursor)).jobs
 
 
 def test_rows_added_while_paging_do_not_shift_later_pages(ws):

@@ -232,6 +232,16 @@ def test_the_api_lists_and_adds_notes_with_the_same_rules(team):
     assert JobNote.objects.count() == 2
 
 
+def test_the_api_refuses_an_unknown_key_and_gives_the_new_notes_location(team):
+    """QA: {"text": "a", "pinned": true} answered 201, pinned silently dropped; the 201 had no Location."""
+    url = f"/api/v1/jobs/{team.job.pk}/notes"
+    refused = Api(team.users["member"]).post(url, {"text": "a", "pinned": True})
+    assert refused.status_code == 400 and refused.json()["errors"] == {"pinned": ["Unknown field: send text."]}
+    assert not JobNote.objects.exists()
+    created = Api(team.users["member"]).post(url, {"text": "a"})
+    assert created.status_code == 201 and created["Location"] == f"http://testserver{url}"
+
+
 def test_the_openapi_document_describes_the_notes_endpoint():
     from jobs.api_jobs import openapi_document
 

@@ -263,7 +263,7 @@ def test_the_apis_job_detail_has_its_queue_position(team):
     held = make(team, "held", "Waiting", prio=5, submitted_at=None, dlc_job_id="")
     assert api.get(f"/api/v1/jobs/{held.pk}").json()["queue_position"]["held"] is True
     assert "queue_position" not in api.get("/api/v1/jobs").json()["jobs"][0], "detail only: a query per job"
-    schema = api.get("/api/v1/openapi.json").json()["components"]["schemas"]["Job"]["properties"]
+    schema = api.get("/api/v1/openapi.json").json()["components"]["schemas"]["JobDetail"]["properties"]
     assert set(schema["queue_position"]["properties"]) == {"position", "of", "quota", "held"}
 
 

@@ -206,6 +206,22 @@ def test_previous_link_returns_to_the_page_before(client, people, ws):
     assert row_ids(back) == row_ids(first) and link(back, "prev") is None
 
 
+def test_back_to_the_start_after_new_jobs_shows_only_them_with_first_and_next_links(client, people, ws):
+    # QA: the page before the first one read, once jobs were added, was a full first page repeating 8 rows.
+    for i in range(26):
+        make_job(ws, people["alice"], name=f"j{i}", created=T0 + timedelta(seconds=i))
+    client.force_login(people["alice"])
+    first = client.get("/?size=10").content.decode()
+    new = [make_job(ws, people["alice"], name=f"new{i}", created=T0 + timedelta(hours=1, seconds=i)).pk
+           for i in range(2)]
+    second = client.get(link(first, "next")).content.decode()
+    back = client.get(link(second, "prev")).content.decode()
+    assert row_ids(back) == row_ids(first)
+    start = client.get(link(back, "prev"), **HTMX).content.decode()
+    assert row_ids(start) == new[::-1] and link(start, "prev") is None and link(start, "first")
+    assert row_ids(client.get(link(start, "next")).content.decode()) == row_ids(first)
+
+
 def test_counts_are_one_capped_query_loaded_after_the_rows(client, people, ws, settings):
     settings.DLC_LIST_COUNT_CAP = 2
     for status in ["Running", "Running", "Running", "Failed"]:

@@ -1,0 +1,160 @@
+"""The OpenAPI document describes exactly what the API answers: every operation is called through Django's test
+client and each answer checked against the document's schema for its status (tests/support/openapi_check):
+no undocumented status or field, no missing required one, types, nullability and enums respected."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jobs.models import Job, Membership, WorkspaceCost
+from tests import portal_fixtures as pf
+from tests.support import openapi_check
+from tests.support.api import Api
+
+
+@pytest.fixture
+def team(db):
+    return pf.make_team()
+
+
+@pytest.fixture
+def api(team):
+    return {name: Api(user) for name, user in team.users.items()}
+
+
+@pytest.fixture
+def doc(db):
+    return pf.client_for().get("/api/v1/openapi.json").json()
+
+
+class Calls:
+    """Sends requests and collects what the document does not describe of their answers."""
+
+    def __init__(self, doc):
+        self.doc, self.found, self.seen = doc, [], set()
+
+    def check(self, method: str, path: str, response, status: int):
+        assert response.status_code == status, (method, path, response.status_code, response.content[:300])
+        self.seen.add(id(openapi_check.operation(self.doc, method, path)))
+        self.found += openapi_check.response_problems(self.doc, method, path, response)
+        return response
+
+
+def _ran(team, name, *, hours=2.0, **fields):
+    started = datetime.now(UTC) - timedelta(hours=hours + 1)
+    return pf.make_job(team.alpha, team.users["member"], name, status="Succeeded", started_at=started,
+                       submitted_at=started, finished_at=started + timedelta(hours=hours), **fields)
+
+
+def test_the_walker_fails_on_what_the_schema_does_not_allow(doc):
+    job = doc["components"]["schemas"]["Job"]
+    problems = openapi_check.problems
+    assert problems(doc, {"type": "integer"}, True) and problems(doc, {"type": "number"}, "1")
+    assert problems(doc, {"type": "string", "enum": ["a"]}, "b") and problems(doc, {"type": "string"}, None)
+    assert not problems(doc, {"type": "string", "nullable": True, "enum": ["a"]}, None)
+    assert problems(doc, {"type": "object", "properties": {"a": {"type": "integer"}}}, {"b": 1}), "undocumented"
+    assert problems(doc, {"type": "object", "required": ["a"], "properties": {"a": {}}}, {}), "missing"
+    assert problems(doc, {"type": "string", "format": "date-time"}, "2026-01-01T00:00:00"), "no offset"
+    assert problems(doc, {"oneOf": [{"type": "number"}, {"type": "integer"}]}, 1), "two oneOf options fit"
+    assert problems(doc, {"$ref": "#/components/schemas/Job"}, {"id": 1}) and job["required"]
+
+
+def test_every_operation_answers_as_documented(team, api, doc):
+    """One or a few calls per operation and status; the answer of each must fit the document exactly."""
+    calls, member, viewer = Calls(doc), api["member"], api["viewer"]
+    job = team.job
+    now = datetime.now(UTC)
+    Job.objects.filter(pk=job.pk).update(sub_status="Running", started_at=now, submitted_at=now, idle_since=now,
+                                         idle_detail={"metric": "CPU", "value": 0.4, "threshold_percent": 5,
+                                                      "window_minutes": 30, "cores": 2, "text": "CPU 0.4% of 2 cores"})
+    _ran(team, "ended", imported=True, submit_error={"Code": "X", "Message": "m"})
+    WorkspaceCost.objects.create(workspace=team.alpha, gpu_hour_price="10", cpu_core_hour_price="1",
+                                 instance_prices={"ecs.g6.large": "2.5"}, monthly_budget="100")
+    team.alpha.refresh_from_db()
+    calls.check("GET", "/api/v1/workspaces", member.get("/api/v1/workspaces"), 200)
+    calls.check("GET", "/api/v1/workspaces", pf.client_for().get("/api/v1/workspaces"), 401)
+    calls.check("GET", "/api/v1/jobs", viewer.get("/api/v1/jobs", size=10), 200)
+    calls.check("GET", "/api/v1/jobs", viewer.get("/api/v1/jobs", status="Nope"), 400)
+    calls.check("GET", "/api/v1/jobs", viewer.get("/api/v1/jobs", q="x" * 257), 400)
+    calls.check("GET", "/api/v1/jobs", viewer.get("/api/v1/jobs", workspace=team.beta.pk), 404)
+    created = calls.check("POST", "/api/v1/jobs", member.post(f"/api/v1/jobs?workspace={team.alpha.pk}",
+                                                              {**pf.BODY, "DisplayName": "made"}), 201)
+    calls.check("POST", "/api/v1/jobs", member.post(f"/api/v1/jobs?workspace={team.alpha.pk}", {"JobType": 1}), 400)
+    calls.check("POST", "/api/v1/jobs", viewer.post(f"/api/v1/jobs?workspace={team.alpha.pk}", pf.BODY), 403)
+    form = member.client.post(f"/api/v1/jobs?workspace={team.alpha.pk}", {"DisplayName": "x"},
+                              HTTP_AUTHORIZATION=f"Bearer {member.token}")
+    calls.check("POST", "/api/v1/jobs", form, 415)
+    # Two workspaces and no ?workspace=: the 400 lists the candidates.
+    Membership.objects.create(user=team.users["member"], workspace=team.beta, role=Membership.MEMBER)
+    calls.check("POST", "/api/v1/jobs", member.post("/api/v1/jobs", {**pf.BODY, "DisplayName": "which"}), 400)
+    one = f"/api/v1/jobs/{job.pk}"
+    detail = calls.check("GET", one, viewer.get(one), 200).json()
+    assert detail["cost"] and detail["idle"], "a priced job the idle policy flagged: their fields are checked too"
+    calls.check("GET", one, viewer.get("/api/v1/jobs/999999"), 404)
+    patch = member.client.patch(one, '{"priority": 3}', content_type="application/json",
+                                HTTP_AUTHORIZATION=f"Bearer {member.token}")
+    calls.check("PATCH", one, patch, 409)
+    calls.check("POST", f"{one}/stop", viewer.post(f"{one}/stop"), 403)
+    calls.check("POST", f"{one}/stop", member.post(f"{one}/stop"), 202)
+    clone = f"/api/v1/jobs/{created.json()['id']}/clone"
+    calls.check("POST", clone, member.post(clone, {"changes": {"DisplayName": "copy"}}), 201)
+    calls.check("POST", clone, member.post(clone, {"nope": 1}), 400)
+    validate = f"/api/v1/jobs/validate?workspace={team.alpha.pk}"
+    calls.check("POST", validate, viewer.post(validate, pf.BODY), 200)
+    calls.check("POST", validate, viewer.post(validate, {"JobType": 1}), 400)
+    session = pf.client_for(team.users["viewer"], enforce_csrf_checks=True)
+    calls.check("POST", validate, session.post(validate, pf.BODY, content_type="application/json"), 403)
+    notes = f"{one}/notes"
+    calls.check("POST", notes, member.post(notes, {"text": "a note"}), 201)
+    calls.check("POST", notes, member.post(notes, {"text": ""}), 400)
+    calls.check("GET", notes, viewer.get(notes), 200)
+    sweeps = f"/api/v1/sweeps?workspace={team.alpha.pk}"
+    sweep = calls.check("POST", sweeps, member.post(sweeps, {
+        "Job": {**pf.BODY, "DisplayName": "grid"}, "Parameters": {"LR": ["0.1", "0.01"]},
+        "EarlyStopping": {"Metric": "loss"}}), 201).json()
+    calls.check("POST", sweeps, member.post(sweeps, {"Job": pf.BODY}), 400)
+    calls.check("GET", sweeps, viewer.get(sweeps), 200)
+    one_sweep = f"/api/v1/sweeps/{sweep['id']}"
+    calls.check("GET", one_sweep, viewer.get(one_sweep), 200)
+    calls.check("GET", one_sweep, viewer.get(one_sweep, rank="loss"), 400)  # no trial has it
+    calls.check("POST", f"{one_sweep}/stop", member.post(f"{one_sweep}/stop"), 202)
+    usage = f"/api/v1/workspaces/{team.alpha.pk}/usage"
+    report = calls.check("GET", usage, viewer.get(usage), 200).json()
+    assert report["budget"] and report["top_jobs"][0]["cost"], "the cost fields are checked, not only their nulls"
+    calls.check("GET", usage, viewer.get(usage, days=5), 400)
+    schedules = f"/api/v1/schedules?workspace={team.alpha.pk}"
+    schedule = calls.check("POST", schedules, member.post(schedules, {
+        "name": "nightly", "recurrence": {"kind": "daily", "at": "02:00"}, "job": pf.BODY}), 201).json()
+    calls.check("POST", schedules, member.post(schedules, {"name": "x"}), 400)
+    calls.check("GET", schedules, viewer.get(schedules), 200)
+    url = f"/api/v1/schedules/{schedule['id']}"
+    calls.check("GET", url, viewer.get(url), 200)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {member.token}"}
+    calls.check("PATCH", url, member.client.patch(url, '{"enabled": false}', content_type="application/json",
+                                                  **auth), 200)
+    calls.check("DELETE", url, member.client.delete(url, **auth), 204)
+    assert not calls.found, "\n".join(calls.found)
+    # A new operation gets its call here, so that its answers are held to the document too.
+    uncalled = [(method, path) for path, operations in doc["paths"].items()
+                for method, operation in operations.items() if id(operation) not in calls.seen]
+    assert not uncalled, uncalled
+
+
+def test_a_wrong_method_and_a_too_large_body_are_documented(team, api, doc, settings):
+    """The JSON 405 of a method an endpoint does not take is the shared Error; every operation with a body
+    documents its 413."""
+    wrong = api["member"].client.delete("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {api['member'].token}")
+    assert wrong.status_code == 405
+    error = openapi_check.resolve(doc, doc["components"]["responses"]["Error"])
+    assert "405" in error["description"]
+    assert not openapi_check.problems(doc, error["content"]["application/json"]["schema"], wrong.json())
+    for path, operations in doc["paths"].items():
+        for method, operation in operations.items():
+            if "requestBody" in operation:
+                assert "413" in operation["responses"], (method, path)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    validate = f"/api/v1/jobs/validate?workspace={team.alpha.pk}"
+    big = api["member"].post(validate, {**pf.BODY, "UserCommand": "x" * 200})
+    assert big.status_code == 413 and not openapi_check.response_problems(doc, "POST", validate, big)
