@@ -98,6 +98,8 @@ class Chunk:
     older: str = ""  # the query string of the request for the page before these lines; "" at the log's start
     number: int | None = None  # live: the number of the last line read (0: none yet); None when not known
     style: ansi.Style = ansi.DEFAULT  # live: the colours in force after the last line read
+    after: int = 0  # archived, read from the start (`head`): matching lines after those shown
+    head: bool = False  # read from the log's start ("From the start"), not its end
 
     @property
     def live(self) -> bool:
@@ -319,7 +321,8 @@ def older(job: Job, pod_id: str, at: Older, query: str = "") -> Chunk:
     if at.upto is not None:
         archived = logarchive.read(job, pod_id) or []
         chunk = cut(archived[:at.upto - 1], query, first_view=OLDER_PAGE)
-        return Chunk(chunk.lines, total=len(archived), older=chunk.older, read=at.upto - 1)
+        # `skipped`: what is still not shown above these, for the note over the box (it said the first view's).
+        return Chunk(chunk.lines, total=len(archived), older=chunk.older, read=at.upto - 1, skipped=chunk.skipped)
     if at.until is None or not job.dlc_job_id or _pod(job, pod_id) is None:
         return Chunk([])
     # A search reads further per click than a plain view shows, but shows no more than OLDER_PAGE matches.
@@ -345,6 +348,24 @@ def older(job: Job, pod_id: str, at: Older, query: str = "") -> Chunk:
             until, skip = since - timedelta(microseconds=1), skip - count
         chunk.older = urlencode({"until": encode_cursor(until), "skip": skip})
     return chunk
+
+
+def head(job: Job, pod_id: str, query: str = "", *, size: int = OLDER_PAGE) -> Chunk | None:
+    """"From the start": the first `size` matching lines of an archived log, numbered, and how many come after
+    them; None when the log is not archived (DLC answers a range's last lines, so its start is read page by page
+    with "Load older lines"). Reaching line 1 of a 100k-line log otherwise took twenty clicks."""
+    if job.is_active:
+        return None
+    archived = logarchive.read(job, pod_id)
+    if archived is None:
+        return None
+    if query:
+        found, _ = _shown(archived, query)
+        shown, after = found[:size], max(0, len(found) - size)
+    else:  # only the lines shown are rendered, as in `cut`
+        shown, _ = _shown(archived[:size], "")
+        after = max(0, len(archived) - size)
+    return Chunk([(i + 1, html) for i, html in shown], total=len(archived), after=after, head=True)
 
 
 def following(job: Job, pod: PodRow, cursor: int | None) -> bool:

@@ -444,7 +444,8 @@ def _log_page_url(job: Job, pod_id: str, query: str = "") -> str:
     return f"{reverse('job_detail', args=[job.pk])}?{urlencode(params)}#logs"
 
 
-def _log_panel(request: HttpRequest, job: Job, pod: jobpage.PodRow | None) -> HttpResponse:
+def _log_panel(request: HttpRequest, job: Job, pod: jobpage.PodRow | None, *, head: bool = False) -> HttpResponse:
+    """The log panel; `head`: an archived log read from its start ("From the start"), else its end."""
     query, query_error = _log_query(request)
     typed = request.GET.get("q", "").strip()
     context = {"job": job, "pod": pod, "pods": jobpage.pods(job), "q": query, "q_typed": typed,
@@ -452,7 +453,8 @@ def _log_panel(request: HttpRequest, job: Job, pod: jobpage.PodRow | None) -> Ht
                "following": False, "retrying": False, "chunk": podlogs.Chunk([])}
     if pod is not None:
         try:
-            context["chunk"] = podlogs.first_view(job, pod.pod_id, query)
+            first = podlogs.head(job, pod.pod_id, query) if head else None
+            context["chunk"] = first or podlogs.first_view(job, pod.pod_id, query)
         except dlc.DLCError as err:
             # Without a first view there is no cursor to tail from: the panel itself asks again.
             context["error"], context["retrying"] = err, job.is_active and pod.live
@@ -479,7 +481,8 @@ def job_logs(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
     """Without `since`: the whole panel. With `since=<cursor>`: the lines logged after it (the live tail). With
-    `upto` or `until`: the lines before those shown ("Load older lines")."""
+    `upto` or `until`: the lines before those shown ("Load older lines"). With `from=start`: an archived log's first
+    lines ("From the start")."""
     job = access.get_job(request.user, pk)
     pod = jobpage.find_pod(job, pod_id)
     if pod is None and "since" in request.GET:
@@ -493,6 +496,8 @@ def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
     if "upto" in request.GET or "until" in request.GET:
         return _older_lines(request, job, pod)
     if "since" not in request.GET:
+        if request.GET.get("from") == "start":
+            return _log_panel(request, job, pod, head=True)
         if "after" in request.GET:  # a tail from a page served before cursors: it would nest a panel
             return HttpResponse("This page is out of date; reload it.", status=400, content_type="text/plain")
         return _log_panel(request, job, pod)

@@ -561,7 +561,10 @@ def wizard_section(request: HttpRequest, name: str) -> HttpResponse:
         return HttpResponse("No workspace.", status=403)
     checked = {s for s in glue.BY_SECTION if f"_checked-{s}" in request.POST}
     trigger = request.headers.get("HX-Trigger-Name", "")
-    if request.POST.get("_validate") == name:
+    # Only the section's own focusout asks to validate it (it has no name, so no HX-Trigger-Name). htmx adds the
+    # section's hx-vals to the requests of the buttons and choices inside it too (hx-disinherit does not stop it),
+    # so an Add, a Remove or a choice also posts `_validate`: those must not show errors nobody made yet.
+    if request.POST.get("_validate") == name and not trigger:
         checked.add(name)
         only = None  # the user left the section: all of its problems
     else:  # a choice changed or a row came or went: the fields it brought are not the user's mistakes yet

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from jobs import dlc, podlogs
 from tests.conftest import PASSWORD
-from tests.support.browser import sign_in
+from tests.support.browser import expect_focus, sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -57,19 +57,28 @@ def test_the_log_tail_shows_lines_as_the_pod_prints_them(stack, member, page, su
     expect(page.locator("#log-pod-status")).to_have_text("Succeeded")
 
     # The search goes into the URL, and a reload of that URL shows the same search; clearing it clears the URL.
+    # By keyboard, the search box keeps the focus across the panel's swap, and gets it back from Clear search.
     found = [f"tick-{i}" for i in (2, 20, 21, 22, 23, 24)]
     page.locator('#log-search input[name="q"]').fill("TICK-2")
     page.locator('#log-search input[name="q"]').press("Enter")
     page.wait_for_url(re.compile(rf"/jobs/{job.pk}\?pod=[^&#]+&q=TICK-2#logs$"))
     expect(lines).to_have_count(6)
     assert lines.evaluate_all(without_number) == found
+    expect_focus(page, "log-q")
     page.reload()
     expect(lines).to_have_count(6, timeout=30_000)
     assert lines.evaluate_all(without_number) == found
     expect(page.locator('#log-search input[name="q"]')).to_have_value("TICK-2")
-    page.get_by_role("link", name="Clear search").click()
+    page.get_by_role("link", name="Clear search").focus()
+    page.keyboard.press("Enter")
     page.wait_for_url(re.compile(rf"/jobs/{job.pk}\?pod=[^&#]+#logs$"))
     expect(lines).to_have_count(24)
+    expect_focus(page, "log-q")
+    # The focus ring shows in the dark log box too (the browser's own is all but invisible on #11151c).
+    page.locator("#log-lines").focus()
+    ring = page.locator("#log-lines").evaluate("e => [getComputedStyle(e).outlineStyle, "
+                                               "getComputedStyle(e).outlineColor]")
+    assert ring == ["solid", "rgb(245, 215, 110)"], ring
 
 
 # Pixels between the box's visible bottom and its content's end.
@@ -136,24 +145,52 @@ def test_the_log_box_opens_at_its_end_and_keeps_a_reader_who_scrolled_up_where_t
 
 
 def test_stop_asks_for_confirmation_then_stops_the_running_job(stack, member, workspace, page, submit):
+    """By keyboard (a11y QA): Stop hands the focus to the status once its button is gone, and the new status is
+    announced once, not at every 2 s refresh; a note's Edit puts the focus in its box, Escape gives it back."""
     job = submit(member, "long-sleeper", "sleep 300")
     sign_in(page, stack.url, member.username, PASSWORD)
     page.goto(f"{stack.url}/jobs/{job.pk}")
     expect(page.locator("#job-status")).to_have_text("Running", timeout=60_000)
+    # Count what the announcer says from now on; the mark shows the refreshes keep its node (hx-preserve).
+    page.evaluate("""() => { const said = document.getElementById('job-status-said'); said.kept = true;
+        window.announced = []; new MutationObserver(() => announced.push(said.textContent))
+            .observe(said, {childList: true, characterData: true, subtree: true}); }""")
+
+    page.fill("#note-text", "diverged: LR too high")
+    page.click("#note-submit")
+    edit = page.locator("a.note-edit")
+    edit_id = edit.get_attribute("id")
+    # htmx binds the new card's controls as it settles (20 ms after the swap; Chromium's own autofocus can come
+    # first): faster than any hand, a key pressed before finds a plain link, a box without its Escape.
+    settled = "!document.querySelector('#notes.htmx-settling, #notes .htmx-added')"
+    page.wait_for_function(settled)
+    edit.focus()
+    page.keyboard.press("Enter")
+    expect_focus(page, edit_id.replace("note-edit-", "note-text-"))
+    page.wait_for_function(settled)
+    page.keyboard.press("Escape")
+    expect_focus(page, edit_id)
 
     asked: list[str] = []
     page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
     page.click("#stop-job")
-    page.wait_for_timeout(1500)
+    page.wait_for_timeout(2500)  # a refresh or two of the live part
     assert asked and "Stop job" in asked[0] and "long-sleeper" in asked[0]
     job.refresh_from_db()
     assert job.stop_requested_at is None and job.status == "Running", "dismissing the dialog changes nothing"
+    assert page.evaluate("window.announced") == [], "an unchanged status is not announced again"
 
     page.once("dialog", lambda dialog: dialog.accept())
-    page.click("#stop-job")
+    page.locator("#stop-job").focus()
+    page.keyboard.press("Enter")
     expect(page.locator("#stop-notice")).to_have_text("Stop: Stop requested")
     expect(page.locator("#job-status")).to_have_text("Stopped", timeout=60_000)
     expect(page.locator("#stop-job")).to_have_count(0)
+    expect_focus(page, "job-status")
+    expect(page.locator("#job-status-said")).to_have_text("Status: Stopped")
+    assert page.evaluate("document.getElementById('job-status-said').kept") is True
+    said = page.evaluate("window.announced")
+    assert said[-1] == "Status: Stopped" and len(said) == len(set(said)), said
     assert dlc.get_job(workspace, job.dlc_job_id)["Status"] == "Stopped"
     expect(page.locator("#job-live")).to_have_attribute("data-active", "no")
 
@@ -187,8 +224,10 @@ def test_older_lines_are_prepended_on_demand_and_lines_show_as_in_a_terminal(sta
             page.locator("#log-lines").evaluate("box => { box.scrollTop = 0; }")
             page.locator("#log-panel").screenshot(path=str(tmp_path / f"log-older-{width}.png"))
             before = page.evaluate(MARKED_TOP)
-            button.click()
+            button.focus()
+            page.keyboard.press("Enter")  # by keyboard: at the start of the log the focus goes to the bar
             expect(page.locator("#log-older")).to_have_text("Start of the log.", timeout=30_000)
+            expect_focus(page, "log-older")
             expect(lines).to_have_count(1502)
             expect(page.locator("#log-note")).to_have_text("The whole log is shown.")  # no longer "the last 1000"
             # Without the line numbers: the older page that reached the start is numbered from 1 (its position is
@@ -251,4 +290,29 @@ def test_an_expired_session_sends_the_page_to_sign_in_and_back_after_sign_out_sh
         expect(page.locator("header button:has-text('Sign out')")).to_have_count(0)
     finally:
         job.refresh_from_db()
+        dlc.stop_job(workspace, job.dlc_job_id)
+
+
+def test_a_flood_of_lines_keeps_the_newest_5000_in_the_page_and_is_not_read_out_line_by_line(
+        stack, member, workspace, page, submit):
+    """QA: the live tail kept every line (30,002 nodes after a flood; a 100k-line run would hold 100k+), and role=log
+    (polite) announced ~2,000 lines/s. The box keeps the newest 5000, its older lines one click away again; it is
+    aria-live=off, and a status line says how many new lines came, at most every few seconds."""
+    job = submit(member, "flood", "seq 1 3000; sleep 6; seq 3001 9000; sleep 60")
+    job.refresh_from_db()
+    try:
+        printed(workspace, job, 3000)
+        sign_in(page, stack.url, member.username, PASSWORD)
+        page.goto(f"{stack.url}/jobs/{job.pk}")
+        lines = page.locator("#log-lines .ln")
+        expect(lines.last).to_have_attribute("data-n", "9000", timeout=60_000)
+        page.wait_for_timeout(1500)  # a later tail answer would still trim
+        text = "els => els.map(e => e.textContent.slice((e.querySelector('.no')?.textContent ?? '').length))"
+        assert lines.evaluate_all(text) == [str(i) for i in range(4001, 9001)]
+        assert page.get_attribute("#log-lines", "aria-live") == "off"
+        expect(page.locator("#log-news")).to_have_text(re.compile(r"^\d+ new lines$"))
+        page.locator("#log-older button").click()
+        expect(lines).to_have_count(9000, timeout=30_000)
+        assert lines.evaluate_all(text) == [str(i) for i in range(1, 9001)], "the dropped lines came back, in order"
+    finally:
         dlc.stop_job(workspace, job.dlc_job_id)

@@ -1,18 +1,20 @@
 """The base layout in Chromium against the real stack. Long names: a 256-character job or sweep name and a
 100-character workspace name with no break character in them wrap (or, in the switcher, are cut) inside the page at
 1280 and 390 px, while an ordinary hyphenated name stays whole on a phone's job list. A request that hx-sync
-replaces (aborts) prints no error in the browser's console."""
+replaces (aborts) prints no error in the browser's console. The keyboard finds a skip link first and a visible
+focus ring, and a refused form puts the focus on the field to fix."""
 
 from __future__ import annotations
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from jobs import dependencies, spec
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Sweep, SweepTrial, Webhook, WebhookDelivery
 from tests import portal_fixtures as pf
 from tests.conftest import PASSWORD
-from tests.support.browser import sign_in
+from tests.support.browser import expect_focus, sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -141,3 +143,29 @@ def test_a_request_replaced_by_hx_sync_prints_no_console_error(stack, member, wo
     page.wait_for_selector("#sec-basic")
     page.wait_for_timeout(300)
     assert errors == [], errors
+
+
+def test_the_keyboard_starts_at_a_skip_link_sees_its_focus_and_lands_on_a_refused_field(stack, member, workspace,
+                                                                                       page):
+    """A11y QA: no skip link, no visible focus ring, and after a refused Prices save the focus was on <body>."""
+    Membership.objects.filter(user=member, workspace=workspace).update(role=Membership.ADMIN)
+    sign_in(page, stack.url, member.username, PASSWORD)
+    for width, height in ((1280, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(f"{stack.url}/workspaces/{workspace.pk}/prices")
+        skip = page.locator("a.skip-link")
+        assert skip.bounding_box()["y"] < 0, "off screen until focused"
+        page.keyboard.press("Tab")
+        expect(skip).to_be_focused()
+        box = skip.bounding_box()
+        assert box["y"] >= 0 and box["x"] + box["width"] <= width, box
+        assert skip.evaluate("e => getComputedStyle(e).outlineStyle") == "solid", "a focus ring shows"
+        page.keyboard.press("Enter")
+        page.keyboard.press("Tab")
+        assert page.evaluate("!!document.activeElement.closest('main')"), "the next Tab stays in the content"
+
+    page.fill("#id_gpu_hour_price", "ten")
+    page.locator("#prices-form button[type=submit]").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#field-gpu_hour_price .error")).to_contain_text("not a number")
+    expect_focus(page, "id_gpu_hour_price")

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from jobs.models import Job
 from tests.conftest import PASSWORD
-from tests.support.browser import sign_in
+from tests.support.browser import expect_focus, sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -42,10 +42,14 @@ def test_filters_and_pages_change_the_url_and_back_brings_the_list_back(stack, m
     expect(rows(page).filter(has_text="gpt")).to_have_count(0)
     expect(rows(page)).to_have_count(10)
     expect(rows(page).first).to_contain_text("bert-00")
+    expect_focus(page, "f-q")  # a filter change leaves the focus where the user types
 
-    page.click("a[rel=next]")
+    # By keyboard, a page link (gone or moved once the page changes) hands the focus to the table.
+    page.locator("a[rel=next]").focus()
+    page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r"q=bert.*after="))
     expect(rows(page)).to_have_count(2)
+    expect_focus(page, "job-table")
     expect(rows(page).first).to_contain_text("bert-10")
     expect(rows(page).last).to_contain_text("bert-11")
 

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from jobs import dlc
 from tests.conftest import PASSWORD
-from tests.support.browser import sign_in
+from tests.support.browser import expect_focus, sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -24,8 +24,11 @@ def test_the_monitoring_section_draws_the_pods_cpu_and_switches_range(stack, mem
     expect(cpu.locator("svg polyline")).to_have_count(1, timeout=30_000)
     expect(cpu).to_contain_text(f"{job.dlc_job_id}-worker-0")
     expect(page.locator("#chart-GpuCoreUsage")).to_contain_text("No GPU metrics for this job.")
-    page.get_by_role("link", name="Last 15 min").click()
+    page.get_by_role("link", name="Last 15 min").focus()
+    page.keyboard.press("Enter")
     expect(page.locator("#metrics a.current")).to_have_text("Last 15 min")
+    # The swap (as the 10 s refresh) keeps a keyboard user's focus on the range link: it has an id.
+    expect_focus(page, "range-15m")
     expect(page.locator("#metrics")).to_have_attribute("hx-get", f"/jobs/{job.pk}/metrics?range=15m")
     expect(cpu.locator("svg polyline")).to_have_count(1)
     dlc.stop_job(job.workspace, job.dlc_job_id)  # not left running for the rest of its 20 s

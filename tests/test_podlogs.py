@@ -289,6 +289,38 @@ def test_older_lines_reaching_the_start_replace_the_note_that_said_so_far(query,
     assert "log-note" not in failed  # not read: the note stands
 
 
+def test_every_older_lines_answer_updates_the_note_not_only_the_one_reaching_the_start():
+    """QA: after two loads 11,000 lines showed but the note still said "Showing the last 1000 lines" and "99403
+    earlier lines not shown": the note was replaced only at the log's start."""
+    from django.template.loader import render_to_string
+
+    context = {"job": job("Failed", pk=7), "pod": pod("Failed"), "q": "", "answer": True, "error": None}
+    archived = render_to_string("jobs/_log_older.html", {**context, "chunk": podlogs.Chunk(
+        [(94404, "x")], total=100403, skipped=94403, older="upto=94404")})
+    assert ('<div class="muted" id="log-note" hx-swap-oob="true">\n94403 earlier lines not shown here: “Load older '
+            'lines” at the top shows them.') in archived
+    assert "?from=start" in archived, "the archive's start is one click away"
+    live = render_to_string("jobs/_log_older.html", {**context, "chunk": podlogs.Chunk(
+        [(None, "x")], read=5000, older="until=1&skip=2")})
+    assert ('id="log-note" hx-swap-oob="true">Older lines are shown too: “Load older lines” at the top shows earlier '
+            'ones.</div>') in live
+    searched = render_to_string("jobs/_log_older.html", {**context, "q": "x", "chunk": podlogs.Chunk(
+        [(None, "x")], read=5000, older="until=1&skip=2")})
+    assert "Older lines were searched too: “Search older lines” at the top searches further back." in searched
+
+
+def test_a_live_search_without_a_match_says_so_and_what_it_covered():
+    """QA: a search of a running log with no hit showed an empty box and only "covers the last 1000 lines"."""
+    from django.template.loader import render_to_string
+
+    html = render_to_string("jobs/_logs.html", {
+        "job": job(pk=7), "pod": pod(), "pods": [], "q": "zzz", "q_typed": "zzz", "q_error": "", "error": None,
+        "following": True, "retrying": False, "log_search_form": "log-search",
+        "chunk": podlogs.Chunk([], cursor=1, read=1000, full=True, older="until=1&skip=1000")})
+    assert ("No line contains “zzz” in the last 1000 lines so far. The search covers the last 1000 lines so far: "
+            "“Search older lines” at the top searches further back.") in html
+
+
 def test_the_older_page_of_a_running_log_that_reaches_its_start_is_numbered_from_1(client, people, ws, localdlc):
     """QA: "Load older lines" back to line 1 of a 3,000-line running log left them unnumbered, though the page
     that reaches the start holds the log from its first line. The window before it (the last 1000) stays as it

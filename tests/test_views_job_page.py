@@ -349,10 +349,12 @@ def test_timeline_pods_and_clone_links_come_from_the_database(client, people, ws
     steps = re.findall(r'<li><span class="badge \w+">([^<]+)</span>', html)
     assert steps == ["Waiting to submit", "Creating", "Preparing environment", "Running"]
     assert "1m" in re.search(r"Preparing environment</span>(.*?)</li>", html, re.S).group(1)
-    pods = re.findall(r'<tr data-pod="([^"]+)"><td>(\w+)</td><td>(\d+)</td><td>(\w+)</td><td class="mono">([\d.]+)',
-                      html)
-    assert pods == [("dlc-t-master-0", "Master", "0", "Succeeded", "10.1.0.7"),
-                    ("dlc-t-worker-1", "Worker", "1", "Running", "10.1.0.8")]
+    # Logs first (on a phone a last column starts off screen), named with its pod for a screen reader.
+    pods = re.findall(r'<tr data-pod="([^"]+)">\s*<td><a id="pod-logs-\1" [^>]*>Logs<span class="visually-hidden"> '
+                      r'of (\w+ \d+)</span></a></td>\s*<td>(\w+)</td><td>(\d+)</td><td>(\w+)</td>'
+                      r'<td class="mono">([\d.]+)', html)
+    assert pods == [("dlc-t-master-0", "Master 0", "Master", "0", "Succeeded", "10.1.0.7"),
+                    ("dlc-t-worker-1", "Worker 1", "Worker", "1", "Running", "10.1.0.8")]
     assert "2026-03-01 12:02:00" in html
     assert f'<a href="/jobs/{source.pk}" id="cloned-from">the-original</a>' in html
     assert "grandchild" in html and "foreign-clone" not in html
@@ -372,7 +374,7 @@ def test_the_page_reads_only_the_database_and_refreshes_while_active(client, peo
     job.status = "Succeeded"
     job.save()
     live = client.get(f"/jobs/{job.pk}", **HTMX).content.decode()
-    assert re.search(r'<div id="job-live" data-active="no">', live) and "hx-trigger" not in live.split(">")[0]
+    assert re.search(r'<div id="job-live" data-active="no"[\s>]', live) and "hx-trigger" not in live.split(">")[0]
 
 
 def test_a_refused_stop_is_shown_with_dlcs_error(client, people, ws):
@@ -717,6 +719,28 @@ def test_older_lines_of_an_archived_log_keep_their_numbers(client, people, ws, l
     assert "1500 earlier lines searched." in answer
 
 
+def test_a_long_archived_log_opens_from_its_start_in_one_click_and_the_note_follows_each_load(client, people, ws):
+    """QA: reaching line 1 of a 100k-line archive took ~20 "Load older lines" clicks, and after each the note still
+    said what the first view had left out."""
+    job = on_localdlc(ws, people["alice"], "seq 1 7000", name="archived-start")
+    assert logarchive.archive(job.pk) == 1
+    pod = job.pods[0]["PodId"]
+    client.force_login(people["alice"])
+    panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).text
+    start = re.search(r'<button [^>]*hx-get="([^"]*from=start[^"]*)"[^>]*>Read from the start</button>', panel)
+    assert start, "the note offers the start"
+    first = client.get(unescape(start.group(1)), **HTMX).text
+    assert lines_of(first) == [(i, str(i)) for i in range(1, 5001)]
+    assert "Showing the first 5000 lines; 2000 later lines not shown: " in first and "Go to the end</button>" in first
+    assert 'data-stick="no"' in first, "opened at its start, the box is not scrolled to its end"
+    searched = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", {"from": "start", "q": "99"}, **HTMX).text
+    assert [n for n, _ in lines_of(searched)] == [i for i in range(1, 7001) if "99" in str(i)]
+    older = client.get(older_link(panel), **HTMX).text
+    assert [n for n, _ in lines_of(older)] == list(range(1001, 6001))
+    assert '<div class="muted" id="log-note" hx-swap-oob="true">' in older
+    assert "1000 earlier lines not shown here: “Load older lines” at the top shows them." in older
+
+
 def test_a_bad_older_lines_request_is_a_400_with_a_message(client, people, ws, localdlc):
     job = make_job(ws, people["alice"], dlc_job_id="dlc-o", created_at=timezone.now() - timedelta(minutes=5),
                    pods=[{"PodId": "dlc-o-worker-0", "Type": "Worker", "Status": "Running"}])
@@ -942,10 +966,13 @@ def test_pod_links_push_the_pods_url_and_the_page_opens_the_pod_it_names(client,
     page = client.get(f"/jobs/{job.pk}").content.decode()
     for pod in ("dlc-two-worker-0", "dlc-two-worker-1"):
         assert (f'hx-get="/jobs/{job.pk}/pods/{pod}/logs" hx-target="#log-panel" hx-swap="outerHTML" '
-                f'hx-push-url="/jobs/{job.pk}?pod={pod}#logs">Logs</a>') in page
+                f'hx-push-url="/jobs/{job.pk}?pod={pod}#logs">Logs<span class="visually-hidden"> of Worker {pod[-1]}'
+                '</span></a>') in page
     panel = client.get(f"/jobs/{job.pk}/pods/dlc-two-worker-1/logs", **HTMX).content.decode()
     tabs = re.findall(r'<a href="\?pod=([^"#]+)#logs"[^>]*hx-push-url="([^"]+)"', panel)
     assert tabs == [(p, f"/jobs/{job.pk}?pod={p}#logs") for p in ("dlc-two-worker-0", "dlc-two-worker-1")]
+    # Ids: htmx gives the keyboard focus back to the chosen tab after the panel is swapped.
+    assert re.findall(r'id="log-tab-([^"]+)">', panel) == ["dlc-two-worker-0", "dlc-two-worker-1"]
 
     # A reload (or a shared link) of the pushed URL opens that pod's log.
     page = client.get(f"/jobs/{job.pk}?pod=dlc-two-worker-1").content.decode()

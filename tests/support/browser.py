@@ -82,3 +82,13 @@ def start_job(page, base_url: str, name: str, command: str) -> None:
     settle(page)
     page.fill("#id_environment-image", IMAGE)
     page.fill("#id_environment-command", command)
+
+
+def expect_focus(page, element_id: str, timeout: float = 10_000) -> None:
+    """Until the keyboard focus is on the element with this id (an htmx swap settles 20 ms after it lands)."""
+    try:
+        page.wait_for_function("id => document.activeElement && document.activeElement.id === id", arg=element_id,
+                               timeout=timeout)
+    except Exception:  # noqa: BLE001 - Playwright's timeout says nothing of where the focus went
+        where = page.evaluate("() => { const e = document.activeElement; return e ? e.tagName + '#' + e.id : null; }")
+        raise AssertionError(f"the focus is on {where}, not #{element_id}") from None
