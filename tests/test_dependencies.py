@@ -10,19 +10,18 @@ paused: it shares the test database) are marked integration.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections import Counter
 
 import pytest
 import requests
-from django.db import connection
 
 from jobs import dependencies, lifecycle, listing
 from jobs import status as st
 from jobs.models import AuditEvent, Job, Membership
 from tests import portal_fixtures as pf
 from tests.support.api import Api
+from tests.support.threads import all_at_once
 from tests.support.waiting import wait_for
 from tests.support.wizard import form_data, local_workspace
 
@@ -264,27 +263,7 @@ def test_concurrent_releases_settle_each_dependent_once(transactional_db, beat_p
     # ... and down the chain: each releaser that skips a held job follows it, and only that one.
     below = [waiting(team, held[i], f"below-{i}", when="ended") for i in range(3)]
     end(upstream, "Failed")  # skipped: nothing is enqueued, so no broker is involved
-    results: list[dependencies.Released] = []
-    errors: list[BaseException] = []
-    start = threading.Barrier(3, timeout=30)
-
-    def run() -> None:
-        try:
-            start.wait()
-            results.append(dependencies.release([upstream.pk]))
-        except BaseException as exc:  # noqa: BLE001 - a thread's exception is only printed: the test raises it
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert not any(t.is_alive() for t in threads), "a release still runs after 30 s (waiting on a lock?)"
-    if errors:
-        raise errors[0]
+    results = all_at_once(lambda: dependencies.release([upstream.pk]))
     skipped = [pk for r in results for pk in r.skipped]
     expected = sorted(j.pk for j in held + below)
     stopped = set(Job.objects.filter(pk__in=expected, status="Stopped", reason_code=SKIPPED)

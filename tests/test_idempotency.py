@@ -4,17 +4,16 @@ with real tokens; concurrent requests with one key in threads on their own datab
 from __future__ import annotations
 
 import json
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from jobs import idempotency
 from jobs.models import ApiIdempotencyKey, Job, Schedule, Sweep
 from tests import portal_fixtures as pf
 from tests.support.api import Api
+from tests.support.threads import all_at_once
 
 
 @pytest.fixture
@@ -196,29 +195,12 @@ def test_concurrent_requests_with_one_key_create_one_job(transactional_db):
     api = Api(team.users["member"])
     # Held behind a running job, so nothing is enqueued: no broker is involved.
     payload = body("concurrent", run_after=team.job.pk)
-    answers: list = []
-    errors: list[BaseException] = []
-    start = threading.Barrier(3, timeout=30)
 
-    def run() -> None:
-        try:
-            client = pf.client_for()
-            start.wait()
-            answers.append(client.post(jobs_url(team), json.dumps(payload), content_type="application/json",
-                                       HTTP_AUTHORIZATION=f"Bearer {api.token}", HTTP_IDEMPOTENCY_KEY="abc-123"))
-        except BaseException as exc:  # noqa: BLE001 - a thread's exception is only printed: the test raises it
-            errors.append(exc)
-        finally:
-            connection.close()
+    def post():
+        return pf.client_for().post(jobs_url(team), json.dumps(payload), content_type="application/json",
+                                    HTTP_AUTHORIZATION=f"Bearer {api.token}", HTTP_IDEMPOTENCY_KEY="abc-123")
 
-    threads = [threading.Thread(target=run) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not any(t.is_alive() for t in threads), "a request still runs after 60 s (waiting on a lock?)"
-    if errors:
-        raise errors[0]
+    answers = all_at_once(post, timeout=60)
     created = list(Job.objects.filter(display_name="concurrent").values_list("pk", flat=True))
     assert len(created) == 1, f"{len(created)} jobs for one key"
     assert sorted(a.status_code for a in answers) in ([201, 201, 201], [201, 201, 409], [201, 409, 409])
