@@ -126,6 +126,9 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 LOGIN_MAX_FAILURES = int(os.environ.get("LOGIN_MAX_FAILURES", "5"))
 LOGIN_MAX_FAILURES_PER_IP = int(os.environ.get("LOGIN_MAX_FAILURES_PER_IP", "50"))
 LOGIN_WINDOW_SECONDS = int(os.environ.get("LOGIN_WINDOW_SECONDS", "900"))
+# Wrong API tokens per client IP within a window (jobs.ratelimit.token_failed): past it a 429, not a free guess.
+API_TOKEN_MAX_FAILURES_PER_IP = int(os.environ.get("API_TOKEN_MAX_FAILURES_PER_IP", "20"))
+API_TOKEN_FAILURE_WINDOW_SECONDS = int(os.environ.get("API_TOKEN_FAILURE_WINDOW_SECONDS", "60"))
 # Behind a reverse proxy every request comes from the proxy's address; trust the address it appends.
 LOGIN_TRUST_X_FORWARDED_FOR = env_bool("LOGIN_TRUST_X_FORWARDED_FOR")
 

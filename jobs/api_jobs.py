@@ -12,8 +12,10 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -71,6 +73,9 @@ API_VERSION = "1.9.0"  # 1.1: /api/v1/workspaces rows gained effective_role and 
 #      answers carry Cache-Control: private, no-store; a note's 201 has a Location. A `previous` page at the start of
 #      the list holds only the rows before the cursor (was topped up to a full first page, repeating rows). The
 #      document describes every answer exactly (JobDetail for GET/PATCH /jobs/{id}; tests/test_api_openapi.py).
+#      Wrong tokens past API_TOKEN_MAX_FAILURES_PER_IP a window get a 429 (code too_many_failures, Retry-After).
+#      GET /sweeps and /schedules list every workspace the caller may see unless ?workspace= (was a 400 with
+#      candidates), 50 a page by id with `next` and ?after=; schedules now come by id (were by name).
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
@@ -269,6 +274,42 @@ def workspace_param(request: HttpRequest) -> int | None:
     if not (given.isascii() and given.isdigit()):
         raise Problem({"workspace": ["Must be a workspace id, a whole number (GET /api/v1/workspaces lists yours)."]})
     return parse_id(given)
+
+
+def id_page(request: HttpRequest, rows: QuerySet, url_name: str, *, size: int, newest_first: bool) \
+        -> tuple[list[Any], str | None]:
+    """One page of a list endpoint other than the jobs' (sweeps, schedules): the rows of all the caller's workspaces
+    (the token's scope), or of ?workspace= alone, keyset-paginated by id from ?after=, and the absolute URL of the
+    next page (None: the last). As the jobs list chooses its workspaces. Raises Problem for a ?workspace= or
+    ?after= that is no whole number, Http404 (via access) for a workspace not the caller's."""
+    chosen = workspace_param(request)
+    if chosen is not None:
+        rows = rows.filter(workspace=access.get_workspace(request.api_user, chosen))
+    else:
+        rows = rows.filter(workspace__in=access.workspaces_for(request.api_user))
+    after = request.GET.get("after", "")
+    if after:
+        cursor = parse_id(after)
+        if not cursor:
+            raise Problem({"after": ["Must be a cursor: request the page's `next` URL as it is."]})
+        rows = rows.filter(pk__lt=cursor) if newest_first else rows.filter(pk__gt=cursor)
+    found = list(rows.order_by("-pk" if newest_first else "pk")[:size + 1])
+    if len(found) <= size:
+        return found, None
+    found = found[:size]
+    query = urlencode({**({"workspace": chosen} if chosen is not None else {}), "after": found[-1].pk})
+    return found, request.build_absolute_uri(f"{reverse(url_name)}?{query}")
+
+
+def id_page_parameters(ws_param: dict[str, Any]) -> list[dict[str, Any]]:
+    """The query parameters of an id_page list, for the OpenAPI document."""
+    return [{**ws_param, "description": "Only this console workspace's (GET /api/v1/workspaces lists yours). "
+                                        "Without it: all your workspaces (a workspace-scoped token: its one), each "
+                                        "row with its `workspace`. Not a whole number: 400 at `workspace`; not one "
+                                        "of yours: 404."},
+            {"name": "after", "in": "query", "schema": {"type": "integer"},
+             "description": "A cursor, the `after` of the page's `next` URL: simplest, request `next` as it is. Not "
+                            "a whole number from 1: 400 at `after`."}]
 
 
 def body_workspace_id(body: Any) -> Any:
@@ -1000,12 +1041,22 @@ def openapi_document(server: str) -> dict[str, Any]:
                                                    "unsafe call; a session's unsafe call without X-CSRFToken), 404 "
                                                    "not found or outside the token's workspace. Any /api/ path: 404 "
                                                    "where no endpoint is, 405 for a method the path does not take "
-                                                   "(its Allow header lists those it takes), in this format.",
+                                                   "(its Allow header lists those it takes), 429 too many "
+                                                   "invalid tokens (see TooManyFailures), in this format.",
                                     "content": {"application/json": {"schema": response_object({
                                         "error": {"type": "string"},
-                                        "code": {"type": "string", "enum": ["token_expired", "token_revoked"]},
+                                        "code": {"type": "string",
+                                                 "enum": ["token_expired", "token_revoked", "too_many_failures"]},
                                         "expires_at": {"type": "string", "format": "date-time"}},
-                                        optional=["code", "expires_at"])}}}},
+                                        optional=["code", "expires_at"])}}},
+                          "TooManyFailures": {
+                              "description": "Too many requests with an invalid token from your client IP (more than "
+                                             "API_TOKEN_MAX_FAILURES_PER_IP, 20 by default, in "
+                                             "API_TOKEN_FAILURE_WINDOW_SECONDS, 60): `code` too_many_failures, in "
+                                             "the Error format. A valid token is never refused this way; expired "
+                                             "and revoked tokens keep their 401.",
+                              "headers": {"Retry-After": {"description": "Seconds until the window ends.",
+                                                          "schema": {"type": "integer"}}}}},
             "schemas": {
                 "CreateJobBody": {"type": "object", "description": "The PAI-DLC CreateJob request body "
                                   "(POST /api/v1/jobs of the PAI-DLC 2020-12-03 API). A registry password in "
@@ -1079,14 +1130,18 @@ def openapi_document(server: str) -> dict[str, Any]:
             },
         },
     }
+    shared = document["components"]["responses"]
+    shared["TooManyFailures"]["content"] = shared["Error"]["content"]  # the same body, one definition
     return with_body_errors(document, validation, err)
 
 
 def with_body_errors(document: dict[str, Any], validation: dict[str, Any], err: dict[str, Any]) -> dict[str, Any]:
     """Every operation taking a body may answer 413 (too large: api.JsonErrorsMiddleware) and 415 (not JSON:
-    json_body); every unsafe one 403 (a session without X-CSRFToken, apitokens.api_view). Said once, here, so that
-    no new operation misses them."""
+    json_body); every unsafe one 403 (a session without X-CSRFToken, apitokens.api_view); every authenticated one
+    429 (too many invalid tokens from one address, apitokens.api_view). Said once, here, so that no new operation
+    misses them."""
     too_large = {**validation, "description": "The body is too large (error at \"\")."}
+    too_many = {"$ref": "#/components/responses/TooManyFailures"}
     not_json = {**validation, "description": "The body's Content-Type is not JSON (error at \"\")."}
     for operations in document["paths"].values():
         for method, operation in operations.items():
@@ -1096,4 +1151,6 @@ def with_body_errors(document: dict[str, Any], validation: dict[str, Any], err: 
                 answers.setdefault("415", not_json)
             if method in ("post", "put", "patch", "delete"):
                 answers.setdefault("403", err)
+            if "401" in answers:  # every authenticated operation: apitokens.api_view counts invalid tokens
+                answers.setdefault("429", too_many)
     return document

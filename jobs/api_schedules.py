@@ -21,9 +21,10 @@ from jobs.api_jobs import (
     Problem,
     bad_request,
     create_request,
+    id_page,
+    id_page_parameters,
     json_body,
     query_errors,
-    request_workspace,
     response_object,
     unknown_fields,
 )
@@ -33,6 +34,7 @@ from jobs.models import Schedule
 RECURRENCE = "recurrence"
 FIELDS = {"name", RECURRENCE, "skip_if_active", "enabled", schedules.JOB}
 _RECURRENCE_KEYS = {"kind", "every_hours", "at", "weekdays", "cron"}
+LIST_SIZE = 50  # a page of GET /api/v1/schedules
 
 
 def _time(value) -> str | None:
@@ -85,18 +87,18 @@ def _require_change(request: HttpRequest, schedule: Schedule) -> None:
 @api_view
 @require_http_methods(["GET", "HEAD", "POST"])
 def schedule_list(request: HttpRequest) -> JsonResponse:
-    """GET: the workspace's schedules. POST: create one."""
+    """GET: the schedules of the caller's workspaces (or ?workspace=), oldest first, LIST_SIZE a page. POST: create
+    one."""
     if request.method == "POST":
         return _create(request)
-    if refused := query_errors(request, ["workspace"]):
+    if refused := query_errors(request, ["workspace", "after"]):
         return bad_request(refused)
     try:
-        workspace = request_workspace(request, "view")
+        found, following = id_page(request, Schedule.objects.select_related("workspace", "owner").prefetch_related(
+            schedules.recent_runs()), "api_schedules", size=LIST_SIZE, newest_first=False)
     except Problem as problem:
         return problem.response()
-    found = (Schedule.objects.filter(workspace=workspace).select_related("workspace", "owner")
-             .prefetch_related(schedules.recent_runs()))
-    return JsonResponse({"schedules": [schedule_json(s, request) for s in found]})
+    return JsonResponse({"schedules": [schedule_json(s, request) for s in found], "next": following})
 
 
 def _create(request: HttpRequest) -> JsonResponse:
@@ -172,7 +174,9 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
                "skip_if_active, enabled, or job.<CreateJob field path> (e.g. job.JobSpecs[0].PodCount)."}
     return {
         "/api/v1/schedules": {
-            "get": {"summary": "The workspace's scheduled jobs (any member)", "parameters": [ws_param],
+            "get": {"summary": f"The scheduled jobs of your workspaces, oldest (lowest id) first, {LIST_SIZE} a page: "
+                               "`next` is the URL of the next page (any member)",
+                    "parameters": id_page_parameters(ws_param),
                     "responses": {"200": {"description": "Schedules", **_ref("ScheduleList")},
                                   "400": validation, "401": err, "404": err}},
             "post": {
@@ -259,5 +263,7 @@ def schedule_schemas() -> dict[str, Any]:
             "runs": {"type": "array", "items": run, "description": f"The last {schedules.RUNS_SHOWN} runs."},
             "url": {"type": "string", "format": "uri"}}),
         "ScheduleList": response_object({
-            "schedules": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}}}),
+            "schedules": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}},
+            "next": {"type": "string", "format": "uri", "nullable": True,
+                     "description": "The URL of the next page, to request as it is (null: the last page)."}}),
     }

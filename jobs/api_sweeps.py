@@ -24,9 +24,10 @@ from jobs.api_jobs import (
     Problem,
     bad_request,
     create_request,
+    id_page,
+    id_page_parameters,
     parse_id,
     query_errors,
-    request_workspace,
     response_object,
 )
 from jobs.apitokens import api_view
@@ -287,22 +288,23 @@ def _get_sweep(request: HttpRequest, pk: int) -> Sweep:
 @api_view
 @require_http_methods(["GET", "HEAD", "POST"])
 def sweep_list(request: HttpRequest) -> JsonResponse:
-    """GET: the workspace's last 50 sweeps, newest first. POST: create a sweep ({"Job": ..., "Parameters": ...})."""
+    """GET: the sweeps of the caller's workspaces (or ?workspace=), newest first, 50 a page. POST: create a sweep
+    ({"Job": ..., "Parameters": ...})."""
     if request.method == "POST":
         return _create(request)
-    if refused := query_errors(request, ["workspace"]):
+    if refused := query_errors(request, ["workspace", "after"]):
         return bad_request(refused)
     try:
-        workspace = request_workspace(request, "view")
+        found, following = id_page(request, Sweep.objects.select_related("workspace", "owner"), "api_sweeps",
+                                   size=LIST_SIZE, newest_first=True)
     except Problem as problem:
         return problem.response()
-    found = list(Sweep.objects.filter(workspace=workspace).select_related("workspace", "owner")[:LIST_SIZE])
     statuses: dict[int, list[str]] = {s.pk: [] for s in found}
     rows = SweepTrial.objects.filter(sweep__in=found).order_by("sweep", "number")
     for sweep_id, status in rows.values_list("sweep_id", "job__status"):
         statuses[sweep_id].append(status)
     return JsonResponse({"sweeps": [sweep_json(s, request, statuses=statuses[s.pk]) for s in found],
-                         "limit": LIST_SIZE})
+                         "limit": LIST_SIZE, "next": following})
 
 
 def _create(request: HttpRequest) -> JsonResponse:
@@ -481,8 +483,9 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
                     "Parameters.<NAME> (one parameter), Search or Search.Method / Search.Trials / Search.Seed."}
     return {
         "/api/v1/sweeps": {
-            "get": {"summary": f"The workspace's last {LIST_SIZE} sweeps, newest first (any member)",
-                    "parameters": [ws_param],
+            "get": {"summary": f"The sweeps of your workspaces, newest (highest id) first, {LIST_SIZE} a page: "
+                               "`next` is the URL of the next page (any member)",
+                    "parameters": id_page_parameters(ws_param),
                     "responses": {"200": {"description": "Sweeps, without their trials", **_ref("SweepList")},
                                   "400": validation, "401": err, "404": err}},
             "post": {
@@ -652,7 +655,9 @@ def sweep_schemas() -> dict[str, Any]:
         "Sweep": sweep,
         "SweepList": response_object({
             "sweeps": {"type": "array", "items": {"$ref": "#/components/schemas/Sweep"}},
-            "limit": {"type": "integer"}}),
+            "limit": {"type": "integer", "description": "The page size."},
+            "next": {"type": "string", "format": "uri", "nullable": True,
+                     "description": "The URL of the next page, to request as it is (null: the last page)."}}),
         "SweepStop": response_object({
             "results": {"type": "array", "items": response_object({
                 "number": {"type": "integer"}, "job": {"type": "integer"},

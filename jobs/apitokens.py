@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import secrets
 from collections.abc import Callable
 from datetime import UTC, timedelta
@@ -22,7 +23,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from jobs import access, audit
+from jobs import access, audit, ratelimit
 from jobs.access import TokenScope
 from jobs.models import ApiToken, AuditEvent, Workspace
 
@@ -151,13 +152,22 @@ def _unauthorized(message: str, challenge: str = "", **extra) -> JsonResponse:
     return response
 
 
+def _too_many(wait: float) -> JsonResponse:
+    seconds = math.ceil(wait)
+    response = error(429, f"Too many requests with invalid API tokens from your address: try again in "
+                          f"{ratelimit.describe(wait)}.", code="too_many_failures")
+    response["Retry-After"] = str(seconds)
+    return response
+
+
 def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Wrap an API view: authenticate with api_user, enforce CSRF for session callers, answer errors in JSON.
 
     The view receives the caller as `request.api_user`. Token callers are CSRF-exempt (a browser cannot
     attach the header cross-site); session callers are not. For a token caller `request.user` is the token's
     scoped user as well, so a view that reads request.user (e.g. views.current_workspace) cannot step outside
-    the token's scope through a session cookie sent alongside.
+    the token's scope through a session cookie sent alongside. Invalid tokens are counted per client IP
+    (ratelimit.token_failed): past the limit they get a 429 with Retry-After instead of the 401.
     """
 
     @csrf_exempt
@@ -176,6 +186,10 @@ def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
                                  'error="invalid_token", error_description="The token was revoked"',
                                  code="token_revoked")
         if user is None and request.api_token_auth:
+            # Counted only here, after the lookup: a valid token is never slowed down. Expired and revoked tokens
+            # are not counted either: they are not guesses, and their 401 tells a script's owner what to do.
+            if wait := ratelimit.token_failed(request):
+                return _too_many(wait)
             # Unknown, or its user deactivated: one answer, so a token says nothing of whose it was.
             return _unauthorized("This API token is not valid: check that it was copied whole, or create a new one "
                                  "on /account/api.",

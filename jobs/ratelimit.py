@@ -1,5 +1,5 @@
 """Rate limits in Django's cache. Sign-in: failure counters per client IP + username, and per client IP;
-take(): a plain count of uses per name (test mails per user).
+take(): a plain count of uses per name (test mails per user, failed API tokens per client IP).
 
 After LOGIN_MAX_FAILURES failures for one username from one IP (or LOGIN_MAX_FAILURES_PER_IP for any
 usernames from one IP) within LOGIN_WINDOW_SECONDS, further attempts are refused until the window ends,
@@ -109,6 +109,13 @@ def take(name: str, limit: int, window: int) -> float:
     if used <= limit:
         return 0.0
     return max(1.0, (started if isinstance(started, int | float) else time.time()) + window - time.time())
+
+
+def token_failed(request: HttpRequest) -> float:
+    """Count one failed API token authentication from the request's client IP: 0 while at most
+    API_TOKEN_MAX_FAILURES_PER_IP within API_TOKEN_FAILURE_WINDOW_SECONDS, else the seconds until the window ends."""
+    return take(f"api-token:{client_ip(request)}", _limit("API_TOKEN_MAX_FAILURES_PER_IP", 20),
+                _limit("API_TOKEN_FAILURE_WINDOW_SECONDS", 60))
 
 
 def describe(seconds: float) -> str:

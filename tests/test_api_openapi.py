@@ -116,6 +116,8 @@ def test_every_operation_answers_as_documented(team, api, doc):
         "EarlyStopping": {"Metric": "loss"}}), 201).json()
     calls.check("POST", sweeps, member.post(sweeps, {"Job": pf.BODY}), 400)
     calls.check("GET", sweeps, viewer.get(sweeps), 200)
+    calls.check("GET", sweeps, member.get("/api/v1/sweeps"), 200)  # all the caller's workspaces
+    calls.check("GET", sweeps, viewer.get("/api/v1/sweeps", after="x"), 400)
     one_sweep = f"/api/v1/sweeps/{sweep['id']}"
     calls.check("GET", one_sweep, viewer.get(one_sweep), 200)
     calls.check("GET", one_sweep, viewer.get(one_sweep, rank="loss"), 400)  # no trial has it
@@ -129,6 +131,7 @@ def test_every_operation_answers_as_documented(team, api, doc):
         "name": "nightly", "recurrence": {"kind": "daily", "at": "02:00"}, "job": pf.BODY}), 201).json()
     calls.check("POST", schedules, member.post(schedules, {"name": "x"}), 400)
     calls.check("GET", schedules, viewer.get(schedules), 200)
+    calls.check("GET", schedules, member.get("/api/v1/schedules"), 200)  # all the caller's workspaces
     url = f"/api/v1/schedules/{schedule['id']}"
     calls.check("GET", url, viewer.get(url), 200)
     auth = {"HTTP_AUTHORIZATION": f"Bearer {member.token}"}
@@ -154,6 +157,19 @@ def test_a_wrong_method_and_a_too_large_body_are_documented(team, api, doc, sett
         for method, operation in operations.items():
             if "requestBody" in operation:
                 assert "413" in operation["responses"], (method, path)
+    # Too many invalid tokens from one address: the shared 429, documented on every authenticated operation.
+    from django.core.cache import cache
+
+    settings.API_TOKEN_MAX_FAILURES_PER_IP = 0
+    cache.clear()
+    try:
+        refused = pf.client_for().get("/api/v1/jobs", HTTP_AUTHORIZATION="Bearer dlcc_wrong")
+    finally:
+        cache.clear()
+    assert refused.status_code == 429 and refused["Retry-After"].isdigit()
+    assert not openapi_check.response_problems(doc, "GET", "/api/v1/jobs", refused)
+    assert all("429" in operation["responses"] for operations in doc["paths"].values()
+               for operation in operations.values() if "401" in operation["responses"])
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
     validate = f"/api/v1/jobs/validate?workspace={team.alpha.pk}"
     big = api["member"].post(validate, {**pf.BODY, "UserCommand": "x" * 200})

@@ -62,7 +62,8 @@ def test_the_list_refuses_an_unknown_or_repeated_query_parameter(db):
     """QA: ?workspce=<id> was silently ignored (the caller's only workspace answered), as was a repeated one."""
     team = pf.make_team()
     typo = call(team.users["viewer"], "get", f"/api/v1/schedules?workspce={team.alpha.pk}")
-    assert typo.status_code == 400 and typo.json()["errors"] == {"workspce": ["Unknown parameter: send workspace."]}
+    assert typo.status_code == 400
+    assert typo.json()["errors"] == {"workspce": ["Unknown parameter: send after, workspace."]}
     twice = call(team.users["viewer"], "get", f"/api/v1/schedules?workspace={team.alpha.pk}&workspace=1")
     assert twice.status_code == 400 and list(twice.json()["errors"]) == ["workspace"]
     assert call(team.users["viewer"], "get", f"/api/v1/schedules?workspace={team.alpha.pk}").status_code == 200
@@ -237,6 +238,36 @@ def test_with_several_workspaces_the_job_bodys_workspace_id_picks_the_workspace(
     assert Schedule.objects.get().workspace == team.beta
     unnamed = call(team.users["member"], "post", "/api/v1/schedules", NIGHTLY)
     assert unnamed.status_code == 400 and [c["name"] for c in unnamed.json()["candidates"]] == ["Alpha", "Beta"]
+
+    # QA: the list answered 400 with candidates where GET /api/v1/jobs lists every workspace of the caller.
+    in_alpha = call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}", NIGHTLY)
+    assert in_alpha.status_code == 201
+    listed = call(team.users["member"], "get", "/api/v1/schedules")
+    assert listed.status_code == 200, listed.content
+    assert [s["workspace"]["name"] for s in listed.json()["schedules"]] == ["Beta", "Alpha"], "oldest first"
+    only = call(team.users["member"], "get", f"/api/v1/schedules?workspace={team.alpha.pk}").json()["schedules"]
+    assert [s["workspace"]["name"] for s in only] == ["Alpha"]
+    scoped = call(team.users["member"], "get", "/api/v1/schedules", workspace=team.beta).json()["schedules"]
+    assert [s["workspace"]["name"] for s in scoped] == ["Beta"], "a workspace token sees its workspace only"
+
+
+def test_the_list_pages_by_id_with_a_next_link(db, monkeypatch):
+    from jobs import api_schedules
+
+    monkeypatch.setattr(api_schedules, "LIST_SIZE", 2)
+    team = pf.make_team()
+    url = f"/api/v1/schedules?workspace={team.alpha.pk}"
+    made = [call(team.users["member"], "post", url, {**NIGHTLY, "name": f"s{n}"}).json()["id"] for n in range(5)]
+    _, plain = apitokens.create_token(team.users["viewer"], "t")
+    client, seen, pages = pf.client_for(), [], 0
+    while url:
+        page = client.get(url.removeprefix("http://testserver"), HTTP_AUTHORIZATION=f"Bearer {plain}").json()
+        assert len(page["schedules"]) <= 2
+        seen += [s["id"] for s in page["schedules"]]
+        url, pages = page["next"], pages + 1
+    assert seen == made and pages == 3, "every schedule once, oldest first"
+    bad = client.get("/api/v1/schedules?after=0", HTTP_AUTHORIZATION=f"Bearer {plain}")
+    assert bad.status_code == 400 and list(bad.json()["errors"]) == ["after"]
 
 
 def test_fields_of_another_kind_and_text_numbers_are_refused_and_cron_weekday_numbers_kept(db):

@@ -230,7 +230,8 @@ def test_an_unknown_or_repeated_query_parameter_is_a_400_at_it(team, api):
     viewer = api["viewer"]
     auth = {"HTTP_AUTHORIZATION": f"Bearer {viewer.token}"}
     typo = viewer.get("/api/v1/sweeps", workspace=team.alpha.pk, workspce=team.alpha.pk)
-    assert typo.status_code == 400 and typo.json()["errors"] == {"workspce": ["Unknown parameter: send workspace."]}
+    assert typo.status_code == 400
+    assert typo.json()["errors"] == {"workspce": ["Unknown parameter: send after, workspace."]}
     twice = viewer.client.get(f"/api/v1/sweeps?workspace={team.alpha.pk}&workspace={team.beta.pk}", **auth)
     assert twice.status_code == 400 and twice.json()["errors"] == {"workspace": ["Sent more than once: send it once."]}
     rnk = viewer.get(f"/api/v1/sweeps/{sweep}", rnk="loss")
@@ -493,9 +494,31 @@ def test_with_several_workspaces_the_job_bodys_workspace_id_picks_the_workspace(
     answer = api["member"].post("/api/v1/sweeps", payload)
     assert answer.status_code == 201, answer.json()
     assert Sweep.objects.get().workspace == team.beta
+    assert create(api["member"], team).status_code == 201
+    # QA: the list answered 400 with candidates where GET /api/v1/jobs lists every workspace of the caller.
     listed = api["member"].get("/api/v1/sweeps")
-    assert listed.status_code == 400 and {c["id"] for c in listed.json()["candidates"]} == {team.alpha.pk,
-                                                                                            team.beta.pk}
+    assert listed.status_code == 200, listed.json()
+    assert [s["workspace"]["name"] for s in listed.json()["sweeps"]] == ["Alpha", "Beta"], "newest first"
+    only = api["member"].get("/api/v1/sweeps", workspace=team.beta.pk).json()["sweeps"]
+    assert [s["workspace"]["name"] for s in only] == ["Beta"]
+    scoped = Api(team.users["member"], workspace=team.beta).get("/api/v1/sweeps").json()["sweeps"]
+    assert [s["workspace"]["name"] for s in scoped] == ["Beta"], "a workspace token sees its workspace only"
+
+
+def test_the_list_pages_by_id_with_a_next_link(team, api, monkeypatch):
+    monkeypatch.setattr(api_sweeps, "LIST_SIZE", 2)
+    made = [Sweep.objects.create(workspace=team.alpha, owner=team.users["member"], name=f"s{n}",
+                                 parameters=[["LR", ["1", "2"]]]).pk for n in range(5)]
+    Sweep.objects.create(workspace=team.beta, name="elsewhere", parameters=[["LR", ["1", "2"]]])
+    seen, url, pages = [], f"/api/v1/sweeps?workspace={team.alpha.pk}", 0
+    while url:
+        page = api["viewer"].get(url.removeprefix("http://testserver")).json()
+        assert page["limit"] == 2 and len(page["sweeps"]) <= 2
+        seen += [s["id"] for s in page["sweeps"]]
+        url, pages = page["next"], pages + 1
+    assert seen == made[::-1] and pages == 3, "every sweep once, newest first, the workspace kept in next"
+    bad = api["viewer"].get("/api/v1/sweeps", after="x")
+    assert bad.status_code == 400 and list(bad.json()["errors"]) == ["after"]
 
 
 def test_a_bad_goal_or_value_is_a_400_with_or_without_rank(team, api):

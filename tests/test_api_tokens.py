@@ -124,6 +124,29 @@ def test_bad_credentials_get_401_and_a_wrong_token_hears_it_is_not_valid(team, h
     assert ('error="invalid_token"' in answer["WWW-Authenticate"]) == (said != "Authentication required")
 
 
+@pytest.fixture
+def fresh_limits():
+    from django.core.cache import cache
+
+    cache.clear()  # the limiter's counters are kept by client IP, the same for every test
+    yield
+    cache.clear()
+
+
+def test_wrong_tokens_from_one_address_are_slowed_down_but_a_valid_token_is_not(team, fresh_limits):
+    """QA: 30 requests with wrong Bearer tokens all got 401, with no slowdown."""
+    _, raw = apitokens.create_token(team.users["member"], "ci")
+    client = pf.client_for()
+    answers = [client.get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer dlcc_guess{n}") for n in range(30)]
+    assert [a.status_code for a in answers] == [401] * 20 + [429] * 10
+    refused = answers[-1]
+    assert refused.json()["code"] == "too_many_failures" and "try again in a minute" in refused.json()["error"]
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert client.get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200, "a valid token is not"
+    elsewhere = client.get("/api/v1/jobs", HTTP_AUTHORIZATION="Bearer dlcc_guess", REMOTE_ADDR="10.0.0.9")
+    assert elsewhere.status_code == 401, "counted per client IP"
+
+
 def test_a_bad_token_does_not_fall_back_to_the_session(team):
     # A browser session plus a wrong token is judged by the token.
     answer = pf.client_for(team.users["member"]).get("/api/v1/jobs", HTTP_AUTHORIZATION="Bearer dlcc_wrong")

@@ -165,7 +165,7 @@ def test_audit_page_pages_by_keyset_and_offers_no_way_to_edit(team):
     second = client.get(f"{url}?{first.context['next_query']}")
     assert [e.details["event"] for e in second.context["rows"]] == [f"e{i}" for i in range(4, -1, -1)]
     assert client.post(url, {"action": "created"}).status_code == 405
-    assert "<form method=\"post\"" not in first.text.split("<main>")[1].split("</main>")[0].replace(
+    assert "<form method=\"post\"" not in first.text.split("<main id=\"main\">")[1].split("</main>")[0].replace(
         'action="/accounts/logout/"', "")
 
 

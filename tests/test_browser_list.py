@@ -115,7 +115,9 @@ def test_a_row_turns_from_running_to_succeeded_in_place(stack, member, workspace
     page.evaluate(f"""() => {{ document.getElementById('job-{job.pk}').dataset.mark = 'old';
                                document.getElementById('job-{finished.pk}').dataset.mark = 'old'; }}""")
     expect(page.locator("#row-poller")).to_have_attribute("data-polling", "yes")
+    page.focus(f"#sel-{job.pk}")  # QA: the replaced row's checkbox lost keyboard focus
     expect(row.locator(".badge")).to_have_text("Succeeded", timeout=60_000)
+    assert page.evaluate("document.activeElement.id") == f"sel-{job.pk}", "focus is back on the new row's checkbox"
     assert navigations == [], "the list must update in place, without reloading"
     assert page.get_attribute(f"#job-{job.pk}", "data-mark") is None, "the moved row was re-rendered"
     assert page.get_attribute(f"#job-{finished.pk}", "data-mark") == "old", "a finished row is left alone"

@@ -165,6 +165,9 @@ def test_a_viewer_is_offered_no_create_no_import_and_no_stop_but_checkboxes_to_c
     assert len(re.findall(r"<th[ >]", html)) == 8, "the checkbox column"
     poll = client.get(f"/jobs/rows?watch={job.pk}:Queuing", **HTMX).content.decode()
     assert row_ids(poll) == [job.pk] and f'name="job" value="{job.pk}"' in poll, "the poll's rows match the table"
+    # QA: the poll's new row took keyboard focus away; htmx gives it back by id, the same in the table and the poll.
+    for answer in (html, poll):
+        assert f'value="{job.pk}" id="sel-{job.pk}"' in answer and f'id="name-{job.pk}"' in answer
 
     client.force_login(people["alice"])  # a member may stop their own jobs: checkboxes and the button stay
     html = client.get("/").content.decode()
@@ -255,7 +258,8 @@ def test_a_row_shows_what_the_job_says(client, people, ws):
     old = Template('{{ t|date:"c" }}|{{ t|date:"Y-m-d H:i:s" }}').render(
         Context({"t": done.created_at})).split("|") + ["2h 5m"]
     row = re.search(rf'<tr id="job-{done.pk}".*?</tr>', html, re.S).group(0)
-    assert f'<a href="/jobs/{done.pk}" title="&lt;b&gt;done&lt;/b&gt;">&lt;b&gt;done&lt;/b&gt;</a>' in row
+    name = "&lt;b&gt;done&lt;/b&gt;"
+    assert f'<a href="/jobs/{done.pk}" id="name-{done.pk}" title="{name}">{name}</a>' in row
     assert '<span class="badge danger">Failed</span>' in row
     assert '<div class="error small" title="No &quot;way&quot;">Stop failed: Forbidden.Stop</div>' in row
     assert f'<time datetime="{old[0]}">{old[1]}</time>' in row and f"<td>{old[2]}</td>" in row
