@@ -643,7 +643,8 @@ def sweep_schemas() -> dict[str, Any]:
                 "Goal": {"type": "string", "enum": list(sweeps.GOALS),
                          "description": "Default: min for a loss, an error or a perplexity, else max."},
                 "AfterSucceeded": {"type": "integer", "minimum": 1, "default": early_stop.DEFAULT_AFTER,
-                                   "description": "Succeeded trials that reported the metric before any is stopped."},
+                                   "description": "Succeeded trials that reported the metric before any is stopped. "
+                                                  "Left out: 3, or one less than the trials on a sweep of 2-3."},
                 "NotBeforeStep": {"type": "integer", "minimum": 0, "default": early_stop.DEFAULT_STEP,
                                   "description": "No trial is stopped before it reports this step."}}},
         "SweepDistribution": {"type": "object", "required": list(DISTRIBUTION_KEYS), "additionalProperties": False,

@@ -3,7 +3,8 @@ worse than the median of the succeeded trials' running averages at its step is s
 to the trials that may still win.
 
 Opt-in per sweep (Sweep.early_stop_*): the metric (as METRIC lines name it, jobs.scalars), its goal (min | max),
-after how many succeeded trials the rule starts (N, default 3) and the first step it looks at (S, default 0).
+after how many succeeded trials the rule starts (N, default 3, or trials - 1 on a smaller sweep) and the first step
+it looks at (S, default 0).
 
 The rule, for a running trial whose last reported step s is at least S: over the succeeded trials that reported the
 metric at or before step s (at least N of them, else nothing is decided), the median of each one's running average
@@ -102,7 +103,8 @@ def parse(given: Mapping[str, Any], *, trials: int | None = None) -> tuple[Setti
     to them). A blank metric with N and S blank too is no early stopping; N or S without a metric is an error at
     the metric (the numbers would be ignored without a word). A blank goal is the metric's default (min for a loss
     or an error, as the ranking's); blank N and S their defaults. `trials`: the sweep's number of trials when known
-    (grid size or Trials): an N the sweep can never reach is an error (the blank default is left as it is)."""
+    (grid size or Trials): an N the sweep can never reach is an error, and a blank N on a sweep too small for the
+    default is the largest that can fire (trials - 1)."""
     from jobs import scalars
 
     metric = given.get(METRIC_FIELD)
@@ -129,7 +131,9 @@ def parse(given: Mapping[str, Any], *, trials: int | None = None) -> tuple[Setti
             (STEP_FIELD, DEFAULT_STEP, 0, scalars.MAX_STEP - 1, "Not before step")):
         raw = given.get(field)
         if _blank(raw):
-            numbers[field] = default
+            # A blank N on a sweep of 2-3 trials could never fire at 3: it becomes the most that can (trials - 1).
+            small = field == AFTER_FIELD and trials is not None and 1 < trials <= default
+            numbers[field] = trials - 1 if small else default
             continue
         numbers[field], problem = _whole(raw, low, high, what)
         if problem:

@@ -95,6 +95,15 @@ def test_an_after_n_the_sweep_can_never_reach_is_an_error_known_at_launch():
     assert early_stop.parse({METRIC_FIELD: "loss", AFTER_FIELD: "10"})[1] == {}, "the trials unknown: not judged"
 
 
+def test_a_blank_after_n_on_a_sweep_too_small_for_the_default_is_the_most_that_can_fire():
+    """Noted in earlier stops: a blank After N was 3 even on a sweep of 2-3 trials, where it can never fire."""
+    assert early_stop.parse({METRIC_FIELD: "loss"}, trials=2)[0].after == 1
+    assert early_stop.parse({METRIC_FIELD: "loss"}, trials=3)[0].after == 2
+    assert early_stop.parse({METRIC_FIELD: "loss"}, trials=4)[0].after == early_stop.DEFAULT_AFTER
+    assert early_stop.parse({METRIC_FIELD: "loss"}, trials=1)[0].after == early_stop.DEFAULT_AFTER  # can never fire
+    assert early_stop.parse({METRIC_FIELD: "loss"})[0].after == early_stop.DEFAULT_AFTER  # the trials unknown
+
+
 def test_defaults_and_the_goal_by_the_metrics_name():
     assert early_stop.parse({METRIC_FIELD: "val/loss"}) == (Settings("val/loss", "min", 3, 0), {})
     assert early_stop.parse({METRIC_FIELD: "acc", AFTER_FIELD: "1", STEP_FIELD: "300"}) == (
@@ -151,11 +160,12 @@ def _sweep(team, early: dict | None = None):
 def test_the_api_creates_a_sweep_with_early_stopping_and_shows_it(team):
     answer = _sweep(team, {"Metric": "loss", "NotBeforeStep": 100})
     assert answer.status_code == 201, answer.json()
-    assert answer.json()["early_stopping"] == {"Metric": "loss", "Goal": "min", "AfterSucceeded": 3,
+    # A blank AfterSucceeded on this 3-trial grid is 2, the most that can fire (3 is the default on larger sweeps).
+    assert answer.json()["early_stopping"] == {"Metric": "loss", "Goal": "min", "AfterSucceeded": 2,
                                                "NotBeforeStep": 100}
     sweep = Sweep.objects.get()
     assert (sweep.early_stop_metric, sweep.early_stop_goal, sweep.early_stop_after, sweep.early_stop_step) == (
-        "loss", "min", 3, 100)
+        "loss", "min", 2, 100)
     bad = _sweep(team, {"Metric": "my loss", "AfterSucceeded": -2})
     assert bad.status_code == 400 and set(bad.json()["errors"]) == {"EarlyStopping.Metric",
                                                                    "EarlyStopping.AfterSucceeded"}
