@@ -46,10 +46,11 @@ def test_a_job_imported_already_ended_has_its_pods_logs_archived_once(stack, tra
                    what="job imported")
     assert job.imported and job.status == "Succeeded" and job.pods
     pod_id = job.pods[0]["PodId"]
-    wait_for(lambda: PodLog.objects.filter(job=job, pod_id=pod_id).exists(), timeout=30, what="log archived")
+    # The job is marked archived last, after its pods' logs are written and its metrics and diagnosis read from
+    # them (logarchive.archive): waiting for the PodLog row alone could look in between (a CI run did).
+    wait_for(lambda: Job.objects.filter(pk=job.pk, logs_archived_at__isnull=False).exists(), timeout=30,
+             what="log archived")
     assert logarchive.read(job, pod_id) == ["made-elsewhere", "1", "2", "3"]
-    job.refresh_from_db()
-    assert job.logs_archived_at
 
     # Archived once: nothing more is owed, so neither the sweep nor a second task asks DLC for those logs again.
     calls = stack_stats(stack).get("GetPodLogs", 0)
