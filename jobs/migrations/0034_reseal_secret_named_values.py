@@ -30,64 +30,40 @@ def _rows(model, fields):
         last = batch[-1].pk
 
 
+def _rewrite(model, read, written, new_values):
+    """Every row of `model` (only the `read` fields loaded) whose new_values(row) is not None gets those values in
+    its `written` fields, a batch a transaction."""
+    for batch in _rows(model, read):
+        changed = []
+        for row in batch:
+            values = new_values(row)
+            if values is not None:
+                for name, value in zip(written, values, strict=True):
+                    setattr(row, name, value)
+                changed.append(row)
+        with transaction.atomic():
+            model.objects.bulk_update(changed, written)
+
+
 def reseal(apps, schema_editor):
     from jobs import reseal as r
 
-    Job = apps.get_model("jobs", "Job")
-    for batch in _rows(Job, ["body", "sealed_secrets", "secret_marks", "status", "dlc_job_id"]):
-        changed = []
-        for job in batch:
-            new = r.job_row(job.body, job.sealed_secrets, job.secret_marks, status=job.status,
-                            dlc_job_id=job.dlc_job_id, what=f"job {job.pk}")
-            if new is not None:
-                job.body, job.sealed_secrets, job.secret_marks = new
-                changed.append(job)
-        with transaction.atomic():
-            Job.objects.bulk_update(changed, ["body", "sealed_secrets", "secret_marks"])
+    job_fields = ["body", "sealed_secrets", "secret_marks"]
+    _rewrite(apps.get_model("jobs", "Job"), [*job_fields, "status", "dlc_job_id"], job_fields,
+             lambda job: r.job_row(job.body, job.sealed_secrets, job.secret_marks, status=job.status,
+                                   dlc_job_id=job.dlc_job_id, what=f"job {job.pk}"))
+    _rewrite(apps.get_model("jobs", "Schedule"), ["body", "sealed_secrets"], ["body", "sealed_secrets"],
+             lambda schedule: r.schedule_row(schedule.body, schedule.sealed_secrets, what=f"schedule {schedule.pk}"))
+    _rewrite(apps.get_model("jobs", "JobTemplateVersion"), ["sections"], ["sections"],
+             lambda version: _one(r.template_sections(version.sections)))
+    _rewrite(apps.get_model("jobs", "Sweep"), ["parameters", "specs"], ["parameters", "specs"],
+             lambda sweep: r.sweep_row(sweep.parameters, sweep.specs))
+    _rewrite(apps.get_model("jobs", "SweepTrial"), ["values"], ["values"],
+             lambda trial: _one(r.trial_values(trial.values)))
 
-    Schedule = apps.get_model("jobs", "Schedule")
-    for batch in _rows(Schedule, ["body", "sealed_secrets"]):
-        changed = []
-        for schedule in batch:
-            new = r.schedule_row(schedule.body, schedule.sealed_secrets, what=f"schedule {schedule.pk}")
-            if new is not None:
-                schedule.body, schedule.sealed_secrets = new
-                changed.append(schedule)
-        with transaction.atomic():
-            Schedule.objects.bulk_update(changed, ["body", "sealed_secrets"])
 
-    Version = apps.get_model("jobs", "JobTemplateVersion")
-    for batch in _rows(Version, ["sections"]):
-        changed = []
-        for version in batch:
-            sections = r.template_sections(version.sections)
-            if sections is not None:
-                version.sections = sections
-                changed.append(version)
-        with transaction.atomic():
-            Version.objects.bulk_update(changed, ["sections"])
-
-    Sweep = apps.get_model("jobs", "Sweep")
-    for batch in _rows(Sweep, ["parameters", "specs"]):
-        changed = []
-        for sweep in batch:
-            new = r.sweep_row(sweep.parameters, sweep.specs)
-            if new is not None:
-                sweep.parameters, sweep.specs = new
-                changed.append(sweep)
-        with transaction.atomic():
-            Sweep.objects.bulk_update(changed, ["parameters", "specs"])
-
-    Trial = apps.get_model("jobs", "SweepTrial")
-    for batch in _rows(Trial, ["values"]):
-        changed = []
-        for trial in batch:
-            values = r.trial_values(trial.values)
-            if values is not None:
-                trial.values = values
-                changed.append(trial)
-        with transaction.atomic():
-            Trial.objects.bulk_update(changed, ["values"])
+def _one(value):
+    return None if value is None else (value,)
 
 
 class Migration(migrations.Migration):
