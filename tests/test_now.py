@@ -273,12 +273,16 @@ def test_the_apis_job_detail_has_its_queue_position(team):
 @pytest.mark.integration
 @pytest.mark.browser
 def test_long_names_in_now_and_largest_jobs_stay_inside_the_page_at_1280_and_390(stack, member, workspace, page):
+    from jobs.models import WorkspacePolicy
     from tests.conftest import PASSWORD
     from tests.support.browser import sign_in
     from tests.test_browser_layout import lines, overflow, too_wide
 
     long_name = "x" * 256  # the longest name, with nothing to break at (QA's 200 widened the page to 2217 px)
     started = datetime.now(UTC) - timedelta(hours=3)
+    # An idle policy, so the stack's beat (idle.clear_flags) keeps the idle flag set below; the job has no DLC id,
+    # so the beat's idle check never reads it (a CI run's beat cleared the flag before the page was read).
+    WorkspacePolicy.objects.update_or_create(workspace=workspace, defaults={"idle_after_minutes": 60})
     for name, status in ((long_name, "Running"), ("q" * 256, "Queuing")):
         Job.objects.create(workspace=workspace, owner=member, display_name=name, status=status, job_type="PyTorchJob",
                            body={**pf.BODY, "ResourceId": "quota-a", "JobSpecs": [quota_role(count=2)]},
