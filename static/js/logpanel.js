@@ -1,6 +1,7 @@
 // The job page's log box (templates/jobs/_logs.html) while its live tail appends lines (hx-swap beforeend).
 // A flood (up to ~2,000 lines/s) would keep every line in the page, 100k+ nodes for a long run, and slow the tab;
-// so the box keeps its newest MAX_LINES lines, and the oldest dropped are one "Load older lines" away again.
+// so the tail keeps the box to its newest MAX_LINES lines, and the oldest dropped are one "Load older lines" away
+// again; older lines the reader loads stay, the box then keeping that many as new lines come.
 // The box is aria-live=off (role=log alone is polite, and would read out every line as it comes): a polite
 // status line says "N new lines" at most every ANNOUNCE_MS instead.
 (function () {
@@ -21,8 +22,12 @@
     var box = event.detail.target;
     if (!box || box.id !== "log-lines") return;  // "Load older lines" swaps its bar, not the box
     var count = lines(box).length;
-    announce(box, count - Number(box.dataset.before || count));
-    if (count > MAX_LINES) trim(box, count - MAX_LINES);
+    var before = Number(box.dataset.before || count);
+    announce(box, count - before);
+    // The tail alone never grows the box past MAX_LINES, so more lines than that before this swap are older
+    // lines the reader loaded: they stay (a poll that brought nothing used to drop them again at once).
+    var keep = Math.max(MAX_LINES, before);
+    if (count > keep) trim(box, count - keep);
   });
 
   function announce(box, added) {
