@@ -25,7 +25,7 @@ from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Workspace
 from jobs.spec.base import MAX_NESTING, loads_json, storable_problems
 
-API_VERSION = "1.9.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.10.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
@@ -76,6 +76,10 @@ API_VERSION = "1.9.0"  # 1.1: /api/v1/workspaces rows gained effective_role and 
 #      Wrong tokens past API_TOKEN_MAX_FAILURES_PER_IP a window get a 429 (code too_many_failures, Retry-After).
 #      GET /sweeps and /schedules list every workspace the caller may see unless ?workspace= (was a 400 with
 #      candidates), 50 a page by id with `next` and ?after=; schedules now come by id (were by name).
+# 1.10: PATCH /api/v1/schedules/{id} edits a schedule: name, recurrence (the fields sent over the schedule's own; a
+#      new kind needs its fields), skip_if_active and enabled, checked as POST checks them (SchedulePatch); the
+#      next run is computed from now. `job` stays unchangeable (400 at job); {"enabled": "no"} is now a 400 at
+#      enabled (was at "").
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "

@@ -1,4 +1,5 @@
-"""JSON API for scheduled jobs: create, list, get, enable/disable, delete (jobs.schedules holds the rules).
+"""JSON API for scheduled jobs: create, list, get, edit (enable/disable, name, timing), delete (jobs.schedules holds
+the rules).
 
 The schedule's job is checked as POST /api/v1/jobs checks a body (api_jobs.check_body: guardrails, SecretEnvs,
 the body's WorkspaceId); its secrets are sealed and never shown. Access is jobs.access's: a schedule outside the
@@ -33,6 +34,7 @@ from jobs.models import Schedule
 
 RECURRENCE = "recurrence"
 FIELDS = {"name", RECURRENCE, "skip_if_active", "enabled", schedules.JOB}
+PATCH_FIELDS = FIELDS - {schedules.JOB}  # a schedule's job configuration cannot be edited
 _RECURRENCE_KEYS = {"kind", "every_hours", "at", "weekdays", "cron"}
 LIST_SIZE = 50  # a page of GET /api/v1/schedules
 
@@ -141,7 +143,8 @@ def _create_schedule(request: HttpRequest) -> JsonResponse:
 @api_view
 @require_http_methods(["GET", "HEAD", "PATCH", "DELETE"])
 def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """GET: one schedule with its last runs. PATCH {"enabled": bool}. DELETE: the schedule (its jobs stay)."""
+    """GET: one schedule with its last runs. PATCH: its name, recurrence, skip_if_active, enabled (the fields sent).
+    DELETE: the schedule (its jobs stay)."""
     schedule = _schedule(request, pk)
     if request.method in ("GET", "HEAD"):
         return JsonResponse(schedule_json(schedule, request))
@@ -152,12 +155,56 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
     payload, bad = json_body(request)
     if bad:
         return bad
-    if not isinstance(payload, dict) or set(payload) != {"enabled"} or not isinstance(payload["enabled"], bool):
-        return bad_request(
-            {"": ['Send {"enabled": true} or {"enabled": false}: it is the one field that can be changed.']})
-    if payload["enabled"] != schedule.enabled:
-        schedules.set_enabled(request.api_user, schedule, payload["enabled"])
+    return _change(request, schedule, payload)
+
+
+def _change(request: HttpRequest, schedule: Schedule, payload: Any) -> JsonResponse:
+    """PATCH: the fields sent change, those not sent keep their value; the job configuration cannot change."""
+    if not isinstance(payload, dict) or not payload:
+        return bad_request({"": [f"Send a JSON object with at least one of: {', '.join(sorted(PATCH_FIELDS))}."]})
+    errors = unknown_fields({k: v for k, v in payload.items() if k != schedules.JOB}, PATCH_FIELDS)
+    if schedules.JOB in payload:
+        errors[schedules.JOB] = ["A schedule's job configuration cannot be changed: schedule a job that has the new "
+                                 "configuration (POST /api/v1/schedules) and delete this schedule."]
+    if set(payload) == {"enabled"}:  # as before 1.10: enabling starts from the next future slot
+        if not isinstance(payload["enabled"], bool):
+            return bad_request({"enabled": ["Must be true or false."]})
+        if payload["enabled"] != schedule.enabled:
+            schedules.set_enabled(request.api_user, schedule, payload["enabled"])
+        return JsonResponse(schedule_json(schedule, request))
+    recurrence, problems = _patched_recurrence(schedule, payload.get(RECURRENCE, {}))
+    errors.update(problems)
+    enabled = payload.get("enabled", schedule.enabled)
+    chosen, problems = schedules.parse_settings(
+        payload.get("name", schedule.name), recurrence.get("kind"), recurrence.get("every_hours"),
+        recurrence.get("at"), recurrence.get("weekdays"), payload.get("skip_if_active", schedule.skip_if_active),
+        enabled, recurrence.get("cron"), from_json=True)
+    errors.update({key if key in FIELDS else f"{RECURRENCE}.{key}": v for key, v in problems.items()
+                   if key in FIELDS or RECURRENCE not in errors})  # not an object: said once, at recurrence
+    if errors or chosen is None:
+        return bad_request(errors)
+    errors = schedules.edit(request.api_user, schedule, chosen,
+                            enabled=payload["enabled"] if "enabled" in payload else None)
+    if errors:
+        return bad_request(errors)
     return JsonResponse(schedule_json(schedule, request))
+
+
+def _patched_recurrence(schedule: Schedule, sent: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """(the recurrence to check, errors): the sent fields over the schedule's own while the kind stays; a new kind
+    takes only what was sent, so its fields are required as in POST."""
+    if not isinstance(sent, dict):
+        return {}, {RECURRENCE: ['Must be an object with the fields to change, e.g. {"at": "03:00"}, or a new kind '
+                                 'with its fields: {"kind": "cron", "cron": "*/30 * * * *"}.']}
+    errors = {f"{RECURRENCE}.{key}": ["Unknown field."] for key in sent if key not in _RECURRENCE_KEYS}
+    kind = sent.get("kind", schedule.kind)
+    if kind != schedule.kind:
+        return dict(sent), errors
+    own = schedule.recurrence
+    # As GET shows them, and as from_json reads them: weekdays by name (a number would be cron's).
+    current = {"kind": own.kind, "every_hours": own.every_hours, "at": own.at.strftime("%H:%M") if own.at else None,
+               "weekdays": [schedules.WEEKDAYS[d] for d in own.weekdays], "cron": own.cron or None}
+    return {**current, **sent}, errors
 
 
 # --- OpenAPI ---------------------------------------------------------------------------------------------------
@@ -201,13 +248,17 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
             "get": {"summary": "One schedule and its last runs", "parameters": [schedule_id],
                     "responses": {"200": {"description": "The schedule", **_ref("Schedule")}, "401": err,
                                   "404": err}},
-            "patch": {"summary": "Enable or disable a schedule (admins and its owner); enabling starts from the "
-                                 "next future slot",
+            "patch": {"summary": "Edit a schedule (admins and its owner): its name, recurrence, skip_if_active or "
+                                 "enabled; the fields not sent keep their value",
+                      "description": "Enabling alone ({\"enabled\": true}) starts from the next future slot. Any "
+                                     "other change computes the next run from now, as a create does: a slot passed "
+                                     "meanwhile does not run. A recurrence of the same kind takes the fields sent "
+                                     "over the schedule's own (e.g. {\"at\": \"03:00\"}); a new kind needs its "
+                                     "fields, as in POST, and every N hours then counts from now. The job "
+                                     "configuration cannot be changed (`job` is refused at job).",
                       "parameters": [schedule_id],
-                      "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                          "type": "object", "required": ["enabled"], "additionalProperties": False,
-                          "properties": {"enabled": {"type": "boolean"}}}}}},
-                      "responses": {"200": {"description": "The schedule", **_ref("Schedule")}, "400": validation,
+                      "requestBody": {"required": True, **_ref("SchedulePatch")},
+                      "responses": {"200": {"description": "The schedule", **_ref("Schedule")}, "400": invalid,
                                     "401": err, "403": err, "404": err}},
             "delete": {"summary": "Delete a schedule (admins and its owner); the jobs it started stay",
                        "parameters": [schedule_id],
@@ -252,6 +303,13 @@ def schedule_schemas() -> dict[str, Any]:
             "skip_if_active": {"type": "boolean", "default": True},
             "enabled": {"type": "boolean", "default": True},
             schedules.JOB: {"$ref": "#/components/schemas/CreateJobBody"}}},
+        "SchedulePatch": {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
+            "name": {"type": "string", "maxLength": schedules.NAME_MAX, "pattern": "^[A-Za-z0-9_.-]+$"},
+            RECURRENCE: {**{k: v for k, v in recurrence.items() if k != "required"},  # kind may stay
+                         "description": "The fields to change. Without kind (or with the schedule's kind) the others "
+                                        "keep their value; a new kind needs its fields. " + recurrence["description"]},
+            "skip_if_active": {"type": "boolean"},
+            "enabled": {"type": "boolean"}}},
         "Schedule": response_object({
             "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": WORKSPACE_REF,
             "owner": {"type": "string", "nullable": True}, RECURRENCE: shown,

@@ -27,6 +27,7 @@ urlpatterns = [
          name="webhook_resend"),
     path("workspaces/<int:ws>/schedules", schedule_views.schedule_list, name="schedule_list"),
     path("workspaces/<int:ws>/schedules/<int:pk>/toggle", schedule_views.schedule_toggle, name="schedule_toggle"),
+    path("workspaces/<int:ws>/schedules/<int:pk>/edit", schedule_views.schedule_edit, name="schedule_edit"),
     path("workspaces/<int:ws>/schedules/<int:pk>/delete", schedule_views.schedule_delete, name="schedule_delete"),
     path("jobs/<int:pk>/schedule", schedule_views.schedule_new, name="schedule_new"),
     path("account/api", portal.api_tokens, name="api_tokens"),

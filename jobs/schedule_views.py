@@ -1,4 +1,4 @@
-"""Pages of scheduled jobs: a workspace's schedules, enable/disable/delete, and "Schedule…" from a job's page.
+"""Pages of scheduled jobs: a workspace's schedules, enable/disable/edit/delete, and "Schedule…" from a job's page.
 
 A schedule made from a job takes the job's configuration as a clone does (api_jobs.clone_body, jobs.clone's
 policy); secrets are never copied, so the form asks again for each one the job used, exactly as a clone would.
@@ -112,6 +112,62 @@ def schedule_delete(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+def schedule_edit(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
+    """Change a schedule's name and timing (who may toggle it may edit it); its job configuration and sealed secrets
+    stay, so no secret is asked again."""
+    workspace, schedule = _changeable(request, ws, pk)
+    if request.htmx and request.method == "GET" and "cron" in request.GET:
+        return _cron_preview(request, request.GET["cron"])
+    form = ScheduleForm(request.POST or None, initial=_initial(schedule))
+    _preview_as_typed(form, reverse("schedule_edit", args=[workspace.pk, schedule.pk]))
+    if request.method == "POST" and form.is_valid() and form.chosen is not None:
+        errors = schedules.edit(request.user, schedule, form.chosen)
+        if not errors:
+            messages.success(request, f"Schedule {schedule.name} saved: {schedules.describe(schedule.recurrence)}; "
+                                      f"{_next_run_text(schedule)}.")
+            return redirect("schedule_list", ws=workspace.pk)
+        for key, messages_ in errors.items():
+            form.add_error(key if key in form.fields else None, messages_)
+    return render(request, "jobs/schedule_edit.html", {
+        "workspace": workspace, "schedule": schedule, "form": form, "time_zone": schedules.zone().key,
+        "cron_runs": _typed_runs(form), "cron_min_minutes": settings.DLC_SCHEDULE_MIN_MINUTES})
+
+
+def _initial(schedule: Schedule) -> dict[str, Any]:
+    """The edit form's values: the schedule's own, as the form's fields take them."""
+    initial: dict[str, Any] = {
+        "name": schedule.name, "kind": schedule.kind, "every_hours": str(schedule.every_hours or ""),
+        "weekdays": [schedules.WEEKDAYS[d] for d in schedule.weekdays or ()], "cron": schedule.cron,
+        "skip_if_active": schedule.skip_if_active}
+    if schedule.at:  # else the form's own default, for a change to daily or weekly
+        initial["at"] = schedule.at.strftime("%H:%M")
+    return initial
+
+
+def _next_run_text(schedule: Schedule) -> str:
+    if schedule.next_run_at is None:
+        return "it stays disabled"
+    return f"next run {schedule.next_run_at.astimezone(schedules.zone()):%Y-%m-%d %H:%M} ({schedules.zone().key})"
+
+
+def _preview_as_typed(form: ScheduleForm, url: str) -> None:
+    """htmx asks `url` for the cron preview as the expression is typed."""
+    form.fields["cron"].widget.attrs.update({
+        "hx-get": url, "hx-trigger": "input changed delay:400ms, change", "hx-target": "#cron-preview",
+        "hx-swap": "outerHTML"})
+
+
+def _typed_runs(form: ScheduleForm) -> list:
+    """The next runs of the form's cron expression, for the page as it is rendered. Without JS the preview still
+    shows once the form comes back with another field's error; an expression's own problem is the field's error
+    (shown in the preview's place), so it is said once."""
+    typed = form.data.get("cron", "") if form.is_bound else form.initial.get("cron", "")
+    runs, _problem = schedules.cron_preview(typed) if typed.strip() else ([], None)
+    return runs
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
 def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
     """Schedule a job's configuration (members who may create jobs in its workspace)."""
     from jobs.api_jobs import PUT_SECRET, SECRET_ENVS, clone_body
@@ -124,9 +180,7 @@ def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
     secret_envs = [name for name, value in envs.items() if value == spec.SECRET_PLACEHOLDER]
     form = ScheduleForm(request.POST or None, reprompts=reprompts, secret_envs=secret_envs,
                         initial={"name": job.display_name[:schedules.NAME_MAX]})
-    form.fields["cron"].widget.attrs.update({
-        "hx-get": reverse("schedule_new", args=[job.pk]), "hx-trigger": "input changed delay:400ms, change",
-        "hx-target": "#cron-preview", "hx-swap": "outerHTML"})
+    _preview_as_typed(form, reverse("schedule_new", args=[job.pk]))
     config_refused = False
     if request.method == "POST" and form.is_valid() and form.chosen is not None:
         for key in reprompts:
@@ -137,12 +191,8 @@ def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
             messages.success(request, f"Schedule {schedule.name} created: {schedules.describe(schedule.recurrence)}.")
             return redirect("schedule_list", ws=job.workspace_id)
         config_refused = _errors_to_form(form, errors, secret_envs)
-    # Without JS the preview still shows once the form comes back with another field's error; an expression's own
-    # problem is the field's error (shown in the preview's place), so it is said once.
-    typed = form.data.get("cron", "") if form.is_bound else ""
-    runs, _problem = schedules.cron_preview(typed) if typed.strip() else ([], None)
     return render(request, "jobs/schedule_new.html", {
-        "job": job, "form": form, "time_zone": schedules.zone().key, "cron_runs": runs,
+        "job": job, "form": form, "time_zone": schedules.zone().key, "cron_runs": _typed_runs(form),
         "cron_min_minutes": settings.DLC_SCHEDULE_MIN_MINUTES, "config_refused": config_refused})
 
 

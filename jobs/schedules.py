@@ -31,6 +31,7 @@ from cronsim import CronSim, CronSimError
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Prefetch
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from jobs import access, audit, secretbox, spec
@@ -375,6 +376,21 @@ NAME_TAKEN = "A schedule of this workspace has this name already."
 RULES_SKIP = "The job no longer passes the workspace's rules"
 
 
+def _name_errors(workspace: Workspace, name: str, *, other_than: Schedule | None = None) -> dict[str, list[str]]:
+    """{"name": [why]} when another schedule of the workspace has the name (or its case twin), else {}."""
+    from jobs.templates_lib import name_twin
+
+    others = Schedule.objects.filter(workspace=workspace)
+    if other_than is not None:
+        others = others.exclude(pk=other_than.pk)
+    twin = name_twin(others, name)
+    if twin == name:
+        return {"name": [NAME_TAKEN]}
+    if twin is not None:  # its jobs' names would differ from the other's only in case too
+        return {"name": [f"A schedule of this workspace is named '{twin}': names may not differ only in case."]}
+    return {}
+
+
 def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_job: Job | None = None) \
         -> tuple[Schedule | None, dict[str, list[str]]]:
     """Validate the body as POST /api/v1/jobs does (guardrails, SecretEnvs, secrets sealed) and save a schedule.
@@ -383,14 +399,8 @@ def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_jo
     DisplayName is replaced by the first job's name, so its length is checked as the jobs will have it.
     """
     from jobs.api_jobs import check_body, take_secrets
-    from jobs.templates_lib import name_twin
 
-    errors: dict[str, list[str]] = {}
-    twin = name_twin(Schedule.objects.filter(workspace=workspace), chosen.name)
-    if twin == chosen.name:
-        errors["name"] = [NAME_TAKEN]
-    elif twin is not None:  # its jobs' names would differ from the other's only in case too
-        errors["name"] = [f"A schedule of this workspace is named '{twin}': names may not differ only in case."]
+    errors = _name_errors(workspace, chosen.name)
     now = timezone.now()
     recurrence = replace(chosen.recurrence, anchor=now)  # every N hours: the first run N hours from now
     first = next_run(recurrence, now)
@@ -425,6 +435,54 @@ def can_change(user, schedule: Schedule) -> bool:
     """Admins of the workspace, and the owner while they may create jobs there."""
     return access.can(user, "manage", workspace=schedule.workspace) or (
         schedule.owner_id == user.pk and access.can(user, "create", workspace=schedule.workspace))
+
+
+def _timing(recurrence: Recurrence) -> tuple:
+    """What decides a recurrence's slots, but the anchor: its kind and that kind's fields."""
+    return recurrence.kind, *(getattr(recurrence, field) for field in KIND_FIELDS[recurrence.kind])
+
+
+def _edit_shown(schedule: Schedule) -> dict[str, Any]:
+    return {"name": schedule.name, "recurrence": describe(schedule.recurrence),
+            "skip_if_active": schedule.skip_if_active, "enabled": schedule.enabled}
+
+
+def edit(user, schedule: Schedule, chosen: Settings, *, enabled: bool | None = None) -> dict[str, list[str]]:
+    """Change a schedule's name, recurrence and skip-if-active ({} or errors keyed `name`); its job configuration
+    and sealed secrets stay. enabled=None keeps the schedule's enabled state (the page); the API may set it too.
+
+    The next run is computed from now, after the row is locked, as creation computes the first: a slot that passed
+    while the user was editing does not run, the next one is the new timing's. Every N hours counts from now when
+    the timing changes; an edit that keeps the timing (a rename) keeps its slots. Against the beat (run_one): the
+    row lock (PostgreSQL; SQLite serializes writing transactions) orders the two, run_one re-reads the schedule and
+    runs only while next_run_at has come, and the unique ScheduledRun is one run per slot whatever the order.
+    """
+    # Only a new name is checked: case twins saved before the rule stay editable under their own names.
+    errors = _name_errors(schedule.workspace, chosen.name, other_than=schedule) if chosen.name != schedule.name else {}
+    if errors:
+        return errors
+    try:
+        with transaction.atomic():
+            # Fresh, locked: the page's copy may be old (a toggle since, a slot the beat ran meanwhile).
+            row = get_object_or_404(Schedule.objects.select_for_update(), pk=schedule.pk)  # deleted meanwhile
+            before = _edit_shown(row)
+            now = timezone.now()  # after the lock: a slot passed while waiting for it is not run either
+            keep = _timing(chosen.recurrence) == _timing(row.recurrence)
+            recurrence = replace(chosen.recurrence, anchor=row.anchor if keep else now)
+            row.enabled = row.enabled if enabled is None else enabled
+            row.name, row.skip_if_active = chosen.name, chosen.skip_if_active
+            row.kind, row.every_hours, row.at = recurrence.kind, recurrence.every_hours, recurrence.at
+            row.weekdays, row.cron, row.anchor = list(recurrence.weekdays), recurrence.cron, recurrence.anchor
+            row.next_run_at = next_run(recurrence, now) if row.enabled else None
+            row.save()
+            audit.record(user, AuditEvent.CHANGED, workspace=schedule.workspace, event="schedule-edited",
+                         schedule=row.name, changes=audit.changes(before, _edit_shown(row)))
+    except IntegrityError:
+        # A rename racing another schedule's create or rename to the name: the unique constraint decides.
+        return {"name": [NAME_TAKEN]}
+    for field in Schedule._meta.concrete_fields:  # the caller's copy shows what was saved
+        setattr(schedule, field.attname, getattr(row, field.attname))
+    return {}
 
 
 def set_enabled(user, schedule: Schedule, enabled: bool) -> None:

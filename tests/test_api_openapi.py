@@ -137,6 +137,10 @@ def test_every_operation_answers_as_documented(team, api, doc):
     auth = {"HTTP_AUTHORIZATION": f"Bearer {member.token}"}
     calls.check("PATCH", url, member.client.patch(url, '{"enabled": false}', content_type="application/json",
                                                   **auth), 200)
+    edit = '{"name": "weekly", "recurrence": {"kind": "weekly", "weekdays": ["mon"], "at": "03:00"}}'
+    calls.check("PATCH", url, member.client.patch(url, edit, content_type="application/json", **auth), 200)
+    calls.check("PATCH", url, member.client.patch(url, '{"recurrence": {"kind": "cron"}}',
+                                                  content_type="application/json", **auth), 400)
     calls.check("DELETE", url, member.client.delete(url, **auth), 204)
     assert not calls.found, "\n".join(calls.found)
     # A new operation gets its call here, so that its answers are held to the document too.

@@ -114,8 +114,10 @@ def test_enable_disable_and_delete_by_owner_or_admin_only(db):
     assert call(team.users["other"], "patch", url, {"enabled": False}).status_code == 404
     answer = call(team.users["member"], "patch", url, {"enabled": False}, read_only=True)
     assert answer.status_code == 403 and "read-only" in answer.json()["error"]
-    assert call(team.users["member"], "patch", url, {"enabled": "no"}).status_code == 400
-    assert call(team.users["member"], "patch", url, {"enabled": True, "name": "x"}).status_code == 400
+    refused = call(team.users["member"], "patch", url, {"enabled": "no"})
+    assert refused.status_code == 400 and refused.json()["errors"] == {"enabled": ["Must be true or false."]}
+    refused = call(team.users["member"], "patch", url, {"enabled": True, "job": pf.BODY})
+    assert refused.status_code == 400 and list(refused.json()["errors"]) == ["job"]
     off = call(team.users["member"], "patch", url, {"enabled": False}).json()
     assert off["enabled"] is False and off["next_run_at"] is None
     on = call(team.users["admin"], "patch", url, {"enabled": True}).json()
@@ -153,8 +155,14 @@ def test_the_openapi_document_describes_schedules(db):
     from jobs import api_jobs
 
     doc = api_jobs.openapi_document("http://x")
-    assert doc["info"]["version"] == "1.9.0"
+    assert doc["info"]["version"] == "1.10.0"
     assert {"get", "post"} <= set(doc["paths"]["/api/v1/schedules"])
+    patch = doc["paths"]["/api/v1/schedules/{id}"]["patch"]
+    assert patch["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/SchedulePatch"}
+    edit = doc["components"]["schemas"]["SchedulePatch"]
+    assert set(edit["properties"]) == {"name", "recurrence", "skip_if_active", "enabled"}
+    assert "required" not in edit["properties"]["recurrence"] and not edit["additionalProperties"]
     assert {"get", "patch", "delete"} <= set(doc["paths"]["/api/v1/schedules/{id}"])
     assert {"Schedule", "ScheduleCreate", "ScheduleList"} <= set(doc["components"]["schemas"])
     recurrence = doc["components"]["schemas"]["ScheduleCreate"]["properties"]["recurrence"]["properties"]
@@ -300,3 +308,89 @@ def test_a_name_that_differs_only_in_case_is_a_400_at_name(db):
     assert twin.status_code == 400
     assert twin.json()["errors"] == {"name": ["A schedule of this workspace is named 'nightly': names may not differ "
                                               "only in case."]}
+
+
+def test_patch_edits_the_fields_sent_and_keeps_the_others(db, settings):
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from jobs.models import AuditEvent
+
+    settings.TIME_ZONE = "Europe/Berlin"
+    team = pf.make_team()
+    created = call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}", NIGHTLY).json()
+    url = f"/api/v1/schedules/{created['id']}"
+    sealed, body = Schedule.objects.values_list("sealed_secrets", "body").get()
+
+    def patch(payload, user="member"):
+        answer = call(team.users[user], "patch", url, payload)
+        assert answer.status_code == 200, answer.content
+        return answer.json()
+
+    at = patch({"recurrence": {"at": "03:30"}})  # the kind and weekdays stay
+    assert at["recurrence"] == {**created["recurrence"], "at": "03:30"}
+    local = datetime.fromisoformat(at["next_run_at"]).astimezone(ZoneInfo("Europe/Berlin"))
+    assert (local.weekday() in (0, 3), local.hour, local.minute) == (True, 3, 30)
+    assert datetime.fromisoformat(at["next_run_at"]) > datetime.now(UTC)
+    renamed = patch({"name": "weekly-evals", "skip_if_active": False}, user="admin")
+    assert (renamed["name"], renamed["skip_if_active"], renamed["recurrence"]) == ("weekly-evals", False,
+                                                                                    at["recurrence"])
+    days = patch({"recurrence": {"kind": "weekly", "weekdays": [5]}})  # the same kind, sent: at stays
+    assert days["recurrence"]["weekdays"] == ["fri"] and days["recurrence"]["at"] == "03:30"
+    hourly = patch({"recurrence": {"kind": "hourly", "every_hours": 6}})  # a new kind: the old fields go
+    assert hourly["recurrence"] == {"kind": "hourly", "every_hours": 6, "at": None, "weekdays": [], "cron": None}
+    off = patch({"enabled": False, "recurrence": {"kind": "cron", "cron": "30 2 * * MON-FRI"}})
+    assert off["enabled"] is False and off["next_run_at"] is None and off["recurrence"]["cron"] == "30 2 * * MON-FRI"
+    on = patch({"enabled": True, "recurrence": {"cron": "0 4 * * *"}})
+    assert on["enabled"] is True and on["next_run_at"] and on["recurrence_text"].endswith("(cron 0 4 * * *)")
+    row = Schedule.objects.get()
+    assert (row.sealed_secrets, row.body) == (sealed, body), "the job and its secrets stay as they were"
+    assert on["job"] == created["job"]
+    events = list(AuditEvent.objects.filter(details__event="schedule-edited").order_by("id"))
+    assert len(events) == 6 and events[1].details["changes"]["name"] == {"from": "nightly", "to": "weekly-evals"}
+    assert events[-1].details["changes"]["enabled"] == {"from": False, "to": True}
+
+
+def test_patch_says_each_error_at_the_path_post_uses_and_changes_nothing(db, settings):
+    settings.DLC_SCHEDULE_MIN_MINUTES = 10
+    team = pf.make_team()
+    url = f"/api/v1/schedules?workspace={team.alpha.pk}"
+    created = call(team.users["member"], "post", url, NIGHTLY).json()
+    assert call(team.users["member"], "post", url, {**NIGHTLY, "name": "evals"}).status_code == 201
+    one = f"/api/v1/schedules/{created['id']}"
+    for payload, errors in (
+            ({"recurrence": {"kind": "cron"}}, {"recurrence.cron": ["Enter a cron expression (minute hour "
+                                                                    "day-of-month month day-of-week), e.g. */30 * * * "
+                                                                    "*."]}),
+            ({"recurrence": {"kind": "daily"}}, {"recurrence.at": ["Enter a time as HH:MM (24-hour), e.g. 02:30."]}),
+            ({"recurrence": {"kind": "daily", "at": "02:00", "cron": "0 2 * * *"}},
+             {"recurrence.cron": ["cron is only used when kind is cron."]}),
+            ({"recurrence": {"cron": "0 2 * * *"}}, {"recurrence.cron": ["cron is only used when kind is cron."]}),
+            ({"recurrence": {"kind": "hourly", "every_hours": "6"}},
+             {"recurrence.every_hours": ["Enter a whole number of hours from 1 to 168, as a JSON number (e.g. 6)."]}),
+            ({"recurrence": {"weekdays": []}}, {"recurrence.weekdays": ["Choose at least one weekday."]}),
+            ({"recurrence": {"kind": "yearly"}}, {"recurrence.kind": ["Choose one of: hourly, daily, weekly, cron."]}),
+            ({"recurrence": {"when": "x"}}, {"recurrence.when": ["Unknown field."]}),
+            ({"name": "night ly"}, {"name": [schedules.name_problem("night ly")]}),
+            ({"name": "evals"}, {"name": [schedules.NAME_TAKEN]}),
+            ({"name": "EVALS"}, {"name": ["A schedule of this workspace is named 'evals': names may not differ only "
+                                          "in case."]}),
+            ({"skip_if_active": "no", "enabled": 1}, {"skip_if_active": ["Must be true or false."],
+                                                      "enabled": ["Must be true or false."]}),
+            ({"extra": 1}, {"extra": ["Unknown field: send enabled, name, recurrence, skip_if_active."]}),
+            ({}, {"": ["Send a JSON object with at least one of: enabled, name, recurrence, skip_if_active."]})):
+        answer = call(team.users["member"], "patch", one, payload)
+        assert answer.status_code == 400, payload
+        assert answer.json()["errors"] == errors, payload
+    answer = call(team.users["member"], "patch", one, {"recurrence": "daily"})
+    assert answer.status_code == 400 and list(answer.json()["errors"]) == ["recurrence"]
+    answer = call(team.users["member"], "patch", one, {"recurrence": {"kind": "cron", "cron": "*/5 * * * *"}})
+    assert "at least 10 minutes apart" in answer.json()["errors"]["recurrence.cron"][0]
+    answer = call(team.users["member"], "patch", one, {"job": {**pf.BODY, "UserCommand": "echo other"}})
+    assert answer.status_code == 400 and "cannot be changed" in answer.json()["errors"]["job"][0]
+    assert call(team.users["member"], "get", one).json() == created, "nothing changed"
+    # Who may edit: as for enable/disable.
+    assert call(team.users["viewer"], "patch", one, {"name": "x"}).status_code == 403
+    assert call(team.users["other"], "patch", one, {"name": "x"}).status_code == 404
+    assert call(team.users["member"], "patch", one, {"name": "x"}, read_only=True).status_code == 403
+    assert Schedule.objects.get(pk=created["id"]).name == "nightly"

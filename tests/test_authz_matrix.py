@@ -102,6 +102,12 @@ def schedule_deleted(team, role, response):
     assert Schedule.objects.filter(name="alpha-nightly").exists() != _changed_by(role), role
 
 
+def schedule_edited(team, role, response):
+    from jobs.models import Schedule
+
+    assert (Schedule.objects.get(name="alpha-nightly").kind == "weekly") == _changed_by(role), role
+
+
 def schedule_added(team, role, response):
     from jobs.models import Schedule
 
@@ -277,6 +283,13 @@ MATRIX: dict[str, list[Case]] = {
     "workspaces/<int:ws>/schedules/<int:pk>/delete": [
         Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/delete", roles(403, 302, 302, 404),
              check=schedule_deleted)],
+    # As the toggle: who may change the schedule may edit it.
+    "workspaces/<int:ws>/schedules/<int:pk>/edit": [
+        Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/edit", roles(403, 200, 200, 404)),
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/edit", roles(403, 302, 302, 404),
+             check=schedule_edited,
+             data=lambda t: {"name": "alpha-nightly", "kind": "weekly", "weekdays": ["mon"], "at": "03:00"}),
+    ],
     "jobs/<int:pk>/schedule": [
         Case("GET", lambda t: f"/jobs/{job(t)}/schedule", roles(403, 200, 200, 404)),
         Case("POST", lambda t: f"/jobs/{job(t)}/schedule", roles(403, 302, 302, 404), check=schedule_added,
@@ -342,6 +355,9 @@ MATRIX: dict[str, list[Case]] = {
         Case("GET", lambda t: f"/api/v1/schedules/{schedule(t)}", API_READ),
         Case("PATCH", lambda t: f"/api/v1/schedules/{schedule(t)}", roles(403, 200, 200, 404, 401), json=True,
              data=lambda t: {"enabled": False}, check=schedule_toggled),
+        Case("PATCH", lambda t: f"/api/v1/schedules/{schedule(t)}", roles(403, 200, 200, 404, 401), json=True,
+             data=lambda t: {"recurrence": {"kind": "weekly", "weekdays": ["mon"], "at": "03:00"}},
+             check=schedule_edited),
         Case("DELETE", lambda t: f"/api/v1/schedules/{schedule(t)}", roles(403, 204, 204, 404, 401),
              check=schedule_deleted),
     ],

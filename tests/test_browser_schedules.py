@@ -1,5 +1,6 @@
 """The schedule form in Chromium against the real stack: the cron field shows only for the kind "Cron expression",
-and its preview of the next runs follows what is typed (htmx), with the rule's error when runs are too close."""
+and its preview of the next runs follows what is typed (htmx), with the rule's error when runs are too close; a
+schedule edited from the Schedules page shows its new timing and next run."""
 
 from __future__ import annotations
 
@@ -53,3 +54,38 @@ def test_the_cron_field_shows_for_its_kind_and_previews_the_next_runs_as_typed(s
     page.check("#id_kind input[value=daily]")
     expect(page.locator("#field-cron")).to_be_hidden()
     expect(preview).to_be_hidden()
+
+
+def test_editing_a_daily_schedule_to_weekly_shows_its_new_next_run(stack, workspace, member, page):
+    from datetime import UTC, datetime, time, timedelta
+
+    from jobs import schedules
+    from jobs.models import Schedule
+    from tests.test_lifecycle import job_body
+
+    schedule = Schedule.objects.create(
+        workspace=workspace, owner=member, name="nightly", body=job_body("echo nightly"), kind="daily",
+        at=time(2, 0), next_run_at=datetime.now(UTC) + timedelta(hours=12))
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/workspaces/{workspace.pk}/schedules")
+    card = page.locator(f"#schedule-{schedule.pk}")
+    expect(card.locator(".schedule-recurrence")).to_contain_text("Daily at 02:00")
+    card.locator(".schedule-edit").click()
+    expect(page.locator("#id_name")).to_have_value("nightly")
+    expect(page.locator("#id_kind input[value=daily]")).to_be_checked()
+    expect(page.locator("#field-weekdays")).to_be_hidden()
+    page.check("#id_kind input[value=weekly]")
+    expect(page.locator("#field-weekdays")).to_be_visible()
+    page.check("#id_weekdays input[value=tue]")
+    page.check("#id_weekdays input[value=sat]")
+    page.fill("#id_at", "06:45")
+    shoot(page, "schedule-edit")
+    page.click("#schedule-save")
+    expect(page.locator(".messages")).to_contain_text("Schedule nightly saved: Weekly on Tue, Sat at 06:45")
+    schedule.refresh_from_db()
+    local = schedule.next_run_at.astimezone(schedules.zone())
+    assert (local.weekday() in (1, 5), local.hour, local.minute) == (True, 6, 45)
+    card = page.locator(f"#schedule-{schedule.pk}")
+    expect(card.locator(".schedule-recurrence")).to_contain_text("Weekly on Tue, Sat at 06:45")
+    expect(card.locator(".schedule-next")).to_contain_text(local.strftime("%Y-%m-%d %H:%M"))
+    shoot(page, "schedule-edited")

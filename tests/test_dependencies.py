@@ -10,7 +10,6 @@ paused: it shares the test database) are marked integration.
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 
 import pytest
@@ -20,6 +19,7 @@ from jobs import dependencies, lifecycle, listing
 from jobs import status as st
 from jobs.models import AuditEvent, Job, Membership
 from tests import portal_fixtures as pf
+from tests.support import beat
 from tests.support.api import Api
 from tests.support.threads import all_at_once
 from tests.support.waiting import wait_for
@@ -188,7 +188,7 @@ def test_the_api_describes_run_after(team, teammate):
     from jobs.api_jobs import API_VERSION, openapi_document
 
     document = openapi_document("http://testserver")
-    assert API_VERSION == "1.9.0" and document["info"]["version"] == "1.9.0"
+    assert API_VERSION == "1.10.0" and document["info"]["version"] == "1.10.0"
     body = document["components"]["schemas"]["CreateJobBody"]["properties"]
     assert body["run_after_when"]["enum"] == ["succeeded", "ended"] and body["run_after"]["type"] == "integer"
     assert {"run_after", "run_after_when"} <= set(document["components"]["schemas"]["Job"]["properties"])
@@ -245,14 +245,8 @@ def beat_paused(stack):
     """The session stack with its beat paused for one test. The stack shares the test database, and its sweep
     (release_owed, every few seconds) and sync hook release Waiting jobs too: behind a test's back, a dependent
     skipped by them is in none of the test's own Released (seen on PostgreSQL, about one full run in ten)."""
-    running = "beat" in stack.procs
-    stack.stop_service("beat")
-    time.sleep(1.2)  # a sync or sweep already sent runs meanwhile (8 worker threads) or expires; one under way ends
-    try:
+    with beat.paused(stack):
         yield stack
-    finally:
-        if running:
-            stack.start_beat()
 
 
 @pytest.mark.integration
@@ -559,17 +553,25 @@ def _status(job: Job, *statuses: str):
 
 
 @pytest.mark.integration
-def test_a_job_runs_after_its_upstream_succeeds_and_not_before(stack, member):
+def test_a_job_runs_after_its_upstream_succeeds_and_not_before(stack, member, gate):
+    from jobs.models import WorkspaceSync
     from tests.test_skeleton_flow import signed_in_session
+
+    def cycles() -> int:
+        return WorkspaceSync.objects.filter(workspace=prep.workspace).values_list("cycles", flat=True).first() or 0
 
     web = signed_in_session(stack.url, member.username)
     before = _creates(stack)
-    prep = _create(web, stack, "chain-prep", "echo prep; sleep 5")
+    # The upstream runs until the dependent has been seen held through sync cycles (the gate): with `sleep 5`, a
+    # loaded machine's late sync could see it Running only near its end, and the dependent be sent meanwhile.
+    prep = _create(web, stack, "chain-prep", f"echo prep; until [ -e {gate} ]; do sleep 0.1; done")
     train = _create(web, stack, "chain-train", "echo train", after=prep)
     assert train.status == st.WAITING
-    wait_for(lambda: _status(prep, "Running", "Succeeded"), timeout=60, what="the upstream running")
-    time.sleep(1.5)  # a sync cycle or two while the upstream runs: the dependent stays held
+    wait_for(lambda: _status(prep, "Running"), timeout=60, what="the upstream running")
+    seen = cycles()
+    wait_for(lambda: cycles() >= seen + 2, timeout=30, what="two sync cycles while the upstream runs")
     assert _status(train, st.WAITING) and _creates(stack) == before + 1, "localdlc never saw the dependent"
+    gate.touch()
     wait_for(lambda: _status(prep, "Succeeded"), timeout=60, what="the upstream succeeding")
     wait_for(lambda: _status(train, "Succeeded"), timeout=90, what="the dependent running after it")
     assert _creates(stack) == before + 2
@@ -577,15 +579,17 @@ def test_a_job_runs_after_its_upstream_succeeds_and_not_before(stack, member):
 
 
 @pytest.mark.integration
-def test_a_failed_upstream_skips_the_chain_below_it_without_sending_anything(stack, member):
+def test_a_failed_upstream_skips_the_chain_below_it_without_sending_anything(stack, member, gate):
     from tests.test_skeleton_flow import signed_in_session
 
     web = signed_in_session(stack.url, member.username)
     before = _creates(stack)
-    # The upstream fails a second in, not at once: the dependents are created while it is still active.
-    prep = _create(web, stack, "chain-bad-prep", "echo failing; sleep 1; exit 1")
+    # The upstream fails once the dependents are created (the gate), while it is still active: with `sleep 1`, four
+    # slow requests on a loaded machine made them after it had failed, and the form refuses a job that never runs.
+    prep = _create(web, stack, "chain-bad-prep", f"echo failing; until [ -e {gate} ]; do sleep 0.1; done; exit 1")
     train = _create(web, stack, "chain-bad-train", "echo train", after=prep)
     evaluate = _create(web, stack, "chain-bad-eval", "echo eval", after=train)
+    gate.touch()
     wait_for(lambda: _status(prep, "Failed"), timeout=90, what="the upstream failing")
     wait_for(lambda: _status(evaluate, "Stopped"), timeout=30, what="the chain skipped")
     for job in reload(train, evaluate):

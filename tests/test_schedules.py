@@ -842,3 +842,321 @@ def test_the_schedules_page_reads_the_runs_of_all_schedules_at_once(db):
     for n in range(4):
         schedules.run_one(make_schedule(team, name=f"more{n}").pk)
     assert queries() == one, "one query per schedule for its runs (N+1)"
+
+
+# --- editing --------------------------------------------------------------------------------------------------
+
+
+def weekly_settings(name="nightly", at="03:30", days=("mon", "thu"), skip=True):
+    chosen, errors = schedules.parse_settings(name, "weekly", None, at, list(days), skip)
+    assert not errors
+    return chosen
+
+
+def test_an_edit_changes_name_timing_and_skip_and_keeps_the_job_secrets_runs_and_enabled_state(db, settings):
+    from jobs.models import AuditEvent, Schedule
+
+    settings.TIME_ZONE = "Europe/Berlin"
+    team = pf.make_team()
+    body = {**pf.BODY, "SecretEnvs": {"WANDB_API_KEY": "wandb-very-secret"}}
+    schedule, errors = schedules.create(team.users["member"], team.alpha, body, daily())
+    assert not errors
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(minutes=1))
+    assert schedules.run_one(schedule.pk) == "started"
+    schedule.refresh_from_db()
+    kept = {"body": schedule.body, "sealed_secrets": schedule.sealed_secrets, "hints": schedule.hints}
+    before = datetime.now(UTC)
+    assert schedules.edit(team.users["admin"], schedule, weekly_settings("weekly-evals", skip=False)) == {}
+    after = datetime.now(UTC)
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert (row.name, row.kind, row.at, row.weekdays, row.skip_if_active, row.enabled, row.every_hours, row.cron) \
+        == ("weekly-evals", "weekly", time(3, 30), [0, 3], False, True, None, "")
+    assert {"body": row.body, "sealed_secrets": row.sealed_secrets, "hints": row.hints} == kept
+    assert row.runs.count() == 1, "its run history stays with it"
+    # The next run is the new timing's first slot after the save, as a create computes the first one.
+    assert next_run(row.recurrence, before) <= row.next_run_at <= next_run(row.recurrence, after)
+    local = row.next_run_at.astimezone(BERLIN)
+    assert (local.weekday() in (0, 3), local.hour, local.minute) == (True, 3, 30)
+    assert schedule.name == "weekly-evals" and schedule.next_run_at == row.next_run_at, "the caller's copy too"
+    event = AuditEvent.objects.filter(details__event="schedule-edited").get()
+    assert (event.actor_name, event.details["schedule"]) == ("admin", "weekly-evals")
+    assert event.details["changes"] == {
+        "name": {"from": "nightly", "to": "weekly-evals"},
+        "recurrence": {"from": "Daily at 02:00", "to": "Weekly on Mon, Thu at 03:30"},
+        "skip_if_active": {"from": True, "to": False}}
+    # A disabled schedule stays disabled: no next run.
+    schedules.set_enabled(team.users["member"], row, False)
+    assert schedules.edit(team.users["member"], row, daily("weekly-evals")) == {}
+    row.refresh_from_db()
+    assert (row.kind, row.enabled, row.next_run_at) == ("daily", False, None)
+
+
+def test_an_edit_does_not_run_the_slot_that_passed_while_editing(db):
+    """The page was opened before the slot came, and saved after: the slot is not run late, the next one is the
+    new timing's (and a rename alone still moves past the passed slot)."""
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    for name, chosen in (("retimed", weekly_settings("retimed")), ("renamed", daily("renamed-now"))):
+        schedule = make_schedule(team, name=name, due=datetime.now(UTC) - timedelta(minutes=5))
+        assert schedules.edit(team.users["member"], schedule, chosen) == {}
+        row = Schedule.objects.get(pk=schedule.pk)
+        assert row.next_run_at > datetime.now(UTC), name
+    assert schedules.run_due() == {}
+    assert not Schedule.objects.filter(runs__isnull=False).exists()
+
+
+def test_an_edit_from_an_old_page_keeps_what_changed_since(db):
+    """The edit reads the schedule again, locked: a disable made since stays, and a slot the beat ran since is not
+    run again."""
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    page_copy = make_schedule(team)  # what the edit form was built from: enabled, its slot due
+    schedules.set_enabled(team.users["admin"], Schedule.objects.get(pk=page_copy.pk), False)
+    assert schedules.edit(team.users["member"], page_copy, daily("nightly")) == {}
+    row = Schedule.objects.get(pk=page_copy.pk)
+    assert (row.enabled, row.next_run_at) == (False, None) and page_copy.enabled is False
+
+    ran = make_schedule(team, name="ran")
+    page_copy = Schedule.objects.get(pk=ran.pk)  # still due
+    assert schedules.run_one(ran.pk) == "started"
+    moved = Schedule.objects.get(pk=ran.pk).next_run_at
+    assert schedules.edit(team.users["member"], page_copy, daily("ran-renamed")) == {}
+    assert Schedule.objects.get(pk=ran.pk).next_run_at == moved  # same timing: the slot after the one that ran
+    assert schedules.run_due() == {} and ran.runs.count() == 1
+
+
+def test_every_n_hours_counts_from_the_edit_when_its_hours_change_and_a_rename_keeps_its_slots(db):
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    anchor = datetime.now(UTC) - timedelta(hours=2, minutes=30)
+    schedule = make_schedule(team, kind="hourly", every_hours=6, anchor=anchor, due=anchor + timedelta(hours=6))
+    assert schedules.edit(team.users["member"], schedule, schedules.parse_settings("six", "hourly", 6)[0]) == {}
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert (row.anchor, row.next_run_at) == (anchor, anchor + timedelta(hours=6)), "a rename keeps the slots"
+    before = datetime.now(UTC)
+    assert schedules.edit(team.users["member"], row, schedules.parse_settings("four", "hourly", 4)[0]) == {}
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert before <= row.anchor and row.next_run_at == row.anchor + timedelta(hours=4)
+
+
+def test_an_edit_refuses_a_name_another_schedule_has_and_keeps_an_old_case_twin_editable(db):
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    schedule = make_schedule(team)
+    make_schedule(team, name="evals")
+    assert schedules.edit(team.users["member"], schedule, daily("evals")) == {"name": [schedules.NAME_TAKEN]}
+    assert schedules.edit(team.users["member"], schedule, daily("EVALS")) == {
+        "name": ["A schedule of this workspace is named 'evals': names may not differ only in case."]}
+    assert Schedule.objects.get(pk=schedule.pk).name == "nightly"
+    twin = make_schedule(team, name="Evals")  # saved before the case rule
+    assert schedules.edit(team.users["member"], twin, weekly_settings("Evals")) == {}
+    assert schedules.edit(team.users["member"], schedule, daily("NIGHTLY")) == {}, "its own name in another case"
+
+
+def test_a_rename_racing_another_to_the_same_name_is_a_name_error(db):
+    # As test_a_name_taken_between_the_check_and_the_insert_is_a_name_error: a real row given the name by another
+    # writer right before our save (a pre_save receiver: the gap of one thread cannot be hit on purpose).
+    from django.db.models.signals import pre_save
+
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    schedule, other = make_schedule(team), make_schedule(team, name="other")
+
+    def other_writer(sender, instance, **kwargs) -> None:
+        if instance.pk == schedule.pk:
+            Schedule.objects.filter(pk=other.pk).update(name="taken")
+
+    pre_save.connect(other_writer, sender=Schedule)
+    try:
+        errors = schedules.edit(team.users["member"], schedule, daily("taken"))
+    finally:
+        pre_save.disconnect(other_writer, sender=Schedule)
+    assert errors == {"name": [schedules.NAME_TAKEN]}
+    assert Schedule.objects.get(pk=schedule.pk).name == "nightly" and schedule.name == "nightly"
+
+
+def test_an_edit_racing_the_beat_leaves_one_run_for_the_slot_and_the_new_timing(transactional_db):
+    """The beat's run_one holds the schedule (its row lock on PostgreSQL, SQLite's write transaction) while it
+    records the due slot; an edit sent meanwhile, from another connection, waits for it, then moves the schedule
+    to the new timing's next slot. The slot is run once, and the beat's next slot (of the old timing) does not
+    overwrite the edit's."""
+    import threading
+
+    from django.db import connection
+    from django.db.models.signals import pre_save
+
+    from jobs.models import Schedule, ScheduledRun
+
+    team = pf.make_team()
+    # The viewer's schedule: its run is a skip (may not create jobs), so no job is sent to a worker.
+    schedule = make_schedule(team, owner=team.users["viewer"])
+    page_copy = Schedule.objects.get(pk=schedule.pk)
+    inside, release, editing = threading.Event(), threading.Event(), threading.Event()
+    outcomes: dict[str, object] = {}
+    failures: list[BaseException] = []
+
+    def hold(sender, instance, **kwargs) -> None:
+        if threading.current_thread().name == "beat" and instance.pk is None:
+            inside.set()
+            release.wait(30)
+
+    def beat() -> None:
+        try:
+            outcomes["beat"] = schedules.run_one(schedule.pk)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    def edit() -> None:
+        try:
+            editing.set()
+            outcomes["edit"] = schedules.edit(team.users["admin"], page_copy, weekly_settings())
+        except BaseException as exc:  # noqa: BLE001
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    pre_save.connect(hold, sender=ScheduledRun)
+    threads = [threading.Thread(target=beat, name="beat"), threading.Thread(target=edit, name="edit")]
+    try:
+        threads[0].start()
+        assert inside.wait(30), "the beat reached the slot"
+        threads[1].start()
+        editing.wait(30)
+        release.set()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        release.set()
+        pre_save.disconnect(hold, sender=ScheduledRun)
+    assert not failures, failures
+    assert outcomes == {"beat": "skipped", "edit": {}}
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert row.runs.count() == 1 and row.kind == "weekly"
+    assert row.next_run_at > datetime.now(UTC) - timedelta(seconds=5)
+    assert row.next_run_at == next_run(row.recurrence, row.updated_at - timedelta(seconds=1)), "the edit's slot"
+    assert schedules.run_due() == {} and row.runs.count() == 1
+
+
+def test_a_disable_sent_while_an_edit_saves_is_not_undone_by_the_edit(transactional_db):
+    """The edit holds the schedule's row from its read to its save, so a disable sent meanwhile applies after it
+    (and stays) instead of being overwritten by the edit's copy. The toggle is given a bounded chance to get in
+    between (a wait on an event, not a sleep): with the lock it cannot, and the outcome is the same either way."""
+    import threading
+
+    from django.db import connection
+    from django.db.models.signals import pre_save
+
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    schedule = make_schedule(team, due=datetime.now(UTC) + timedelta(days=1))
+    inside, toggled = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def hold(sender, instance, **kwargs) -> None:
+        if threading.current_thread().name == "edit":
+            inside.set()
+            toggled.wait(2)  # without the lock the disable lands here, and the edit's save would undo it
+
+    def edit() -> None:
+        try:
+            assert schedules.edit(team.users["member"], Schedule.objects.get(pk=schedule.pk),
+                                  weekly_settings()) == {}
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    def disable() -> None:
+        try:
+            schedules.set_enabled(team.users["admin"], Schedule.objects.get(pk=schedule.pk), False)
+            toggled.set()
+        except BaseException as exc:  # noqa: BLE001
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    pre_save.connect(hold, sender=Schedule)
+    threads = [threading.Thread(target=edit, name="edit"), threading.Thread(target=disable, name="disable")]
+    try:
+        threads[0].start()
+        assert inside.wait(30), "the edit reached its save"
+        threads[1].start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        toggled.set()
+        pre_save.disconnect(hold, sender=Schedule)
+    assert not failures, failures
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert (row.kind, row.enabled, row.next_run_at) == ("weekly", False, None)
+
+
+def test_the_edit_page_is_prefilled_asks_no_secret_and_says_errors_at_their_fields(db, settings):
+    from jobs.models import Schedule
+
+    settings.TIME_ZONE = "Europe/Berlin"
+    settings.DLC_SCHEDULE_MIN_MINUTES = 10
+    team = pf.make_team()
+    body = {**pf.BODY, "Envs": {"HF_TOKEN": "********"}}
+    schedule = make_schedule(team, kind="weekly", weekdays=[0, 3], at=time(2, 15), body=body,
+                             due=datetime.now(UTC) + timedelta(days=1))
+    make_schedule(team, name="evals", due=datetime.now(UTC) + timedelta(days=1))
+    client = pf.client_for(team.users["member"])
+    url = f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/edit"
+    page = client.get(url).content.decode()
+    assert 'value="nightly"' in page and 'value="02:15"' in page and 'id="schedule-zone"' in page
+    assert re.search(r'value="weekly"[^>]*checked', page) and re.search(r'value="mon"[^>]*checked', page)
+    assert re.search(r'value="thu"[^>]*checked', page) and not re.search(r'value="tue"[^>]*checked', page)
+    assert re.search(r'name="skip_if_active"[^>]*checked', page)
+    assert 'type="password"' not in page and "secret_env__" not in page, "no secret is asked again"
+    assert f'hx-get="{url}"' in page
+    for data, field, said in (
+            ({"name": "bad name", "kind": "weekly", "at": "25:00"}, "name", "Only letters"),
+            ({"name": "evals", "kind": "daily", "at": "02:00"}, "name", schedules.NAME_TAKEN),
+            ({"name": "nightly", "kind": "weekly", "at": "02:00"}, "weekdays", "Choose at least one weekday."),
+            ({"name": "nightly", "kind": "hourly", "every_hours": "200"}, "every_hours", "from 1 to 168"),
+            ({"name": "nightly", "kind": "cron", "cron": "*/5 * * * *"}, "cron", "at least 10 minutes apart")):
+        response = client.post(url, data)
+        assert response.status_code == 200, data
+        assert said in " ".join(response.context["form"].errors[field]), (data, response.context["form"].errors)
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert (row.name, row.kind, row.at) == ("nightly", "weekly", time(2, 15)), "nothing saved"
+    preview = client.get(url, {"cron": "0 9 * * MON"}, HTTP_HX_REQUEST="true").content.decode()
+    assert preview.startswith('<div id="cron-preview"') and preview.count("<time ") == 3
+    response = client.post(url, {"name": "mornings", "kind": "cron", "cron": "0 9 * * MON-FRI", "at": "02:00"},
+                           follow=True)
+    assert response.redirect_chain == [(f"/workspaces/{team.alpha.pk}/schedules", 302)]
+    row.refresh_from_db()
+    assert (row.name, row.kind, row.cron, row.at, row.weekdays, row.skip_if_active) == (
+        "mornings", "cron", "0 9 * * MON-FRI", None, [], False)
+    local = row.next_run_at.astimezone(BERLIN)
+    listing = response.content.decode()
+    assert f"Schedule mornings saved: At 09:00 on Monday through Friday (cron 0 9 * * MON-FRI); next run " \
+           f"{local:%Y-%m-%d %H:%M} (Europe/Berlin)." in listing
+    assert '<code>0 9 * * MON-FRI</code>' in listing and row.body == body
+    # A cron schedule's edit page previews its expression's next runs without typing.
+    page = client.get(url).content.decode()
+    assert re.search(r'<div id="cron-preview"[^>]*><div class="help">Next runs: <time', page)
+
+
+def test_the_edit_link_shows_to_who_may_change_the_schedule(db):
+    team = pf.make_team()
+    mine = make_schedule(team, due=datetime.now(UTC) + timedelta(days=1))
+    admins = make_schedule(team, name="admins", owner=team.users["admin"], due=datetime.now(UTC) + timedelta(days=1))
+    url = f"/workspaces/{team.alpha.pk}/schedules"
+    edit = f"/workspaces/{team.alpha.pk}/schedules/{{}}/edit"
+    viewer = pf.client_for(team.users["viewer"]).get(url).content.decode()
+    member = pf.client_for(team.users["member"]).get(url).content.decode()
+    admin = pf.client_for(team.users["admin"]).get(url).content.decode()
+    assert "schedule-edit" not in viewer
+    assert edit.format(mine.pk) in member and edit.format(admins.pk) not in member
+    assert edit.format(mine.pk) in admin and edit.format(admins.pk) in admin
+    assert pf.client_for(team.users["member"]).get(edit.format(admins.pk)).status_code == 403
