@@ -105,6 +105,16 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Stack:
 
 
 @pytest.fixture
+def gate(tmp_path):
+    """A file a test's pod waits for (`until [ -e {gate} ]; do sleep 0.1; done`): the test lets the pod end once it
+    has seen what it came for, where a `sleep N` guessed how long a loaded machine takes to show it. Created at
+    teardown too, so a test that failed leaves no pod waiting on the session's localdlc."""
+    path = tmp_path / "gate"
+    yield path
+    path.touch()
+
+
+@pytest.fixture
 def workspace(transactional_db, stack):
     from jobs.models import Workspace
 

@@ -32,12 +32,15 @@ def shoot(page, name: str, part: str = "") -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
 
 
-def test_run_a_job_after_a_running_one_from_its_page(stack, workspace, member, page):
+def test_run_a_job_after_a_running_one_from_its_page(stack, workspace, member, page, gate):
     from jobs.views import save_and_enqueue
 
+    # Running until the test is done (stopped in `finally`): after `sleep 60` on a loaded machine, the dependent
+    # would have been released, no longer Waiting.
     with use_broker(stack.redis_url):
         prep = save_and_enqueue(workspace=workspace, owner=member,
-                                body=job_body("echo prep; sleep 60", name="browser-prep"))
+                                body=job_body(f"echo prep; until [ -e {gate} ]; do sleep 0.1; done",
+                                              name="browser-prep"))
     try:
         sign_in(page, stack.url, member.username, PASSWORD)
         page.goto(f"{stack.url}{prep.get_absolute_url()}")

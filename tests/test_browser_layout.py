@@ -6,6 +6,8 @@ focus ring, and a refused form puts the focus on the field to fix."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
@@ -124,24 +126,26 @@ def test_a_request_replaced_by_hx_sync_prints_no_console_error(stack, member, wo
     # The network holds the section's answers (a slow server), so the first is still in flight when the second
     # starts and hx-sync="this:replace" aborts it, as typing on does.
     page.route("**/jobs/new/section/**", lambda route: held.append(route))
+
+    def until_held(count: int) -> None:
+        # Route handlers run while Playwright waits; until the browser's request reaches it (1 s was short under load).
+        deadline = time.monotonic() + 15
+        while len(held) < count and time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+
     page.evaluate("htmx.trigger('#sec-basic', 'focusout')")
-    for _ in range(20):
-        if held:
-            break
-        page.wait_for_timeout(50)
+    until_held(1)
     assert len(held) == 1, "the first validation request is in flight"
     aborted = page.evaluate("""() => new Promise(done => {
         document.body.addEventListener('htmx:sendAbort', () => done(true), {once: true});
         htmx.trigger('#sec-basic', 'focusout');
     })""")
     assert aborted, "the first request was aborted (its htmx:sendAbort event still goes out)"
-    for _ in range(20):
-        if len(held) == 2:
-            break
-        page.wait_for_timeout(50)
+    until_held(2)
+    page.evaluate("""() => { window.sectionSettled = new Promise(done =>
+        document.body.addEventListener('htmx:afterSettle', e => e.target.id === 'sec-basic' && done(true))); }""")
     held[1].continue_()
-    page.wait_for_selector("#sec-basic")
-    page.wait_for_timeout(300)
+    assert page.evaluate("window.sectionSettled"), "the second answer was swapped in"
     assert errors == [], errors
 
 

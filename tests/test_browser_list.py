@@ -102,10 +102,12 @@ def test_filters_and_pages_change_the_url_and_back_brings_the_list_back(stack, m
     expect(page.locator("#f-tag")).to_have_value("")
 
 
-def test_a_row_turns_from_running_to_succeeded_in_place(stack, member, workspace, page, submit):
+def test_a_row_turns_from_running_to_succeeded_in_place(stack, member, workspace, page, submit, gate):
     finished = Job.objects.create(workspace=workspace, owner=member, display_name="already-done",
                                   status="Succeeded", job_type="PyTorchJob")
-    job = submit(member, "row-flip", "sleep 5")
+    # The pod ends once the rows are marked and the poller runs: with `sleep 5`, a slow sign-in on a loaded machine
+    # could see the row already Succeeded (no Running to wait for), or mark the node the poll had just replaced.
+    job = submit(member, "row-flip", f"until [ -e {gate} ]; do sleep 0.1; done")
     sign_in(page, stack.url, member.username, PASSWORD)
     navigations = []
     page.on("framenavigated", lambda frame: navigations.append(frame.url))
@@ -116,6 +118,7 @@ def test_a_row_turns_from_running_to_succeeded_in_place(stack, member, workspace
                                document.getElementById('job-{finished.pk}').dataset.mark = 'old'; }}""")
     expect(page.locator("#row-poller")).to_have_attribute("data-polling", "yes")
     page.focus(f"#sel-{job.pk}")  # QA: the replaced row's checkbox lost keyboard focus
+    gate.touch()
     expect(row.locator(".badge")).to_have_text("Succeeded", timeout=60_000)
     assert page.evaluate("document.activeElement.id") == f"sel-{job.pk}", "focus is back on the new row's checkbox"
     assert navigations == [], "the list must update in place, without reloading"

@@ -13,8 +13,10 @@ from tests.support.browser import expect_focus, sign_in
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 
-def test_the_monitoring_section_draws_the_pods_cpu_and_switches_range(stack, member, page, submit_to_stack):
-    job = submit_to_stack(member, "sleeper", "sleep 20")
+def test_the_monitoring_section_draws_the_pods_cpu_and_switches_range(stack, member, page, submit_to_stack, gate):
+    # Running until the test is done (the range's refresh is only a running job's): `sleep 20` could end first on a
+    # loaded machine, the charts' first samples coming with the 10 s refresh.
+    job = submit_to_stack(member, "sleeper", f"until [ -e {gate} ]; do sleep 0.1; done")
     job.refresh_from_db()
     sign_in(page, stack.url, member.username, PASSWORD)
     page.goto(f"{stack.url}/jobs/{job.pk}")
@@ -31,4 +33,4 @@ def test_the_monitoring_section_draws_the_pods_cpu_and_switches_range(stack, mem
     expect_focus(page, "range-15m")
     expect(page.locator("#metrics")).to_have_attribute("hx-get", f"/jobs/{job.pk}/metrics?range=15m")
     expect(cpu.locator("svg polyline")).to_have_count(1)
-    dlc.stop_job(job.workspace, job.dlc_job_id)  # not left running for the rest of its 20 s
+    dlc.stop_job(job.workspace, job.dlc_job_id)

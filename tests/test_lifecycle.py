@@ -20,6 +20,7 @@ import pytest
 from alibabacloud_pai_dlc20201203 import models as sdk
 
 from tests.conftest import PASSWORD
+from tests.support import beat
 from tests.support.waiting import wait_for
 from tests.support.wizard import credentials_file
 
@@ -109,12 +110,8 @@ def use_broker(url: str) -> Iterator[None]:
 def fixture_quiet_stack(stack):
     """The session stack with its beat paused: the test database is shared, and its sync and sweep would
     otherwise act on this test's workspaces (which point at other localdlc instances) behind its back."""
-    stack.stop_service("beat")
-    time.sleep(1.2)  # a sync already queued expires after one interval; one under way finishes
-    try:
+    with beat.paused(stack):
         yield stack
-    finally:
-        stack.start_beat()
 
 
 @pytest.fixture(name="backend")

@@ -83,20 +83,21 @@ def test_stop_goes_through_celery_and_the_row_says_stopping_until_dlc_confirms(s
 def test_logs_are_archived_when_the_job_ends_and_outlive_it_on_dlc(stack, member, workspace, settings):
     """2500 lines (more than one GetPodLogs page) archived by the worker once sync sees the job end."""
     from jobs import dlc, logarchive
-    from jobs.models import PodLog
+    from jobs.models import Job, PodLog
 
     settings.LOCALDLC_CREDENTIALS_FILE = str(stack.credentials_file)  # for this process's own DLC calls
 
     job = submit_through_the_stack(stack, workspace, member, "seq 1 1500; sleep 0.5; seq 1501 2500; echo done >&2")
     wait_for(lambda: status_of(job) == "Succeeded", timeout=60, what="job succeeded")
     pod_id = job.pods[0]["PodId"]
-    wait_for(lambda: PodLog.objects.filter(job=job, pod_id=pod_id).exists(), timeout=30, what="log archived")
+    # The job is marked archived last, after its pods' logs are written and its metrics and diagnosis read from them
+    # (logarchive.archive): waiting for the PodLog row, then reading logs_archived_at, could look in between.
+    wait_for(lambda: Job.objects.filter(pk=job.pk, logs_archived_at__isnull=False).exists(), timeout=30,
+             what="log archived")
     expected = [str(n) for n in range(1, 2501)] + ["done"]
     assert logarchive.read(job, pod_id) == expected
     archived = PodLog.objects.get(job=job, pod_id=pod_id)
     assert archived.lines == 2501 and len(bytes(archived.content)) < len("\n".join(expected)) / 2
-    job.refresh_from_db()
-    assert job.logs_archived_at
 
     stack_client(stack).delete_job(job.dlc_job_id)  # DLC forgets the job and its logs
     with pytest.raises(dlc.DLCError) as gone:
