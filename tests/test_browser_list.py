@@ -1,10 +1,13 @@
 """The job list in Chromium against the real stack: filters and pages change the URL and the back button
-brings the earlier list back; a row turns from Running to Succeeded in place while the others stay put."""
+brings the earlier list back; a row turns from Running to Succeeded in place while the others stay put, keeping a
+tick the user changed while the poll was in flight."""
 
 from __future__ import annotations
 
 import re
+import time
 from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.utils import timezone
@@ -13,6 +16,7 @@ from playwright.sync_api import expect
 from jobs.models import Job
 from tests.conftest import PASSWORD
 from tests.support.browser import expect_focus, sign_in
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -126,6 +130,58 @@ def test_a_row_turns_from_running_to_succeeded_in_place(stack, member, workspace
     assert page.get_attribute(f"#job-{finished.pk}", "data-mark") == "old", "a finished row is left alone"
     expect(page.locator("#row-poller")).to_have_attribute("data-polling", "no")
     expect(page.locator("#status-counts")).to_contain_text("Succeeded 2")
+
+
+def test_a_box_ticked_or_unticked_while_a_poll_is_in_flight_keeps_what_the_user_did(stack, member, workspace, page,
+                                                                                     submit, gate):
+    """QA race: a poll sends the ticked boxes and the answer re-renders a moved row with those ticks, so a box the
+    user ticked (or unticked) after the poll went out flipped back when the row came, and the bulk bar, counted at
+    the click, no longer matched the boxes. The network holds the poll's answer while the user changes the boxes."""
+    finished = [Job.objects.create(workspace=workspace, owner=member, display_name=f"done-{i}", status="Succeeded",
+                                   job_type="PyTorchJob") for i in range(6)]
+    waiting = f"until [ -e {gate} ]; do sleep 0.1; done"
+    ticked_late, unticked_late = submit(member, "ticked-late", waiting), submit(member, "unticked-late", waiting)
+    sign_in(page, stack.url, member.username, PASSWORD)
+    for job in (ticked_late, unticked_late):
+        expect(page.locator(f"#job-{job.pk} .badge")).to_have_text("Running", timeout=60_000)
+    expect(page.locator("#row-poller")).to_have_attribute("data-polling", "yes")
+    for job in [*finished, unticked_late]:
+        page.check(f"#sel-{job.pk}")
+    limit = page.locator("#compare-limit")
+    expect(limit).to_contain_text("7 are ticked")  # one past what Compare takes: the bar says so
+
+    held = []
+    page.route(re.compile(r"/jobs/rows\?"), lambda route: route.continue_() if held else held.append(route))
+    deadline = time.monotonic() + 15  # route handlers run while Playwright waits: until the next poll reaches it
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert held, "a poll is in flight"
+    sent = parse_qs(urlsplit(held[0].request.url).query)["job"]
+    assert str(unticked_late.pk) in sent and str(ticked_late.pk) not in sent, sent
+
+    page.check(f"#sel-{ticked_late.pk}")
+    page.uncheck(f"#sel-{unticked_late.pk}")  # the focus stays here
+    expect(limit).to_contain_text("7 are ticked")
+    gate.touch()
+    for job in (ticked_late, unticked_late):
+        wait_for(lambda job=job: Job.objects.get(pk=job.pk).status == "Succeeded", timeout=60, what=f"{job} ended")
+    held[0].continue_()  # the answer re-renders both rows, with the ticks the poll was sent with
+
+    for job in (ticked_late, unticked_late):
+        expect(page.locator(f"#job-{job.pk} .badge")).to_have_text("Succeeded")
+    expect(page.locator(f"#sel-{ticked_late.pk}")).to_be_checked()
+    expect(page.locator(f"#sel-{unticked_late.pk}")).not_to_be_checked()
+    expect_focus(page, f"sel-{unticked_late.pk}")
+    expect(page.locator("#bulk-form input[name=job]:checked")).to_have_count(7)
+    expect(limit).to_contain_text("7 are ticked")
+    expect(page.locator("#compare-selected")).to_be_disabled()
+    # The bar takes the late tick and not the late untick: Compare, once within its limit, compares those.
+    page.uncheck(f"#sel-{finished[0].pk}")
+    expect(limit).to_be_hidden()
+    page.click("#compare-selected")
+    page.wait_for_url(re.compile(r"/jobs/compare\?"))
+    compared = set(parse_qs(urlsplit(page.url).query)["ids"])
+    assert compared == {str(job.pk) for job in [*finished[1:], ticked_late]}, compared
 
 
 def test_stop_selected_asks_then_reports_per_job_and_stops_the_running_one(stack, member, workspace, page, submit):
