@@ -330,7 +330,9 @@ def test_a_flood_of_lines_keeps_the_newest_5000_in_the_page_and_is_not_read_out_
         expect(lines.last).to_have_text(re.compile(r"3000$"), timeout=30_000)  # "3000", after its number if any
         expect(page.locator("#log-tail")).to_have_attribute("data-following", "yes")
         gate.touch()
-        expect(lines.last).to_have_attribute("data-n", "9000", timeout=60_000)
+        # Numbered or not: the first view is numbered only when it holds the log from its start, which depends on how
+        # long the page took to open after the first 3000 lines (a CI run's were not), and the tail numbers on from it.
+        expect(lines.last).to_have_text(re.compile(r"9000$"), timeout=60_000)
         page.wait_for_timeout(1500)  # a later tail answer would still trim
         text = "els => els.map(e => e.textContent.slice((e.querySelector('.no')?.textContent ?? '').length))"
         assert lines.evaluate_all(text) == [str(i) for i in range(4001, 9001)]
