@@ -34,7 +34,7 @@ from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from jobs import access, audit, secretbox, spec
+from jobs import access, audit, secretbox, spec, templates_lib
 from jobs import catalog as C
 from jobs.models import AuditEvent, Job, Schedule, ScheduledRun, Workspace
 
@@ -372,7 +372,7 @@ def parse_settings(name: Any, kind: Any, every_hours: Any = None, at: Any = None
 
 
 NAME_TAKEN = "A schedule of this workspace has this name already."
-# A run skipped for this reason is skipped again every time: the page says how to get out (Row.refused_by_rules).
+# A run skipped for this reason is skipped again every time: the page links Edit configuration (Row.refused_by_rules).
 RULES_SKIP = "The job no longer passes the workspace's rules"
 
 
@@ -412,11 +412,14 @@ def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_jo
         return None, errors
     clean, secrets = take_secrets(checked.wire)
     secrets.update(checked.secret_envs)
+    # A job started from a template binds its schedule to the same locks (edit_config holds its changes to them).
+    link = templates_lib.link(*found) if source_job is not None and (found := templates_lib.linked(source_job)) \
+        else {}
     try:
         # A savepoint: the caller's transaction (a view's, a test's) stays usable after the IntegrityError.
         with transaction.atomic():
             schedule = Schedule.objects.create(
-                workspace=workspace, owner=user, name=chosen.name, body=clean, hints=checked.hints,
+                workspace=workspace, owner=user, name=chosen.name, body=clean, hints={**checked.hints, **link},
                 sealed_secrets=secretbox.seal(secrets), kind=recurrence.kind, every_hours=recurrence.every_hours,
                 at=recurrence.at, weekdays=list(recurrence.weekdays), cron=recurrence.cron, anchor=now,
                 skip_if_active=chosen.skip_if_active, enabled=chosen.enabled,
@@ -482,6 +485,92 @@ def edit(user, schedule: Schedule, chosen: Settings, *, enabled: bool | None = N
         return {"name": [NAME_TAKEN]}
     for field in Schedule._meta.concrete_fields:  # the caller's copy shows what was saved
         setattr(schedule, field.attname, getattr(row, field.attname))
+    return {}
+
+
+CONFIG_EDITED = "schedule-config-edited"
+# The audit details key of the wizard's one-time submission token (jobs.wizard), so a form posted again saves nothing.
+SUBMISSION = "submission"
+
+
+def template_of(schedule: Schedule):
+    """(template, version) whose locks bind the schedule's job: its own link (kept by create and edit_config), else,
+    for a schedule made before they kept it, the link of the job it was made from; None without one."""
+    return templates_lib.linked(schedule) or (
+        templates_lib.linked(schedule.source_job) if schedule.source_job_id else None)
+
+
+def config_saved(schedule: Schedule, token: Any) -> bool:
+    """Whether a configuration edit of the schedule was already saved with this submission token."""
+    return bool(token) and AuditEvent.objects.filter(
+        workspace_id=schedule.workspace_id, details__event=CONFIG_EDITED, details__schedule_id=schedule.pk,
+        **{f"details__{SUBMISSION}": str(token)}).exists()
+
+
+def _changed_sections(before: Schedule, body: dict, hints: dict, secrets: dict[str, str]) -> list[str]:
+    """The wizard sections (basic, environment, resources, ...) in which the new configuration differs from the
+    schedule's, and "secrets" when a sealed value changed: names only, for the audit entry."""
+    def sections(wire: dict, known: dict) -> dict:
+        # Neither is the user's: the name is each run's, the workspace the schedule's.
+        return spec.inverse({k: v for k, v in wire.items() if k not in ("DisplayName", "WorkspaceId")}, known)
+
+    old, new = sections(before.body or {}, before.hints or {}), sections(body, hints)
+    changed = [name for name in new if old.get(name) != new[name]]
+    if (secretbox.unseal(before.sealed_secrets) if before.sealed_secrets else {}) != secrets:
+        changed.append("secrets")
+    return changed
+
+
+def edit_config(user, schedule: Schedule, body: Any, secrets: dict[str, str], *, hints: dict | None = None,
+                token: Any = None) -> dict[str, list[str]]:
+    """Replace the schedule's job configuration: its body, hints and sealed secrets ({} or errors keyed as create's,
+    `job.<the body's field path>`). Its name, timing, runs and enabled state stay; nothing is sent to DLC.
+
+    Validated as create validates (check_body: the workspace's guardrails, SecretEnvs) and held to the locks of the
+    template its job came from (template_of). `body` is the CreateJob body without secrets (a secret variable as
+    spec.SECRET_PLACEHOLDER in Envs), `secrets` the values to seal as take_secrets and the wizard name them
+    (registry_password, RayRedisPassword, env:NAME). A secret variable the schedule has sealed, that the body still
+    holds as a secret and that `secrets` does not give again, keeps its sealed value: secrets are never sent to a
+    page, so an edit that did not retype one must not lose it. `token`: the wizard's submission token, recorded in
+    the audit entry; a token already recorded saves nothing (the same form posted twice).
+    """
+    from jobs.api_jobs import check_body, take_secrets
+
+    prefix = spec.SECRET_ENV_PREFIX
+    # Only to its owner's edit, as a failed job's (jobs.wizard): anyone else could otherwise run the owner's API key
+    # with a command of their own and read it from the pod's log. They type each secret again.
+    old = secretbox.unseal(schedule.sealed_secrets) if schedule.sealed_secrets and schedule.owner_id == user.pk \
+        else {}
+    given = dict(body) if isinstance(body, dict) else body
+    if isinstance(given, dict):
+        # A placeholder left without a value (neither kept nor typed) is check_body's error at Envs.<NAME>.
+        envs = given.get("Envs") if isinstance(given.get("Envs"), dict) else {}
+        hidden = {name for name, value in envs.items() if value == spec.SECRET_PLACEHOLDER}
+        kept = {key: value for key, value in old.items() if key.startswith(prefix) and key[len(prefix):] in hidden}
+        secrets = {**kept, **secrets}
+        # Checked as the next run's job will be: its name (the length), its secrets back in place.
+        slot = schedule.next_run_at or timezone.now()
+        given = body_for_check({**given, "DisplayName": job_name(schedule.name, slot)}, secrets)
+    locks = template_of(schedule)
+    # The template link in `hints` (the wizard's) is not the caller's to choose: template_of says it.
+    known = {key: value for key, value in (hints or {}).items() if key != templates_lib.LINK} or None
+    checked, problems = check_body(schedule.workspace, given, hints=known, locks=locks)
+    if checked is None:
+        return {f"{JOB}.{path}" if path else JOB: messages for path, messages in problems.items()}
+    clean, sealed = take_secrets(checked.wire)
+    sealed.update(checked.secret_envs)
+    link = templates_lib.link(*locks) if locks else {}
+    with transaction.atomic():
+        # Locked: two saves at once (the same form twice) are ordered, and the second finds the first's token.
+        row = get_object_or_404(Schedule.objects.select_for_update(), pk=schedule.pk)  # deleted meanwhile
+        if config_saved(row, token):
+            return {}
+        changed = _changed_sections(row, clean, checked.hints, sealed)
+        row.body, row.hints, row.sealed_secrets = clean, {**checked.hints, **link}, secretbox.seal(sealed)
+        row.save(update_fields=["body", "hints", "sealed_secrets", "updated_at"])
+        audit.record(user, AuditEvent.CHANGED, workspace=row.workspace, event=CONFIG_EDITED, schedule=row.name,
+                     schedule_id=row.pk, changed=changed, **({SUBMISSION: str(token)} if token else {}))
+    schedule.body, schedule.hints, schedule.sealed_secrets = row.body, row.hints, row.sealed_secrets
     return {}
 
 
@@ -607,8 +696,8 @@ class Row:
 
     @property
     def refused_by_rules(self) -> bool:
-        """Its latest run was skipped for the workspace's rules: so will every next one, as a schedule's job
-        configuration cannot be changed; the page says what to do instead."""
+        """Its latest run was skipped for the workspace's rules: so will every next one until its job configuration
+        is changed (edit_config); the page links the way to change it."""
         latest = self.runs[0] if self.runs else None
         return latest is not None and latest.job_id is None and latest.skipped_reason.startswith(RULES_SKIP)
 

@@ -1,5 +1,6 @@
-"""The create-job wizard pages: a new job, a clone (`?clone=<id>`), edit and resubmit (`?edit=<id>`), and
-the HTMX partials (one section re-rendered or validated, the live API request panel).
+"""The create-job wizard pages: a new job, a clone (`?clone=<id>`), edit and resubmit (`?edit=<id>`), a schedule's
+job configuration (`?schedule=<id>`: saved to the schedule, no job made), and the HTMX partials (one section
+re-rendered or validated, the live API request panel).
 
 Edit and resubmit creates a new Job (with `cloned_from` pointing at the failed one) instead of reusing the
 failed row: the failed row keeps DLC's error and RequestId as the record of what happened, the new row gets
@@ -19,9 +20,10 @@ from urllib.parse import urlencode, urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_POST
@@ -35,6 +37,7 @@ from jobs import (
     early_stop,
     export,
     portal_wizard,
+    schedules,
     secretbox,
     spec,
     suggestions,
@@ -45,7 +48,7 @@ from jobs import status as st
 from jobs.api_jobs import take_secrets
 from jobs.forms import environment
 from jobs.forms import wizard as glue
-from jobs.models import Job, Sweep, Workspace
+from jobs.models import Job, Schedule, Sweep, Workspace
 from jobs.views import current_workspace, save_and_enqueue, show_workspace
 
 # A change of one of these choices re-renders other sections too (their fields or notes depend on it).
@@ -60,7 +63,7 @@ ALSO_RENDER = {
 SESSION_ENDED = ("Your session ended, so the job form was not sent and no job was created. Sign in to open the form "
                  "again: what you had typed was not saved, so check it or type it again.")
 # The hidden fields that say what a wizard page started from, and the parameter that opens the same page.
-_START_PARAMS = (("_clone", "clone"), ("_edit", "edit"), ("_template", "template"),
+_START_PARAMS = (("_clone", "clone"), ("_edit", "edit"), ("_schedule", "schedule"), ("_template", "template"),
                  ("_template_version", "version"), ("_workspace", "_workspace"))
 
 
@@ -100,17 +103,18 @@ def _signed_in(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]
 
 @dataclass
 class Start:
-    """What the page is about: the workspace, and the job it starts from (clone or edit), if any."""
+    """What the page is about: the workspace, and the job (clone or edit) or schedule it starts from, if any."""
 
     workspace: Workspace
     source: Job | None = None
-    mode: str = "new"  # new | clone | edit
+    mode: str = "new"  # new | clone | edit | schedule
     prefill: clone.Prefill | None = None
     portal: portal_wizard.PortalStart | None = None  # started from a template or an import
     hidden: dict[str, str] = field(default_factory=dict)
     # The "Run after (optional)" box (jobs.dependencies): its text as typed, and once submitted, the checked choice.
     after: dict[str, str] = field(default_factory=dict)
     after_choice: dependencies.Choice | None = None
+    schedule: Schedule | None = None  # mode "schedule": the schedule whose job configuration the page edits
 
 
 def _pk(value: str | None) -> int | None:
@@ -125,6 +129,9 @@ def _start(request: HttpRequest, params) -> Start | None:
     """Resolve the workspace and the source job from GET (?clone / ?edit) or the form's hidden fields,
     checking permissions on every request: view on the source and create in the target workspace."""
     user = request.user
+    schedule_id = _pk(params.get("schedule") or params.get("_schedule"))
+    if schedule_id:
+        return _schedule_start(user, schedule_id)
     clone_id, edit_id = _pk(params.get("clone") or params.get("_clone")), _pk(params.get("edit") or params.get("_edit"))
     if clone_id or edit_id:
         source = access.get_job(user, clone_id or edit_id)
@@ -157,6 +164,27 @@ def _start(request: HttpRequest, params) -> Start | None:
         return None
     access.require(user, "create", workspace=workspace)
     return Start(workspace, hidden={"_workspace": str(workspace.pk)})
+
+
+def _schedule_start(user, pk: int) -> Start:
+    """A schedule's job configuration, for who may change the schedule (a viewer: 403; another workspace's: 404),
+    checked on every request. Prefilled from its stored body as an edit of a job is (the name kept: each run's job
+    is named after the schedule anyway), in its workspace, bound to the locks of the template its job came from.
+    Its sealed secret variables are kept for its owner's edit only, as a failed job's are (_keep_sealed_envs)."""
+    schedule = get_object_or_404(Schedule.objects.select_related("workspace", "owner", "source_job"), pk=pk,
+                                 workspace__in=access.workspaces_for(user))
+    if not schedules.can_change(user, schedule):
+        raise PermissionDenied("Only the workspace's admins and the schedule's owner may change it.")
+    workspace = schedule.workspace
+    prefill = clone.prefill(schedule, workspace_id=workspace.dlc_workspace_id, edit=True,
+                            context=glue.context_for(workspace), keep_sealed=schedule.owner_id == user.pk)
+    found = schedules.template_of(schedule)
+    if found and not prefill.template:  # a schedule made before it kept its job's link: the job's is imposed
+        prefill.template = found
+        prefill.resets.extend(templates_lib.impose(*found, prefill.sections))
+    bound = portal_wizard.PortalStart(workspace, template=found[0], version=found[1]) if found else None
+    return Start(workspace, mode="schedule", prefill=prefill, portal=bound, hidden={"_schedule": str(schedule.pk)},
+                 schedule=schedule)
 
 
 # The wizard's one-time submission token: a uuid4 made when the page is rendered, carried in a hidden input and
@@ -200,9 +228,9 @@ def _already_submitted(request: HttpRequest, made: Job | Sweep) -> HttpResponse:
 def _keep_sealed_envs(start: Start, data):
     """Edit and resubmit: a secret variable posted empty takes the failed job's sealed value (spec.fill_secrets'
     rule, applied to the POST so that the value never goes to the page). Typing a value replaces it."""
-    if start.mode != "edit" or data is None or not start.prefill or not start.prefill.kept_secrets:
+    if start.mode not in ("edit", "schedule") or data is None or not start.prefill or not start.prefill.kept_secrets:
         return data
-    sealed = clone.kept_envs(start.source)
+    sealed = clone.kept_envs(start.schedule or start.source)
     out = {key: data.get(key) for key in data.keys()}
     for key, flag in list(out.items()):
         found = re.fullmatch(r"environment-envs-(\d{1,6})-secret", key)
@@ -405,6 +433,8 @@ def job_new(request: HttpRequest) -> HttpResponse:
         data = glue.sections_to_data(sections)
         return _page(request, _context(_wizard(start, data, show=set()), start, sweep_input))
     wizard = _wizard(start, request.POST)
+    if start.mode == "schedule":  # no job, no sweep, no run-after: the schedule's configuration is replaced
+        return _save_schedule_config(request, start, wizard)
     if wizard.action == "submit":  # checked with the form, so one round trip shows every problem
         start.after_choice = dependencies.check(request.user, start.workspace, start.after[dependencies.FIELD],
                                                 start.after[dependencies.WHEN_FIELD])
@@ -453,6 +483,28 @@ def job_new_form(request: HttpRequest) -> HttpResponse:
         query = request.GET.urlencode()
         return redirect(reverse("job_create") + (f"?{query}" if query else ""))
     return job_new(request)
+
+
+def _save_schedule_config(request: HttpRequest, start: Start, wizard: glue.Wizard) -> HttpResponse:
+    """Save configuration: the schedule's body, hints and sealed secrets replaced by schedules.edit_config, which
+    checks them again as a schedule's creation does; nothing goes to DLC. The page's token, recorded with the edit,
+    makes the same form posted again (Back, a retry) save nothing."""
+    schedule = start.schedule
+    if wizard.action != "submit" or not wizard.is_valid:
+        return _page(request, _context(wizard, start))
+    token = submission_token(request.POST.get(TOKEN_FIELD))
+    if schedules.config_saved(schedule, token):
+        messages.info(request, ALREADY_SUBMITTED.format(what="schedule"))
+        return redirect("schedule_list", ws=start.workspace.pk)
+    body, named = take_secrets(wizard.body(start.workspace.dlc_workspace_id))
+    errors = schedules.edit_config(request.user, schedule, body, {**named, **wizard.secrets()},
+                                   hints=_hints(start, wizard), token=token)
+    if errors:  # the form passed the same rules: only a rule changed since the page was checked gets here
+        for path, said in errors.items():
+            messages.error(request, f"The configuration, {path.removeprefix(f'{schedules.JOB}.')}: {' '.join(said)}")
+        return _page(request, _context(wizard, start))
+    messages.success(request, f"Schedule {schedule.name}: configuration saved; its next runs use it.")
+    return redirect("schedule_list", ws=start.workspace.pk)
 
 
 def _submit_sweep(request: HttpRequest, start: Start, wizard: glue.Wizard, given: dict[str, str]) -> HttpResponse:

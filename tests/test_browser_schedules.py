@@ -1,6 +1,7 @@
 """The schedule form in Chromium against the real stack: the cron field shows only for the kind "Cron expression",
 and its preview of the next runs follows what is typed (htmx), with the rule's error when runs are too close; a
-schedule edited from the Schedules page shows its new timing and next run."""
+schedule edited from the Schedules page shows its new timing and next run; a schedule's job configuration edited
+in the wizard is what its next run starts, its secret kept."""
 
 from __future__ import annotations
 
@@ -89,3 +90,42 @@ def test_editing_a_daily_schedule_to_weekly_shows_its_new_next_run(stack, worksp
     expect(card.locator(".schedule-recurrence")).to_contain_text("Weekly on Tue, Sat at 06:45")
     expect(card.locator(".schedule-next")).to_contain_text(local.strftime("%Y-%m-%d %H:%M"))
     shoot(page, "schedule-edited")
+
+
+def test_edit_configuration_changes_the_command_the_next_run_starts_and_keeps_its_secret(stack, workspace, member,
+                                                                                       page, settings):
+    from datetime import UTC, datetime, timedelta
+
+    from jobs import schedules, secretbox
+    from jobs.models import Job, Schedule, ScheduledRun
+    from tests.support.waiting import wait_for
+    from tests.test_lifecycle import job_body
+
+    # The stack's secret box key (a file in its data dir): what this process seals, its web server can unseal.
+    settings.DATA_DIR = stack.data_dir
+    chosen, errors = schedules.parse_settings("nightly", "daily", None, "02:00")
+    body = {**job_body("echo old"), "SecretEnvs": {"WANDB_API_KEY": "wandb-browser-secret"}}
+    schedule, errors = schedules.create(member, workspace, body, chosen)
+    assert not errors, errors
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/workspaces/{workspace.pk}/schedules")
+    page.locator(f"#schedule-{schedule.pk} .schedule-edit-config").click()
+    expect(page.locator("h1")).to_contain_text("Edit the configuration of schedule nightly")
+    expect(page.locator("#sweep-block")).to_have_count(0)
+    expect(page.locator("#run-after-block")).to_have_count(0)
+    expect(page.locator("#kept-secrets")).to_contain_text("WANDB_API_KEY")
+    expect(page.locator("#id_environment-command")).to_have_value("echo old")
+    page.fill("#id_environment-command", "echo new from the wizard")
+    shoot(page, "schedule-config")
+    page.click("#schedule-config-save")
+    expect(page.locator(".messages")).to_contain_text("Schedule nightly: configuration saved")
+    assert page.url.endswith(f"/workspaces/{workspace.pk}/schedules")
+    assert Job.objects.count() == 0, "saving submits nothing"
+    schedule.refresh_from_db()
+    assert secretbox.unseal(schedule.sealed_secrets) == {"env:WANDB_API_KEY": "wandb-browser-secret"}, "kept"
+    # The slot made due: the stack's beat (every 2 s) runs it, and its job is the new command with the secret.
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    run = wait_for(lambda: ScheduledRun.objects.filter(schedule=schedule, job__isnull=False).first(), timeout=30,
+                   what="the beat ran the schedule")
+    assert run.job.body["UserCommand"] == "echo new from the wizard"
+    assert run.job.body["Envs"] == {"WANDB_API_KEY": "********"}

@@ -382,9 +382,9 @@ def test_a_body_the_workspace_guardrails_now_refuse_is_a_skipped_run_with_the_ru
         and "registry.internal/" in reason, reason
 
 
-def test_a_required_tag_the_job_lacks_says_to_clone_fix_and_schedule_the_clone_on_the_form_and_the_list(db):
-    """QA: the form has no Tags field and a schedule's job cannot be edited, so the refusal and every skipped run
-    say the way out, with the clone page's link."""
+def test_a_required_tag_the_job_lacks_says_the_way_out_on_the_form_and_the_list(db):
+    """QA: the Schedule… form has no Tags field, so its refusal says to clone, fix and schedule the clone; a
+    schedule's every skipped run says to edit its configuration, with the link."""
     from jobs.models import WorkspacePolicy
 
     team = pf.make_team()
@@ -402,10 +402,10 @@ def test_a_required_tag_the_job_lacks_says_to_clone_fix_and_schedule_the_clone_o
     assert schedules.run_due() == {schedule.pk: "skipped"}
     url = f"/workspaces/{team.alpha.pk}/schedules"
     page = member.get(url).content.decode()
-    assert "Every run is skipped" in page and 'class="schedule-fix-clone">clone\n' in page
-    assert f'href="/jobs/new?clone={team.job.pk}"' in page
+    assert "Every run is skipped" in page and 'class="schedule-fix-config">edit its configuration</a>' in page
+    assert f'href="/jobs/new?schedule={schedule.pk}" class="schedule-fix-config"' in page
     viewer = pf.client_for(team.users["viewer"]).get(url).content.decode()
-    assert "Every run is skipped" in viewer and "schedule-fix-clone" not in viewer, "a viewer can do nothing about it"
+    assert "Every run is skipped" in viewer and "schedule-fix-config" not in viewer, "a viewer can do nothing about it"
     WorkspacePolicy.objects.filter(workspace=team.alpha).update(required_tag_keys=[])
     type(schedule).objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
     assert schedules.run_due() == {schedule.pk: "started"}
@@ -1160,3 +1160,221 @@ def test_the_edit_link_shows_to_who_may_change_the_schedule(db):
     assert edit.format(mine.pk) in member and edit.format(admins.pk) not in member
     assert edit.format(mine.pk) in admin and edit.format(admins.pk) in admin
     assert pf.client_for(team.users["member"]).get(edit.format(admins.pk)).status_code == 403
+
+
+# --- editing the job configuration (the wizard's "Edit configuration") ------------------------------------------
+
+WANDB = "wandb-SECRET-0xFACE"
+
+
+def secret_schedule(team, owner=None, **fields):
+    """A daily schedule made as the Schedule… form makes one: its WANDB_API_KEY sealed, not in its body."""
+    body = {**pf.BODY, "Envs": {"EPOCHS": "3"}, "SecretEnvs": {"WANDB_API_KEY": WANDB}}
+    schedule, errors = schedules.create(owner or team.users["member"], team.alpha, body, daily(), **fields)
+    assert not errors, errors
+    return schedule
+
+
+def config_events():
+    from jobs.models import AuditEvent
+
+    return list(AuditEvent.objects.filter(details__event=schedules.CONFIG_EDITED).order_by("pk"))
+
+
+def test_edit_config_replaces_the_body_keeps_the_sealed_secret_seals_a_new_one_and_the_next_run_uses_them(db):
+    from jobs import secretbox
+    from jobs.models import Job, Schedule
+
+    team = pf.make_team()
+    schedule = secret_schedule(team)
+    before = Schedule.objects.values("name", "kind", "at", "next_run_at", "enabled", "anchor").get(pk=schedule.pk)
+    # What the wizard sends: the body without secrets (each secret variable as the placeholder), the secrets typed.
+    body = {**pf.BODY, "UserCommand": "python train.py --epochs $EPOCHS",
+            "Envs": {"EPOCHS": "5", "WANDB_API_KEY": "********", "HF_TOKEN": "********"}}
+    errors = schedules.edit_config(team.users["member"], schedule, body, {"env:HF_TOKEN": "hf-NEW-0xBEEF"},
+                                   hints=None, token="11111111-1111-4111-8111-111111111111")
+    assert errors == {}
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert row.body["UserCommand"] == "python train.py --epochs $EPOCHS"
+    assert row.body["Envs"] == {"EPOCHS": "5", "WANDB_API_KEY": "********", "HF_TOKEN": "********"}
+    assert WANDB not in str(row.body) and "hf-NEW" not in row.sealed_secrets and WANDB not in row.sealed_secrets
+    assert secretbox.unseal(row.sealed_secrets) == {"env:WANDB_API_KEY": WANDB, "env:HF_TOKEN": "hf-NEW-0xBEEF"}
+    assert Schedule.objects.values("name", "kind", "at", "next_run_at", "enabled", "anchor").get(
+        pk=schedule.pk) == before, "the name, timing and enabled state stay"
+    [event] = config_events()
+    assert event.actor_name == "member" and event.details["schedule"] == "nightly"
+    assert event.details["changed"] == ["environment", "secrets"], event.details
+    assert WANDB not in str(event.details) and "hf-NEW" not in str(event.details)
+    # The next run's job is the new configuration, with both secrets.
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_one(schedule.pk) == "started"
+    job = Job.objects.get(scheduled_run__schedule=schedule)
+    assert job.body["UserCommand"] == "python train.py --epochs $EPOCHS" and job.display_name.startswith("nightly-")
+    assert secretbox.unseal(job.sealed_secrets) == {"env:WANDB_API_KEY": WANDB, "env:HF_TOKEN": "hf-NEW-0xBEEF"}
+    # The same token again saves nothing (the same form posted twice).
+    assert schedules.edit_config(team.users["member"], schedule, {**pf.BODY, "UserCommand": "echo other"}, {},
+                                 token="11111111-1111-4111-8111-111111111111") == {}
+    assert Schedule.objects.get(pk=schedule.pk).body["UserCommand"] == "python train.py --epochs $EPOCHS"
+    assert len(config_events()) == 1
+
+
+def test_edit_config_refuses_a_guardrail_or_a_missing_secret_at_its_field_and_saves_nothing(db):
+    from jobs.models import Schedule, WorkspacePolicy
+
+    team = pf.make_team()
+    schedule = secret_schedule(team)
+    saved = Schedule.objects.values("body", "hints", "sealed_secrets").get(pk=schedule.pk)
+    WorkspacePolicy.objects.update_or_create(workspace=team.alpha,
+                                             defaults={"allowed_image_prefixes": ["registry.internal/"]})
+    errors = schedules.edit_config(team.users["member"], schedule, {**pf.BODY, "UserCommand": "echo new"}, {})
+    assert list(errors) == ["job.JobSpecs[0].Image"] and "registry.internal/" in errors["job.JobSpecs[0].Image"][0]
+    fixed = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "Image": "registry.internal/pytorch:2.3"}]}
+    # A variable sent as a secret with no value to seal: at its name.
+    errors = schedules.edit_config(team.users["member"], schedule, {**fixed, "Envs": {"NEW_KEY": "********"}}, {})
+    assert list(errors) == ["job.Envs.NEW_KEY"] and "send the value in SecretEnvs" in errors["job.Envs.NEW_KEY"][0]
+    # Only the owner's edit keeps a sealed value: an admin must type it (else they could print it in a run's log).
+    errors = schedules.edit_config(team.users["admin"], schedule, {**fixed, "Envs": {"WANDB_API_KEY": "********"}},
+                                   {})
+    assert list(errors) == ["job.Envs.WANDB_API_KEY"]
+    assert Schedule.objects.values("body", "hints", "sealed_secrets").get(pk=schedule.pk) == saved
+    assert config_events() == []
+    assert schedules.edit_config(team.users["admin"], schedule, {**fixed, "Envs": {"WANDB_API_KEY": "********"}},
+                                 {"env:WANDB_API_KEY": "typed-by-admin"}) == {}
+    assert config_events()[0].actor_name == "admin" and "typed-by-admin" not in str(config_events()[0].details)
+
+
+def test_a_schedule_of_a_template_job_keeps_the_link_and_its_config_edit_keeps_the_locks(db):
+    from jobs import templates_lib
+    from jobs.models import Job, Schedule
+
+    team = pf.make_team()
+    team.template.locked = ["environment.command"]
+    team.template.save()
+    link = templates_lib.link(team.template, team.template.versions.get())
+    Job.objects.filter(pk=team.job.pk).update(hints=link)
+    team.job.refresh_from_db()
+    schedule, errors = schedules.create(team.users["member"], team.alpha, pf.BODY, daily(), source_job=team.job)
+    assert not errors and schedule.hints["template"] == link["template"]
+    errors = schedules.edit_config(team.users["member"], schedule, {**pf.BODY, "UserCommand": "echo mine"}, {})
+    assert list(errors) == ["job.UserCommand"] and "locked by the template" in errors["job.UserCommand"][0]
+    # A schedule made before create kept the link is bound through the job it was made from.
+    Schedule.objects.filter(pk=schedule.pk).update(hints={})
+    schedule.refresh_from_db()
+    assert list(schedules.edit_config(team.users["member"], schedule, {**pf.BODY, "UserCommand": "echo mine"},
+                                      {})) == ["job.UserCommand"]
+    more = {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "PodCount": 2}]}  # an unlocked field
+    assert schedules.edit_config(team.users["member"], schedule, more, {}) == {}
+    schedule.refresh_from_db()
+    assert schedule.hints["template"] == link["template"] and schedule.body["JobSpecs"][0]["PodCount"] == 2
+
+
+def config_page(client, schedule):
+    return client.get(f"/jobs/new?schedule={schedule.pk}")
+
+
+def test_the_wizard_opens_a_schedules_configuration_prefilled_without_its_secret_or_the_job_boxes(db):
+    from tests.support.wizard import page_form_data
+
+    team = pf.make_team()
+    schedule = secret_schedule(team)
+    response = config_page(pf.client_for(team.users["member"]), schedule)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<title>Edit the configuration of schedule nightly" in html
+    assert re.search(r"<h1>Edit the configuration of schedule nightly <small>in <a href=\"/workspaces/\d+/schedules",
+                     html)
+    assert 'id="sweep-block"' not in html and 'id="run-after-block"' not in html, "no Sweep and no Run after"
+    assert 'id="schedule-config-save">Save configuration</button>' in html and ">Submit</button>" not in html
+    assert WANDB not in html and 'id="kept-secrets"' in html and "Value of WANDB_API_KEY" in html
+    assert 'id="reprompt-list"' not in html, "the owner is not asked for the sealed secret"
+    data = page_form_data(html)
+    assert data["_schedule"] == str(schedule.pk) and data["environment-command"] == "echo hello"
+    assert (data["environment-envs-1-key"], data["environment-envs-1-value"], data["environment-envs-1-secret"]) \
+        == ("WANDB_API_KEY", "", "on")
+    # An admin may change it, but types the owner's secret again.
+    admin = config_page(pf.client_for(team.users["admin"]), schedule).content.decode()
+    assert 'id="kept-secrets"' not in admin and 'id="reprompt-list"' in admin and "WANDB_API_KEY" in admin
+
+
+def test_only_who_may_change_a_schedule_opens_or_saves_its_configuration(db):
+    from tests.support.wizard import page_form_data
+
+    team = pf.make_team()
+    schedule = secret_schedule(team)
+    data = page_form_data(config_page(pf.client_for(team.users["member"]), schedule).content.decode())
+    viewer, other = pf.client_for(team.users["viewer"]), pf.client_for(team.users["other"])
+    assert config_page(viewer, schedule).status_code == 403
+    assert viewer.post("/jobs/new/form", {**data, "environment-command": "echo viewer"}).status_code == 403
+    assert viewer.post("/jobs/new/section/environment", data).status_code == 403
+    assert config_page(other, schedule).status_code == 404, "another workspace's schedule is not found"
+    assert other.post("/jobs/new/form", {**data, "environment-command": "echo other"}).status_code == 404
+    assert pf.client_for(team.users["member"]).get("/jobs/new?schedule=1x").status_code == 404
+    schedule.refresh_from_db()
+    assert schedule.body["UserCommand"] == "echo hello" and config_events() == []
+
+
+def test_save_configuration_replaces_the_schedules_body_once_per_form_and_makes_no_job(db):
+    from jobs import secretbox
+    from jobs.models import Job
+    from tests.support.wizard import page_form_data
+
+    team = pf.make_team()
+    schedule = secret_schedule(team)
+    client = pf.client_for(team.users["member"])
+    jobs_before = Job.objects.count()
+    data = page_form_data(config_page(client, schedule).content.decode())
+    data["environment-command"] = "python train.py"
+    response = client.post("/jobs/new/form", data, follow=True)
+    assert response.redirect_chain == [(f"/workspaces/{team.alpha.pk}/schedules", 302)]
+    assert "Schedule nightly: configuration saved; its next runs use it." in response.content.decode()
+    schedule.refresh_from_db()
+    assert schedule.body["UserCommand"] == "python train.py"
+    assert secretbox.unseal(schedule.sealed_secrets) == {"env:WANDB_API_KEY": WANDB}, "kept, still sealed"
+    assert Job.objects.count() == jobs_before, "nothing submitted"
+    # The same form again (Back, a retry), after another page saved a newer configuration: it saves nothing.
+    newer = page_form_data(config_page(client, schedule).content.decode())
+    newer["environment-command"] = "python train.py --newer"
+    assert client.post("/jobs/new/form", newer).status_code == 302
+    again = client.post("/jobs/new/form", data, follow=True)
+    assert "This form was already submitted: here is its schedule." in again.content.decode()
+    schedule.refresh_from_db()
+    assert schedule.body["UserCommand"] == "python train.py --newer" and len(config_events()) == 2
+
+
+def test_save_configuration_says_a_guardrail_at_its_field_and_saves_nothing(db):
+    from jobs.models import WorkspacePolicy
+    from tests.support.wizard import page_form_data
+
+    team = pf.make_team()
+    schedule = secret_schedule(team)
+    client = pf.client_for(team.users["member"])
+    data = page_form_data(config_page(client, schedule).content.decode())
+    WorkspacePolicy.objects.update_or_create(workspace=team.alpha,
+                                             defaults={"allowed_image_prefixes": ["registry.internal/"]})
+    data["environment-command"] = "python train.py"
+    response = client.post("/jobs/new/form", data)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "problem to fix before saving" in html
+    image = re.search(r'<div class="field[^"]*" id="f-environment-image".*?</div>\s*</div>', html, re.S)
+    assert image and "registry.internal/" in image.group(0), "the rule is said at the Image field"
+    schedule.refresh_from_db()
+    assert schedule.body["UserCommand"] == "echo hello" and config_events() == []
+
+
+def test_the_schedules_page_links_edit_configuration_and_a_refused_schedule_says_to_use_it(db):
+    from jobs.models import WorkspacePolicy
+
+    team = pf.make_team()
+    mine = secret_schedule(team, source_job=team.job)
+    url = f"/workspaces/{team.alpha.pk}/schedules"
+    link = f'href="/jobs/new?schedule={mine.pk}"'
+    assert link in pf.client_for(team.users["member"]).get(url).content.decode()
+    assert link not in pf.client_for(team.users["viewer"]).get(url).content.decode()
+    WorkspacePolicy.objects.update_or_create(workspace=team.alpha, defaults={"required_tag_keys": ["cost-centre"]})
+    type(mine).objects.filter(pk=mine.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_due() == {mine.pk: "skipped"}
+    page = pf.client_for(team.users["member"]).get(url).content.decode()
+    fix = re.search(r'<p class="notice warning schedule-fix">.*?</p>', page, re.S).group(0)
+    assert "Every run is skipped" in fix and f'<a href="/jobs/new?schedule={mine.pk}" class="schedule-fix-config">' \
+        in fix and "clone" not in fix
