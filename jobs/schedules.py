@@ -477,6 +477,8 @@ def edit(user, schedule: Schedule, chosen: Settings, *, enabled: bool | None = N
             row.kind, row.every_hours, row.at = recurrence.kind, recurrence.every_hours, recurrence.at
             row.weekdays, row.cron, row.anchor = list(recurrence.weekdays), recurrence.cron, recurrence.anchor
             row.next_run_at = next_run(recurrence, now) if row.enabled else None
+            if row.name != before["name"]:  # the stored body's name is a run's, as create and edit_config store it
+                row.body = {**row.body, "DisplayName": job_name(row.name, row.next_run_at or now)}
             row.save()
             audit.record(user, AuditEvent.CHANGED, workspace=schedule.workspace, event="schedule-edited",
                          schedule=row.name, changes=audit.changes(before, _edit_shown(row)))

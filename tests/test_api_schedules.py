@@ -4,6 +4,7 @@ their fields, list and get without secrets, enable/disable and delete by the own
 from __future__ import annotations
 
 import json
+import re
 
 from jobs import apitokens, schedules
 from jobs.models import Schedule
@@ -335,6 +336,8 @@ def test_patch_edits_the_fields_sent_and_keeps_the_others(db, settings):
     renamed = patch({"name": "weekly-evals", "skip_if_active": False}, user="admin")
     assert (renamed["name"], renamed["skip_if_active"], renamed["recurrence"]) == ("weekly-evals", False,
                                                                                     at["recurrence"])
+    # QA: the answer's job kept the old name's DisplayName; a run's job is named after the schedule.
+    assert re.fullmatch(r"weekly-evals-\d{8}-\d{4}", renamed["job"]["DisplayName"]), renamed["job"]["DisplayName"]
     days = patch({"recurrence": {"kind": "weekly", "weekdays": [5]}})  # the same kind, sent: at stays
     assert days["recurrence"]["weekdays"] == ["fri"] and days["recurrence"]["at"] == "03:30"
     hourly = patch({"recurrence": {"kind": "hourly", "every_hours": 6}})  # a new kind: the old fields go
@@ -344,8 +347,9 @@ def test_patch_edits_the_fields_sent_and_keeps_the_others(db, settings):
     on = patch({"enabled": True, "recurrence": {"cron": "0 4 * * *"}})
     assert on["enabled"] is True and on["next_run_at"] and on["recurrence_text"].endswith("(cron 0 4 * * *)")
     row = Schedule.objects.get()
-    assert (row.sealed_secrets, row.body) == (sealed, body), "the job and its secrets stay as they were"
-    assert on["job"] == created["job"]
+    assert (row.sealed_secrets, row.body) == (sealed, {**body, "DisplayName": renamed["job"]["DisplayName"]}), \
+        "the job and its secrets stay as they were, but for the name of its runs"
+    assert on["job"] == renamed["job"]
     events = list(AuditEvent.objects.filter(details__event="schedule-edited").order_by("id"))
     assert len(events) == 6 and events[1].details["changes"]["name"] == {"from": "nightly", "to": "weekly-evals"}
     assert events[-1].details["changes"]["enabled"] == {"from": False, "to": True}
@@ -377,7 +381,7 @@ def test_patch_says_each_error_at_the_path_post_uses_and_changes_nothing(db, set
                                           "in case."]}),
             ({"skip_if_active": "no", "enabled": 1}, {"skip_if_active": ["Must be true or false."],
                                                       "enabled": ["Must be true or false."]}),
-            ({"extra": 1}, {"extra": ["Unknown field: send enabled, name, recurrence, skip_if_active."]}),
+            ({"extra": 1}, {"extra": ["Unknown field; the fields are: enabled, name, recurrence, skip_if_active."]}),
             ({}, {"": ["Send a JSON object with at least one of: enabled, name, recurrence, skip_if_active."]})):
         answer = call(team.users["member"], "patch", one, payload)
         assert answer.status_code == 400, payload
