@@ -96,9 +96,15 @@ def jobs_in(user, workspace: Workspace | None) -> QuerySet[Job]:
     return Job.objects.filter(workspace=workspace)
 
 
+# Actions that follow another action's rule: their own name only so that a refusal says what was refused.
+_SAME_RULE = {"priority": "stop", "schedule": "clone"}
+
+
 def can(user, action: str, *, workspace: Workspace, job: Job | None = None) -> bool:
     """Actions: view, create, clone, stop, manage, note (write notes on the workspace's jobs: members and admins).
-    Members stop their own jobs; admins any job."""
+    Members stop their own jobs; admins any job. priority (change a job's priority) is stop's rule, schedule
+    (schedule a job's clone) clone's."""
+    action = _SAME_RULE.get(action, action)
     role = role_in(user, workspace)
     if role is None:
         return False
@@ -135,17 +141,39 @@ def require_note(user, action: str, note) -> None:
                                f"{' (or a workspace admin)' if action == 'delete' else ''}.")
 
 
-_ACTION_WORDS = {"note": "write notes"}  # how a refusal says an action whose name is not a verb
+# How a read-only token's refusal says an action whose name is not a verb.
+_ACTION_WORDS = {"note": "write notes", "priority": "change a job's priority", "schedule": "schedule jobs"}
+# Each refusal states the rule, so that the user knows whom to ask (one wording for the UI and the API).
+_REFUSALS = {
+    "create": "Only the workspace's members and admins may create jobs here.",
+    "clone": "Only the workspace's members and admins may clone jobs here.",
+    "schedule": "Only the workspace's members and admins may schedule jobs here.",
+    "note": "Only the workspace's members and admins may write notes here.",
+    "stop": "You may stop only your own jobs (or be a workspace admin).",
+    "priority": "Only the job's owner or a workspace admin may change its priority.",
+    "manage": "Only the workspace's admins may change this.",
+}
+# A viewer owns no job to stop: "only your own jobs" would read as if theirs were allowed.
+_VIEWER_REFUSALS = {"stop": "Viewers may not stop jobs: members stop their own, workspace admins any."}
+
+
+def refusal(user, action: str, *, workspace: Workspace, job: Job | None = None) -> str | None:
+    """Why the user may not do this here (a read-only token says so first), or None when they may."""
+    if can(user, action, workspace=workspace, job=job):
+        return None
+    scope, role = scope_of(user), role_in(user, workspace)
+    if scope is not None and scope.read_only and role is not None:
+        doing = _ACTION_WORDS.get(action, action)
+        return f"This API token is read-only: it may not {doing}. Use a read-write token."
+    if role == Membership.VIEWER and action in _VIEWER_REFUSALS:
+        return _VIEWER_REFUSALS[action]
+    return _REFUSALS.get(action, f"You may not {action} here.")
 
 
 def require(user, action: str, *, workspace: Workspace, job: Job | None = None) -> None:
-    if can(user, action, workspace=workspace, job=job):
-        return
-    scope = scope_of(user)
-    doing = _ACTION_WORDS.get(action, action)
-    if scope is not None and scope.read_only and role_in(user, workspace) is not None:
-        raise PermissionDenied(f"This API token is read-only: it may not {doing}. Use a read-write token.")
-    raise PermissionDenied(f"You may not {doing} here.")
+    problem = refusal(user, action, workspace=workspace, job=job)
+    if problem is not None:
+        raise PermissionDenied(problem)
 
 
 def get_job(user, pk: int, action: str = "view") -> Job:

@@ -196,11 +196,16 @@ def bad_request(errors: dict[str, list[str]]) -> JsonResponse:
     return JsonResponse({"errors": errors}, status=400)
 
 
+def unknown_field_message(known: Iterable[str]) -> str:
+    """The error at a key a request object does not take, naming the fields it does (in the order given)."""
+    return f"Unknown field; the fields are: {', '.join(known)}."
+
+
 def unknown_fields(payload: Mapping[str, Any], allowed: Iterable[str]) -> dict[str, list[str]]:
     """An error at each key of a request object that is not one of `allowed`, naming those: a misspelt key
     silently ignored would leave the caller believing it took effect."""
     known = sorted(allowed)
-    return {key: [f"Unknown field: send {', '.join(known)}."] for key in payload if key not in known}
+    return {key: [unknown_field_message(known)] for key in payload if key not in known}
 
 
 def query_errors(request: HttpRequest, single: Iterable[str], repeatable: Iterable[str] = ()) \

@@ -110,7 +110,7 @@ def _search(search: Any, errors: dict[str, list[str]]) -> tuple[str | None, Any,
         return None, None, None
     for key in search:
         if key not in SEARCH_KEYS:
-            errors[f"{SEARCH}.{key}"] = [f"Unknown field: send {', '.join(SEARCH_KEYS)}."]
+            errors[f"{SEARCH}.{key}"] = [api_jobs.unknown_field_message(SEARCH_KEYS)]
     method = search.get("Method")
     if method is not None and method not in (sweeps.GRID, sweeps.RANDOM):
         errors[f"{SEARCH}.Method"] = [f'Must be "{sweeps.GRID}" or "{sweeps.RANDOM}".']
@@ -178,7 +178,7 @@ def early_stopping(given: Any, trials: int | None = None) -> tuple[early_stop.Se
     if not isinstance(given, dict):
         return None, {EARLY_STOPPING: [f'Must be an object of {keys}: {{"Metric": "loss", "Goal": "min", '
                                        '"AfterSucceeded": 3, "NotBeforeStep": 0}.']}
-    errors = {f"{EARLY_STOPPING}.{key}": [f"Unknown field: send {keys}."] for key in given
+    errors = {f"{EARLY_STOPPING}.{key}": [api_jobs.unknown_field_message(early_stop.API_KEYS)] for key in given
               if key not in early_stop.API_KEYS}
     if given.get("Metric") in (None, ""):
         errors[f"{EARLY_STOPPING}.Metric"] = ["Required: the metric the rule compares (as METRIC lines name it)."]
@@ -322,9 +322,9 @@ def _create_sweep(request: HttpRequest) -> JsonResponse:
     if not isinstance(payload, dict):
         return bad_request(
             {"": ['Send a JSON object: {"Job": {<CreateJob body>}, "Parameters": {"LR": ["0.1", "0.01"]}}.']})
+    unknown = api_jobs.unknown_field_message([JOB, PARAMETERS, f"{SEARCH} (optional)", f"{EARLY_STOPPING} (optional)"])
     errors: dict[str, list[str]] = {
-        key: [f"Unknown field: send {JOB}, {PARAMETERS} and (optional) {SEARCH} and {EARLY_STOPPING}."]
-        for key in payload if key not in (JOB, PARAMETERS, SEARCH, EARLY_STOPPING)}
+        key: [unknown] for key in payload if key not in (JOB, PARAMETERS, SEARCH, EARLY_STOPPING)}
     body = payload.get(JOB)
     checked, locks = None, None
     # Every trial runs after the same job, when the Job body names one (run_after, as POST /api/v1/jobs takes it).

@@ -219,6 +219,9 @@ def notifies(webhook: Webhook, status: str) -> bool:
 # -- URL rules -------------------------------------------------------------------------------------------
 
 
+NOT_A_URL = "Enter a valid URL, e.g. https://hooks.example.com/dlc."
+
+
 def url_problem(url: str) -> str | None:
     """Why a webhook URL is refused, or None. Checked at save time; the POST checks its destination again (after
     DNS, as it connects) and never follows a redirect elsewhere."""
@@ -226,7 +229,9 @@ def url_problem(url: str) -> str | None:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a port that is no number
     except ValueError:
-        return "Not a valid URL."
+        return NOT_A_URL
+    if not parts.scheme:
+        return NOT_A_URL  # "not a url", "hooks.example.com/dlc": the example shows what is missing
     if parts.scheme not in ("http", "https"):
         return "Only http:// and https:// URLs are allowed."
     if not parts.hostname:

@@ -397,7 +397,10 @@ def audit_log(request: HttpRequest, ws: int) -> HttpResponse:
     workspace = access.get_workspace(request.user, ws, "manage")
     form = AuditFilterForm(request.GET or None)
     events = AuditEvent.objects.filter(workspace=workspace).select_related("job", "source")
-    data = form.cleaned_data if form.is_valid() else {}
+    data: dict[str, Any] = {}
+    if form.is_bound:
+        form.is_valid()  # runs the checks: a refused filter shows its error at its field, and the others still apply
+        data = form.cleaned_data  # only the valid ones: not every event under filters that look applied
     if data.get("user"):
         events = events.filter(actor_name=data["user"].strip())
     if data.get("action"):

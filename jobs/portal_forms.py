@@ -32,12 +32,13 @@ SETTINGS_FIELDS = ["name", "region", "endpoint", "dlc_workspace_id", "credential
 BINDING_FIELDS = ("region", "endpoint", "dlc_workspace_id", "credential_profile", "role_arn")
 QUOTA_KINDS = {"general": ("general", False), "general-2.0": ("general", True), "lingjun": ("lingjun", False)}
 _quota_id = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+QUOTA_EXAMPLE = "quota12345, general, Team GPUs"  # commas between the parts: a name may hold spaces
 
 
 class QuotaListField(forms.CharField):
     """Quotas as lines `<quota id>, <general | general-2.0 | lingjun>, <name>`: easier to paste than JSON."""
 
-    widget = forms.Textarea(attrs={"rows": 4, "placeholder": "quota12345, general, Team GPUs"})
+    widget = forms.Textarea(attrs={"rows": 4, "placeholder": QUOTA_EXAMPLE})
 
     def prepare_value(self, value: Any) -> str:
         if isinstance(value, list):
@@ -55,7 +56,8 @@ class QuotaListField(forms.CharField):
                 continue
             parts = [p.strip() for p in line.split(",", 2)]
             if len(parts) < 2 or not _quota_id.fullmatch(parts[0]):
-                raise forms.ValidationError(f"Line {number}: expected '<quota id>, <type>, <name>'.")
+                raise forms.ValidationError(f"Line {number}: expected '<quota id>, <type>, <name>' with commas "
+                                            f"between them, e.g. {QUOTA_EXAMPLE}.")
             if parts[1] not in QUOTA_KINDS:
                 raise forms.ValidationError(f"Line {number}: the type must be one of {', '.join(QUOTA_KINDS)}.")
             if parts[0] in seen:
@@ -92,8 +94,9 @@ class WorkspaceSettingsForm(BindingCheck):
 
     quotas = QuotaListField(
         label="Resource quotas", required=False,
-        help_text="One per line: quota ID, type (general, general-2.0 or lingjun), name. The wizard offers "
-                  "them, and the rules that depend on a quota's kind (Lingjun, General Computing 2.0) use them.",
+        help_text=f"One per line: quota ID, type (general, general-2.0 or lingjun) and name, separated by commas, "
+                  f"e.g. {QUOTA_EXAMPLE}. The wizard offers them, and the rules that depend on a quota's kind "
+                  "(Lingjun, General Computing 2.0) use them.",
     )
 
     class Meta:
@@ -126,13 +129,14 @@ class WorkspaceSettingsForm(BindingCheck):
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]
-        # Workspace.name is unique as written (an exact duplicate is the model's error); a kept name stays valid even
-        # if a case twin was saved before this check.
+        # A kept name stays valid even if a case twin was saved before this check. An exact duplicate is refused here
+        # too, in the same words (the model's own error is Django's wording). Only a superuser is told the other's
+        # name: to a workspace admin it would say which other teams exist (as binding_problem does not).
         if name != self.instance.name:
             twin = name_twin(Workspace.objects.exclude(pk=self.instance.pk), name)
-            if twin is not None and twin != name:
-                raise forms.ValidationError(f"There is a workspace named '{twin}': names may not differ only in "
-                                            "case.")
+            if twin is not None:
+                whom = f"The workspace '{twin}'" if self.reveal else "Another workspace"
+                raise forms.ValidationError(f"{whom} has this name (names may not differ only in case).")
         return name
 
 
@@ -245,7 +249,8 @@ class PolicyForm(forms.Form):
     )
     default_tags = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}), required=False, label="Default tags",
-        help_text="key=value, one per line; prefilled in new jobs.",
+        help_text="key=value, one per line; prefilled in the wizard's new jobs. The API applies none: its clients "
+                  "send their own tags.",
     )
     # The idle policy (jobs.idle): measured from DLC's monitoring, never on missing data.
     idle_after_minutes = forms.IntegerField(
@@ -571,6 +576,17 @@ class WebhookForm(forms.ModelForm):
         if problem:
             raise forms.ValidationError(problem)
         return url
+
+    SECRET_AGAIN = "Type the signing secret again: it is never sent back to the page."
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        # The box comes back empty (it never shows a secret): a secret typed in a form refused for another field
+        # would be lost unseen, and the fixed form saved unsigned (on Edit: keeping the old secret). Said after the
+        # model's checks too (full_clean, not clean), so that every refusal says it, as the wizard's re-prompts do.
+        if self._errors and self.data.get(self.add_prefix("secret")) and "secret" not in self._errors:
+            keeps = " Left empty, the current secret stays." if self.instance.has_secret else ""
+            self.add_error("secret", self.SECRET_AGAIN + keeps)
 
     def save(self, commit: bool = True) -> Webhook:
         webhook = super().save(commit=False)

@@ -79,12 +79,9 @@ def current(job: Job) -> int:
 def refusal(user, job: Job) -> PriorityError | None:
     """Why this user may not change this job's priority now; None when they may. Permission is stop's rule
     (members their own jobs, admins any; never a viewer or a read-only token)."""
-    if not access.can(user, "stop", workspace=job.workspace, job=job):
-        scope = access.scope_of(user)
-        if scope is not None and scope.read_only and access.role_in(user, job.workspace) is not None:
-            return PriorityError("forbidden", "This API token is read-only: it may not change a job's priority. "
-                                              "Use a read-write token.")
-        return PriorityError("forbidden", "Only the job's owner or a workspace admin may change its priority.")
+    said = access.refusal(user, "priority", workspace=job.workspace, job=job)
+    if said is not None:
+        return PriorityError("forbidden", said)
     if not on_quota(job):
         return PriorityError("conflict", "Priority can only be changed for a job on a resource quota.")
     if job.status not in WAITING or not job.dlc_job_id:

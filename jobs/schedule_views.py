@@ -172,7 +172,7 @@ def schedule_new(request: HttpRequest, pk: int) -> HttpResponse:
     """Schedule a job's configuration (members who may create jobs in its workspace)."""
     from jobs.api_jobs import PUT_SECRET, SECRET_ENVS, clone_body
 
-    job: Job = access.get_job(request.user, pk, "clone")
+    job: Job = access.get_job(request.user, pk, "schedule")
     if request.htmx and request.method == "GET" and "cron" in request.GET:
         return _cron_preview(request, request.GET["cron"])
     body, reprompts = clone_body(job)

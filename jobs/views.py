@@ -369,7 +369,7 @@ def job_stop(request: HttpRequest, pk: int) -> HttpResponse:
 def job_priority(request: HttpRequest, pk: int) -> HttpResponse:
     """Change a queued quota job's priority (DLC UpdateJob, answered while the user waits). htmx gets the
     priority fragment with the new value or the reason in place; a plain POST, the page with a message."""
-    job = access.get_job(request.user, pk, action="stop")  # stop's rule: owner or admin; 403 for viewers
+    job = access.get_job(request.user, pk, action="priority")  # stop's rule: owner or admin; 403 for viewers
     notice = error = ""
     try:
         change = priority.change_priority(request.user, job, request.POST.get("priority", ""))

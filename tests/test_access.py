@@ -64,3 +64,37 @@ def test_a_token_scope_narrows_the_workspaces_and_wins_over_a_carried_role(setup
     ann.token_scope = access.TokenScope(read_only=True)
     admin_of = access.workspaces_with_roles(ann)[0]
     assert access.role_in(ann, admin_of) == "admin" and not access.can(ann, "manage", workspace=admin_of)
+
+
+def test_a_refusal_says_the_rule_of_the_action_refused(db):
+    """QA: a member's priority change on someone else's job said "You may not stop here.", their stop "You may not
+    stop here." and an admin page "You may not manage here.": each refusal now states its action's rule."""
+    from html import escape
+
+    from tests import portal_fixtures as pf
+    from tests.support.api import Api
+
+    team = pf.make_team()
+    member = pf.client_for(team.users["member"])  # team.admin_job is someone else's job to them
+    priority = member.post(f"/jobs/{team.admin_job.pk}/priority", {"priority": "5"})
+    assert priority.status_code == 403
+    assert escape("Only the job's owner or a workspace admin may change its priority.") in priority.text
+    stop = member.post(f"/jobs/{team.admin_job.pk}/stop")
+    assert stop.status_code == 403 and "You may stop only your own jobs (or be a workspace admin)." in stop.text
+    api_stop = Api(team.users["member"]).post(f"/api/v1/jobs/{team.admin_job.pk}/stop")
+    assert api_stop.status_code == 403
+    assert api_stop.json()["error"] == "You may stop only your own jobs (or be a workspace admin)."
+    settings = member.get(f"/workspaces/{team.alpha.pk}/settings")
+    assert settings.status_code == 403 and escape("Only the workspace's admins may change this.") in settings.text
+    # A read-only token is told that it is the token, in the action's words.
+    read_only = Api(team.users["admin"], read_only=True).post(f"/api/v1/jobs/{team.admin_job.pk}/stop")
+    assert read_only.status_code == 403 and read_only.json()["error"] == \
+        "This API token is read-only: it may not stop. Use a read-write token."
+    viewer = pf.client_for(team.users["viewer"]).post(f"/jobs/{team.job.pk}/priority", {"priority": "5"})
+    assert viewer.status_code == 403 and "may change its priority" in viewer.text
+    viewer_stop = Api(team.users["viewer"]).post(f"/api/v1/jobs/{team.job.pk}/stop")
+    assert viewer_stop.json()["error"] == "Viewers may not stop jobs: members stop their own, workspace admins any."
+    # An action named for its refusal follows another's rule: scheduling a job's clone is cloning it.
+    assert access.can(team.users["member"], "schedule", workspace=team.alpha)
+    assert access.refusal(team.users["viewer"], "schedule", workspace=team.alpha) == \
+        "Only the workspace's members and admins may schedule jobs here."

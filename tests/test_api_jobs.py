@@ -333,7 +333,7 @@ def test_clone_makes_a_new_job_with_a_fresh_name_and_a_link_to_the_source(team, 
 def test_clone_refuses_unknown_keys_and_changes_that_are_not_an_object(team, api):
     # QA: {"DisplayName": "x"}, {"overrides": {...}} and {"changes": []} all made an unchanged copy.
     url = f"/api/v1/jobs/{team.job.pk}/clone"
-    allowed = "Unknown field: send changes, ray_redis_password, registry_password, secret_envs."
+    allowed = "Unknown field; the fields are: changes, ray_redis_password, registry_password, secret_envs."
     for payload, key in (({"DisplayName": "x"}, "DisplayName"), ({"overrides": {"UserCommand": "x"}}, "overrides"),
                          ({"name": "x", "changes": {}}, "name")):
         answer = api["member"].post(url, payload)

@@ -137,6 +137,10 @@ def test_audit_page_filters_by_user_action_job_and_time(team):
     assert names(since=(timezone.now() - timedelta(days=1)).strftime("%Y-%m-%d %H:%M")) != []
     bad = client.get(url, {"since": "yesterday-ish"})
     assert "Enter a date" in bad.text
+    # QA: with one filter refused, the others were dropped too, listing every event under "user: member".
+    mixed = client.get(url, {"user": "member", "since": "bad", "until": "worse"})
+    assert [(e.actor_name, e.action) for e in mixed.context["rows"]] == [("member", "created")]
+    assert set(mixed.context["form"].errors) == {"since", "until"} and 'value="member"' in mixed.text
 
 
 def test_a_long_job_name_is_cut_in_the_audit_log_as_in_the_job_list(team):

@@ -135,6 +135,8 @@ def test_the_api_takes_the_same_rules_at_its_keys():
     found, errors = api_sweeps.early_stopping({"Metric": "loss", "AfterSucceeded": 0, "Goal": 1, "Patience": 3})
     assert found is None and set(errors) == {"EarlyStopping.AfterSucceeded", "EarlyStopping.Goal",
                                              "EarlyStopping.Patience"}
+    assert errors["EarlyStopping.Patience"] == [
+        "Unknown field; the fields are: Metric, Goal, AfterSucceeded, NotBeforeStep."]
     assert errors["EarlyStopping.AfterSucceeded"] == early_stop.parse(
         {METRIC_FIELD: "loss", AFTER_FIELD: "0"})[1][AFTER_FIELD], "one source of truth"
     assert "whole number" in api_sweeps.early_stopping({"Metric": "loss", "AfterSucceeded": True})[1][

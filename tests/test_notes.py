@@ -236,7 +236,8 @@ def test_the_api_refuses_an_unknown_key_and_gives_the_new_notes_location(team):
     """QA: {"text": "a", "pinned": true} answered 201, pinned silently dropped; the 201 had no Location."""
     url = f"/api/v1/jobs/{team.job.pk}/notes"
     refused = Api(team.users["member"]).post(url, {"text": "a", "pinned": True})
-    assert refused.status_code == 400 and refused.json()["errors"] == {"pinned": ["Unknown field: send text."]}
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == {"pinned": ["Unknown field; the fields are: text."]}
     assert not JobNote.objects.exists()
     created = Api(team.users["member"]).post(url, {"text": "a"})
     assert created.status_code == 201 and created["Location"] == f"http://testserver{url}"

@@ -112,10 +112,12 @@ def test_signature_is_the_hex_hmac_sha256_of_the_body():
     ("ftp://example.com/hook", "Only http"),
     ("javascript:alert(1)", "Only http"),
     ("file:///etc/passwd", "Only http"),
-    ("hooks.example.com/dlc", "Only http"),
+    # QA: "not a url" was told "Only http:// and https:// URLs are allowed.", as if it were a URL of another kind.
+    ("not a url", "Enter a valid URL, e.g. https://hooks.example.com/dlc."),
+    ("hooks.example.com/dlc", "Enter a valid URL, e.g. https://hooks.example.com/dlc."),
     ("https:///path-only", "needs a host"),
     ("https://user:pw@example.com/hook", "no credentials"),
-    ("https://example.com:99999/hook", "Not a valid URL"),
+    ("https://example.com:99999/hook", "Enter a valid URL"),
     ("https://example.com/a b", "spaces"),
     ("https://example.com/a\x7fb", "control characters"),
     ("https://example.com/caf\u00e9", "Percent-encode"),
@@ -577,8 +579,9 @@ def test_adding_a_webhook_seals_its_secret_and_is_audited_without_it(team):
     ({"name": "   "}, "name", "required"),
     ({"name": "taken"}, "name", "already has a webhook"),
     ({"name": "TAKEN"}, "name", "named 'taken': names may not differ only in case"),
-    ({"url": "http://[::1/x"}, "url", "Not a valid URL"),
-    ({"url": "http://example.com:port/x"}, "url", "Not a valid URL"),
+    ({"url": "http://[::1/x"}, "url", "Enter a valid URL"),
+    ({"url": "http://example.com:port/x"}, "url", "Enter a valid URL"),
+    ({"url": "not a url"}, "url", "Enter a valid URL, e.g. https://hooks.example.com/dlc."),
     ({"url": "https://example.com/" + "x" * 2000}, "url", "at most 2000"),
     ({"url": "https://example.com/a\x7f"}, "url", "control characters"),
     ({"url": "https://" + "h" * 300 + ".example.com/x"}, "url", "at most 63"),
@@ -600,6 +603,38 @@ def test_bad_input_is_an_error_at_its_field(team, data, field, message):
     assert list(errors) == [field] and message in " ".join(errors[field]), errors
     assert f'id="field-{field}"' in response.content.decode()
     assert Webhook.objects.filter(workspace=team.alpha).count() == 1
+
+
+def test_a_secret_typed_in_a_refused_form_is_asked_for_again_at_its_field(team):
+    """QA: with an error elsewhere (URL ftp://x) the Signing secret box came back empty without a word; fixing the
+    URL and saving made the webhook unsigned without the admin noticing."""
+    from jobs.models import Webhook
+
+    again = "Type the signing secret again: it is never sent back to the page."
+    client = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/notifications"
+    data = {"name": "ops", "url": "ftp://x", "events": ["Failed"], "enabled": "on", "secret": "hush-hush"}
+    refused = client.post(url, data)
+    assert refused.status_code == 200 and not Webhook.objects.exists()
+    assert refused.context["form"].errors["secret"] == [again]
+    html = refused.content.decode()
+    assert "hush-hush" not in html and again in html.split('id="field-secret"')[1].split("</div>\n</div>")[0]
+    assert client.post(url, {**data, "url": "https://hooks.example.com/dlc"}).status_code == 302
+    webhook = Webhook.objects.get(name="ops")
+    assert webhook.secret() == "hush-hush"
+    # Nothing typed: no re-prompt, only the error of the field at fault.
+    untyped = client.post(url, {**data, "name": "ops2", "secret": ""})
+    assert list(untyped.context["form"].errors) == ["url"]
+
+    # Edit: an empty box keeps the current secret, and the re-prompt says so.
+    edit = f"{url}/{webhook.pk}"
+    refused = client.post(edit, {**data, "secret": "new-secret"})
+    assert refused.status_code == 200 and refused.context["form"].errors["secret"] == [
+        again + " Left empty, the current secret stays."]
+    assert "new-secret" not in refused.content.decode()
+    assert client.post(edit, {**data, "url": "https://hooks.example.com/dlc", "secret": ""}).status_code == 302
+    webhook.refresh_from_db()
+    assert webhook.secret() == "hush-hush" and webhook.url == "https://hooks.example.com/dlc"
 
 
 def test_the_signing_secret_is_kept_exactly_as_typed(team):

@@ -108,16 +108,30 @@ def test_a_workspace_name_that_differs_only_in_case_is_refused_at_name(team):
     admin = superuser_client(team)
     answer = admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha, name="BETA"))
     assert answer.status_code == 200
-    assert "There is a workspace named 'Beta': names may not differ only in case." in \
-        answer.context["form"].errors["name"]
+    assert answer.context["form"].errors["name"] == [
+        "The workspace 'Beta' has this name (names may not differ only in case)."]
     created = admin.post("/workspaces/new", {**settings_data(team.beta, name="alpha"), "backend": "local"})
-    assert created.status_code == 200 and "named 'Alpha'" in created.context["form"].errors["name"][0]
+    assert created.status_code == 200 and "workspace 'Alpha' has" in created.context["form"].errors["name"][0]
     # A twin saved before the check keeps its name; neither may be renamed into the other's.
     twin = Workspace.objects.create(name="ALPHA", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="alpha2")
     assert admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha)).status_code == 302
     renamed = admin.post(f"/workspaces/{twin.pk}/settings", settings_data(twin, name="alpha"))
-    assert renamed.status_code == 200 and "named 'Alpha'" in renamed.context["form"].errors["name"][0]
+    assert renamed.status_code == 200 and "workspace 'Alpha' has" in renamed.context["form"].errors["name"][0]
     assert sorted(Workspace.objects.values_list("name", flat=True)) == ["ALPHA", "Alpha", "Beta"]
+
+
+def test_a_workspace_admin_is_refused_a_taken_name_without_being_told_whose(team):
+    """QA: renaming to "Beta" (taken) gave Django's "Workspace with this Name already exists."; to "beta", "There
+    is a workspace named 'Beta'", naming another team's workspace to an admin who is not a superuser."""
+    admin = pf.client_for(team.users["admin"])
+    for name in ("Beta", "beta", "BETA"):
+        answer = admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha, name=name))
+        assert answer.status_code == 200, name
+        assert answer.context["form"].errors["name"] == [
+            "Another workspace has this name (names may not differ only in case)."], name
+        assert "Beta" not in answer.text.replace(f'value="{name}"', ""), name
+    team.alpha.refresh_from_db()
+    assert team.alpha.name == "Alpha"
 
 
 def test_settings_page_is_for_admins_only(team):

@@ -67,6 +67,17 @@ def test_bad_quota_lines_are_refused_at_the_field(admin_client, text, message):
     assert ws.quotas == []
 
 
+def test_the_help_and_the_error_show_a_line_with_its_commas(admin_client):
+    """QA: `quota123 general Team GPU pool` (spaces, as the help's "quota ID, type (...), name" read to some) got
+    only "expected '<quota id>, <type>, <name>'": the help and the error now show an example line."""
+    client, ws = admin_client
+    example = "separated by commas, e.g. quota12345, general, Team GPUs."
+    assert example in client.get(f"/workspaces/{ws.pk}/settings").content.decode()
+    refused = settings_post(client, ws, "quota123 general Team GPU pool").content.decode()
+    assert "Line 1: expected &#x27;&lt;quota id&gt;, &lt;type&gt;, &lt;name&gt;&#x27; with commas between them, e.g. " \
+           "quota12345, general, Team GPUs." in refused
+
+
 def test_a_registered_lingjun_quota_makes_its_rules_apply_through_the_api(admin_client):
     client, ws = admin_client
     client.handler.enforce_csrf_checks = False
