@@ -1,5 +1,5 @@
-"""JSON API for scheduled jobs: create, list, get, edit (enable/disable, name, timing), delete (jobs.schedules holds
-the rules).
+"""JSON API for scheduled jobs: create, list, get, edit (enable/disable, name, timing, job configuration), delete
+(jobs.schedules holds the rules).
 
 The schedule's job is checked as POST /api/v1/jobs checks a body (api_jobs.check_body: guardrails, SecretEnvs,
 the body's WorkspaceId); its secrets are sealed and never shown. Access is jobs.access's: a schedule outside the
@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from jobs import access, idempotency, schedules
+from jobs import access, idempotency, schedules, spec
 from jobs.api_jobs import (
+    SECRET_ENVS,
     WORKSPACE_REF,
     Problem,
     bad_request,
@@ -34,7 +36,8 @@ from jobs.models import Schedule
 
 RECURRENCE = "recurrence"
 FIELDS = {"name", RECURRENCE, "skip_if_active", "enabled", schedules.JOB}
-PATCH_FIELDS = FIELDS - {schedules.JOB}  # a schedule's job configuration cannot be edited
+SETTINGS_FIELDS = FIELDS - {schedules.JOB}  # what schedules.edit changes; the job is schedules.edit_config's
+JOB_OBJECT = "Must be a JSON object: the CreateJob body, as POST /api/v1/jobs takes it."
 _RECURRENCE_KEYS = {"kind", "every_hours", "at", "weekdays", "cron"}
 LIST_SIZE = 50  # a page of GET /api/v1/schedules
 
@@ -129,7 +132,7 @@ def _create_schedule(request: HttpRequest) -> JsonResponse:
     errors.update({key if key in FIELDS else f"{RECURRENCE}.{key}": v for key, v in problems.items()
                    if key in FIELDS or RECURRENCE not in errors})  # not an object: said once, at recurrence
     if not isinstance(payload.get(schedules.JOB), dict):
-        errors[schedules.JOB] = ["Must be a JSON object: the CreateJob body, as POST /api/v1/jobs takes it."]
+        errors[schedules.JOB] = [JOB_OBJECT]
     if errors or chosen is None:
         return bad_request(errors)
     schedule, errors = schedules.create(request.api_user, workspace, payload[schedules.JOB], chosen)
@@ -143,8 +146,8 @@ def _create_schedule(request: HttpRequest) -> JsonResponse:
 @api_view
 @require_http_methods(["GET", "HEAD", "PATCH", "DELETE"])
 def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """GET: one schedule with its last runs. PATCH: its name, recurrence, skip_if_active, enabled (the fields sent).
-    DELETE: the schedule (its jobs stay)."""
+    """GET: one schedule with its last runs. PATCH: its name, recurrence, skip_if_active, enabled, job (the fields
+    sent). DELETE: the schedule (its jobs stay)."""
     schedule = _schedule(request, pk)
     if request.method in ("GET", "HEAD"):
         return JsonResponse(schedule_json(schedule, request))
@@ -159,35 +162,63 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _change(request: HttpRequest, schedule: Schedule, payload: Any) -> JsonResponse:
-    """PATCH: the fields sent change, those not sent keep their value; the job configuration cannot change."""
+    """PATCH: the fields sent change, those not sent keep their value; all or nothing (a refused part saves none)."""
     if not isinstance(payload, dict) or not payload:
-        return bad_request({"": [f"Send a JSON object with at least one of: {', '.join(sorted(PATCH_FIELDS))}."]})
-    errors = unknown_fields({k: v for k, v in payload.items() if k != schedules.JOB}, PATCH_FIELDS)
-    if schedules.JOB in payload:
-        errors[schedules.JOB] = ["A schedule's job configuration cannot be changed: schedule a job that has the new "
-                                 "configuration (POST /api/v1/schedules) and delete this schedule."]
+        return bad_request({"": [f"Send a JSON object with at least one of: {', '.join(sorted(FIELDS))}."]})
+    errors = unknown_fields(payload, FIELDS)
+    job = payload.get(schedules.JOB)
+    if schedules.JOB in payload and not isinstance(job, dict):
+        errors[schedules.JOB] = [JOB_OBJECT]
     if set(payload) == {"enabled"}:  # as before 1.10: enabling starts from the next future slot
         if not isinstance(payload["enabled"], bool):
             return bad_request({"enabled": ["Must be true or false."]})
         if payload["enabled"] != schedule.enabled:
             schedules.set_enabled(request.api_user, schedule, payload["enabled"])
         return JsonResponse(schedule_json(schedule, request))
-    recurrence, problems = _patched_recurrence(schedule, payload.get(RECURRENCE, {}))
-    errors.update(problems)
-    enabled = payload.get("enabled", schedule.enabled)
-    chosen, problems = schedules.parse_settings(
-        payload.get("name", schedule.name), recurrence.get("kind"), recurrence.get("every_hours"),
-        recurrence.get("at"), recurrence.get("weekdays"), payload.get("skip_if_active", schedule.skip_if_active),
-        enabled, recurrence.get("cron"), from_json=True)
-    errors.update({key if key in FIELDS else f"{RECURRENCE}.{key}": v for key, v in problems.items()
-                   if key in FIELDS or RECURRENCE not in errors})  # not an object: said once, at recurrence
-    if errors or chosen is None:
+    # A job alone is the wizard's edit (edit_config): the timing is neither checked again nor saved.
+    chosen = _patched_settings(schedule, payload, errors) if SETTINGS_FIELDS & set(payload) else None
+    if errors:
         return bad_request(errors)
-    errors = schedules.edit(request.api_user, schedule, chosen,
-                            enabled=payload["enabled"] if "enabled" in payload else None)
+    with transaction.atomic():
+        # All or nothing: a job refused after the timing was saved (or a name taken before a valid job) undoes
+        # both. The timing first, so that the job is checked with the name and next run its runs will have.
+        if chosen is not None:
+            errors = schedules.edit(request.api_user, schedule, chosen,
+                                    enabled=payload["enabled"] if "enabled" in payload else None)
+        if job is not None:
+            body, secrets = _split_secret_envs(job)
+            # Said with a taken name's error, as POST says both.
+            errors = {**errors, **schedules.edit_config(request.api_user, schedule, body, secrets)}
+        if errors:
+            transaction.set_rollback(True)
     if errors:
         return bad_request(errors)
     return JsonResponse(schedule_json(schedule, request))
+
+
+def _patched_settings(schedule: Schedule, payload: dict[str, Any], errors: dict[str, list[str]]) \
+        -> schedules.Settings | None:
+    """The schedule's settings with the fields sent over its own, or None with the problems added to `errors`."""
+    recurrence, problems = _patched_recurrence(schedule, payload.get(RECURRENCE, {}))
+    errors.update(problems)
+    chosen, problems = schedules.parse_settings(
+        payload.get("name", schedule.name), recurrence.get("kind"), recurrence.get("every_hours"),
+        recurrence.get("at"), recurrence.get("weekdays"), payload.get("skip_if_active", schedule.skip_if_active),
+        payload.get("enabled", schedule.enabled), recurrence.get("cron"), from_json=True)
+    errors.update({key if key in FIELDS else f"{RECURRENCE}.{key}": v for key, v in problems.items()
+                   if key in FIELDS or RECURRENCE not in errors})  # not an object: said once, at recurrence
+    return chosen
+
+
+def _split_secret_envs(job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the CreateJob body without SecretEnvs, its values as edit_config takes secrets: env:NAME). edit_config puts
+    the secrets back as SecretEnvs (with the owner's kept ones) and checks them as POST does, at SecretEnvs.<NAME>;
+    SecretEnvs that is not an object stays in the body, for that check's error."""
+    given = job.get(SECRET_ENVS)
+    if not isinstance(given, dict):
+        return job, {}
+    return ({key: value for key, value in job.items() if key != SECRET_ENVS},
+            {spec.SECRET_ENV_PREFIX + name: value for name, value in given.items()})
 
 
 def _patched_recurrence(schedule: Schedule, sent: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
@@ -248,14 +279,22 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
             "get": {"summary": "One schedule and its last runs", "parameters": [schedule_id],
                     "responses": {"200": {"description": "The schedule", **_ref("Schedule")}, "401": err,
                                   "404": err}},
-            "patch": {"summary": "Edit a schedule (admins and its owner): its name, recurrence, skip_if_active or "
-                                 "enabled; the fields not sent keep their value",
+            "patch": {"summary": "Edit a schedule (admins and its owner): its name, recurrence, skip_if_active, "
+                                 "enabled or job configuration; the fields not sent keep their value",
                       "description": "Enabling alone ({\"enabled\": true}) starts from the next future slot. Any "
                                      "other change computes the next run from now, as a create does: a slot passed "
                                      "meanwhile does not run. A recurrence of the same kind takes the fields sent "
                                      "over the schedule's own (e.g. {\"at\": \"03:00\"}); a new kind needs its "
-                                     "fields, as in POST, and every N hours then counts from now. The job "
-                                     "configuration cannot be changed (`job` is refused at job).",
+                                     "fields, as in POST, and every N hours then counts from now. `job` replaces "
+                                     "the job configuration: the whole CreateJob body, checked as POST checks it "
+                                     "(errors at job.<path>; the locks of the template its job came from hold), "
+                                     "with its secrets as POST takes them (SecretEnvs, registry and Ray Redis "
+                                     "passwords, sealed and never shown). A secret variable left as \"********\" "
+                                     "in Envs, as GET shows it, keeps its sealed value when you are the schedule's "
+                                     "owner; anyone else sends it in SecretEnvs. So is a registry password while "
+                                     "the body keeps its ImageConfig.Username, and a RayJob's Redis password. "
+                                     "`job` alone keeps the timing and the next run. The "
+                                     "request is all or nothing: when any part is refused, nothing changes.",
                       "parameters": [schedule_id],
                       "requestBody": {"required": True, **_ref("SchedulePatch")},
                       "responses": {"200": {"description": "The schedule", **_ref("Schedule")}, "400": invalid,
@@ -309,7 +348,8 @@ def schedule_schemas() -> dict[str, Any]:
                          "description": "The fields to change. Without kind (or with the schedule's kind) the others "
                                         "keep their value; a new kind needs its fields. " + recurrence["description"]},
             "skip_if_active": {"type": "boolean"},
-            "enabled": {"type": "boolean"}}},
+            "enabled": {"type": "boolean"},
+            schedules.JOB: {"$ref": "#/components/schemas/CreateJobBody"}}},
         "Schedule": response_object({
             "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": WORKSPACE_REF,
             "owner": {"type": "string", "nullable": True}, RECURRENCE: shown,

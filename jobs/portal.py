@@ -16,11 +16,12 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
+from django.utils.html import format_html
 from django.utils.text import slugify
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -36,6 +37,7 @@ from jobs import (
     notify,
     policies,
     ratelimit,
+    schedules,
     secretbox,
     spec,
     syncstate,
@@ -278,7 +280,10 @@ def members(request: HttpRequest, ws: int) -> HttpResponse:
                          member=user.get_username(), role=role)
         messages.success(request, f"{user.get_username()} added as {role}.")
         return redirect("members", ws=workspace.pk)
-    rows = Membership.objects.filter(workspace=workspace).select_related("user").order_by("user__username")
+    # Each member's enabled schedules here, told before a removal or demotion would leave their runs skipped.
+    rows = (Membership.objects.filter(workspace=workspace).select_related("user").order_by("user__username")
+            .annotate(enabled_schedules=Count("user__job_schedules", filter=Q(
+                user__job_schedules__workspace=workspace, user__job_schedules__enabled=True))))
     return render(request, "portal/members.html", {
         "workspace": workspace, "form": form, "rows": rows, "roles": Membership.ROLES, "tab": "members",
     })
@@ -302,7 +307,8 @@ def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
             remove or role not in (None, Membership.ADMIN))
         if steps_down and not request.POST.get("confirm"):
             return render(request, "portal/member_confirm.html", {
-                "workspace": workspace, "membership": membership, "remove": remove, "role": role, "tab": "members"})
+                "workspace": workspace, "membership": membership, "remove": remove, "role": role, "tab": "members",
+                "stranded": schedules.stranded(membership.user, workspace, None if remove else role)})
         if remove:
             if last_admin:
                 messages.error(request, f"{name} is the last admin of this workspace and cannot be removed.")
@@ -310,7 +316,8 @@ def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
                 membership.delete()
                 audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="member-removed",
                              member=name, role=membership.role)
-                messages.success(request, f"{name} removed.")
+                _say_done(request, workspace, f"{name} removed.", name,
+                          schedules.stranded(membership.user, workspace, None), linked=not steps_down)
         else:
             if role is None:
                 messages.error(request, "Choose viewer, member or admin.")
@@ -321,7 +328,8 @@ def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
                 membership.save(update_fields=["role"])
                 audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="member-role",
                              member=name, role={"from": before, "to": membership.role})
-                messages.success(request, f"{name} is now {membership.role}.")
+                _say_done(request, workspace, f"{name} is now {membership.role}.", name,
+                          schedules.stranded(membership.user, workspace, membership.role), linked=True)
     if steps_down:
         # The members page is for admins only: a 403 after "done" reads as a failure. A demoted admin still sees
         # the workspace's jobs, so the list shows that workspace.
@@ -329,6 +337,25 @@ def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
             request.session["workspace_id"] = workspace.pk
         return redirect("workspace_list" if remove else "job_list")
     return redirect("members", ws=workspace.pk)
+
+
+def _say_done(request: HttpRequest, workspace: Workspace, done: str, name: str, stranded: list[str], *,
+              linked: bool) -> None:
+    """The change's message; when it leaves the member's enabled schedules unable to run (the beat skips each run),
+    which ones and what to do, with a link to the Schedules page (not for who just removed themselves)."""
+    if not stranded:
+        messages.success(request, done)
+        return
+    shown = ", ".join(stranded[:3]) + (f" and {len(stranded) - 3} more" if len(stranded) > 3 else "")
+    if len(stranded) == 1:
+        said = f"Their schedule {shown} can no longer run: its runs are skipped until an admin disables or deletes it"
+    else:
+        said = (f"Their {len(stranded)} schedules ({shown}) can no longer run: their runs are skipped until an admin "
+                f"disables or deletes them")
+    text = f"{done} {said}, or {name} may create jobs here again."
+    if linked:
+        text = format_html('{} <a href="{}">Schedules</a>', text, reverse("schedule_list", args=[workspace.pk]))
+    messages.warning(request, text)
 
 
 # --- guardrail policy -------------------------------------------------------------------------------------

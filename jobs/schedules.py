@@ -19,6 +19,7 @@ missed slot, then the schedule moves on to the next future slot.
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 from collections.abc import Iterator
@@ -36,7 +37,7 @@ from django.utils import timezone
 
 from jobs import access, audit, secretbox, spec, templates_lib
 from jobs import catalog as C
-from jobs.models import AuditEvent, Job, Schedule, ScheduledRun, Workspace
+from jobs.models import AuditEvent, Job, Membership, Schedule, ScheduledRun, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -523,6 +524,18 @@ def _changed_sections(before: Schedule, body: dict, hints: dict, secrets: dict[s
     return changed
 
 
+def _still_needed(body: dict) -> set[str]:
+    """The sealed passwords (take_secrets' names) a body still uses: a registry login, a Ray job's Redis."""
+    roles = body.get("JobSpecs") if isinstance(body.get("JobSpecs"), list) else []
+    needed = set()
+    if any(isinstance(role, dict) and isinstance(role.get("ImageConfig"), dict)
+           and role["ImageConfig"].get("Username") for role in roles):
+        needed.add("registry_password")
+    if body.get("JobType") == "RayJob":
+        needed.add("RayRedisPassword")
+    return needed
+
+
 def edit_config(user, schedule: Schedule, body: Any, secrets: dict[str, str], *, hints: dict | None = None,
                 token: Any = None) -> dict[str, list[str]]:
     """Replace the schedule's job configuration: its body, hints and sealed secrets ({} or errors keyed as create's,
@@ -549,6 +562,9 @@ def edit_config(user, schedule: Schedule, body: Any, secrets: dict[str, str], *,
         envs = given.get("Envs") if isinstance(given.get("Envs"), dict) else {}
         hidden = {name for name, value in envs.items() if value == spec.SECRET_PLACEHOLDER}
         kept = {key: value for key, value in old.items() if key.startswith(prefix) and key[len(prefix):] in hidden}
+        # Nor the passwords the body still needs (GET never shows them): an API client sending GET's body back
+        # changed would otherwise lose the registry's, and the runs fail to pull.
+        kept |= {key: old[key] for key in _still_needed(given) if key in old}
         secrets = {**kept, **secrets}
         # Checked as the next run's job will be: its name (the length), its secrets back in place.
         slot = schedule.next_run_at or timezone.now()
@@ -653,14 +669,39 @@ def run_one(schedule_id: int, now: datetime | None = None) -> str | None:
     return outcome
 
 
-def skip_reason(schedule: Schedule) -> str:
-    owner = schedule.owner
+def owner_refusal(owner, workspace: Workspace) -> str:
+    """Why every run of a schedule `owner` owns in `workspace` is skipped ("" if their runs may start): the beat's
+    rule (skip_reason), which the schedules and members pages also tell before any run."""
     if owner is None:
         return "The schedule's owner no longer has an account."
     if not owner.is_active:
         return f"The owner, {owner.get_username()}, is deactivated."
-    if not access.can(owner, "create", workspace=schedule.workspace):
+    if not access.can(owner, "create", workspace=workspace):
         return f"The owner, {owner.get_username()}, may no longer create jobs in this workspace."
+    return ""
+
+
+def _seen_with_role(workspace: Workspace, user_id: int | None, role: str | None) -> Workspace:
+    """A copy of the workspace that tells access.role_in the user's role there (None: not a member) without a
+    query: the role just set (members page), or all owners' roles read at once (the schedules page)."""
+    seen = copy.copy(workspace)
+    seen.role_of = (user_id, role)
+    return seen
+
+
+def stranded(owner, workspace: Workspace, role: str | None) -> list[str]:
+    """The names of the owner's enabled schedules in the workspace whose runs the beat skips once the owner's role
+    there is `role` (None: removed)."""
+    if not owner_refusal(owner, _seen_with_role(workspace, owner.pk, role)):
+        return []
+    return list(Schedule.objects.filter(workspace=workspace, owner=owner, enabled=True)
+                .order_by("name").values_list("name", flat=True))
+
+
+def skip_reason(schedule: Schedule) -> str:
+    reason = owner_refusal(schedule.owner, schedule.workspace)
+    if reason:
+        return reason
     if schedule.skip_if_active:
         last = schedule.runs.filter(job__isnull=False).select_related("job").order_by("-due_at").first()
         if last is not None and last.job.is_active:
@@ -695,6 +736,7 @@ class Row:
     words: str
     runs: list[ScheduledRun]
     can_change: bool
+    owner_refusal: str = ""  # why its runs will be skipped, told before any run
 
     @property
     def refused_by_rules(self) -> bool:
@@ -717,4 +759,10 @@ def rows(user, workspace: Workspace) -> list[Row]:
                      .prefetch_related(recent_runs()))
     for schedule in schedules:
         schedule.workspace = workspace
-    return [Row(s, describe(s.recurrence), s.recent, can_change(user, s)) for s in schedules]
+    # The owners' roles in one query, not one per schedule: owner_refusal reads them from a copy of the workspace.
+    owners = {s.owner_id for s in schedules if s.owner_id is not None}
+    roles = dict(Membership.objects.filter(workspace=workspace, user_id__in=owners).values_list("user_id", "role")
+                 if owners else ())
+    return [Row(s, describe(s.recurrence), s.recent, can_change(user, s),
+                owner_refusal(s.owner, _seen_with_role(workspace, s.owner_id, roles.get(s.owner_id))))
+            for s in schedules]

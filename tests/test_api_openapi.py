@@ -4,6 +4,7 @@ no undocumented status or field, no missing required one, types, nullability and
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -141,6 +142,12 @@ def test_every_operation_answers_as_documented(team, api, doc):
     calls.check("PATCH", url, member.client.patch(url, edit, content_type="application/json", **auth), 200)
     calls.check("PATCH", url, member.client.patch(url, '{"recurrence": {"kind": "cron"}}',
                                                   content_type="application/json", **auth), 400)
+    configured = json.dumps({"job": {**pf.BODY, "UserCommand": "echo new", "SecretEnvs": {"HF_TOKEN": "t0ken"}}})
+    changed = calls.check("PATCH", url, member.client.patch(url, configured, content_type="application/json",
+                                                            **auth), 200).json()
+    assert changed["job"]["UserCommand"] == "echo new" and "t0ken" not in json.dumps(changed)
+    refused = json.dumps({"name": "renamed", "job": {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "Image": ""}]}})
+    calls.check("PATCH", url, member.client.patch(url, refused, content_type="application/json", **auth), 400)
     calls.check("DELETE", url, member.client.delete(url, **auth), 204)
     assert not calls.found, "\n".join(calls.found)
     # A new operation gets its call here, so that its answers are held to the document too.

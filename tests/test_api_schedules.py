@@ -117,8 +117,10 @@ def test_enable_disable_and_delete_by_owner_or_admin_only(db):
     assert answer.status_code == 403 and "read-only" in answer.json()["error"]
     refused = call(team.users["member"], "patch", url, {"enabled": "no"})
     assert refused.status_code == 400 and refused.json()["errors"] == {"enabled": ["Must be true or false."]}
-    refused = call(team.users["member"], "patch", url, {"enabled": True, "job": pf.BODY})
-    assert refused.status_code == 400 and list(refused.json()["errors"]) == ["job"]
+    refused = call(team.users["member"], "patch", url, {"enabled": False, "job": [pf.BODY]})
+    assert refused.status_code == 400 and refused.json()["errors"] == {"job": [
+        "Must be a JSON object: the CreateJob body, as POST /api/v1/jobs takes it."]}
+    assert Schedule.objects.get().enabled, "nothing changed"
     off = call(team.users["member"], "patch", url, {"enabled": False}).json()
     assert off["enabled"] is False and off["next_run_at"] is None
     on = call(team.users["admin"], "patch", url, {"enabled": True}).json()
@@ -156,13 +158,14 @@ def test_the_openapi_document_describes_schedules(db):
     from jobs import api_jobs
 
     doc = api_jobs.openapi_document("http://x")
-    assert doc["info"]["version"] == "1.10.0"
+    assert doc["info"]["version"] == "1.11.0"
     assert {"get", "post"} <= set(doc["paths"]["/api/v1/schedules"])
     patch = doc["paths"]["/api/v1/schedules/{id}"]["patch"]
     assert patch["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/SchedulePatch"}
     edit = doc["components"]["schemas"]["SchedulePatch"]
-    assert set(edit["properties"]) == {"name", "recurrence", "skip_if_active", "enabled"}
+    assert set(edit["properties"]) == {"name", "recurrence", "skip_if_active", "enabled", "job"}
+    assert edit["properties"]["job"] == {"$ref": "#/components/schemas/CreateJobBody"}
     assert "required" not in edit["properties"]["recurrence"] and not edit["additionalProperties"]
     assert {"get", "patch", "delete"} <= set(doc["paths"]["/api/v1/schedules/{id}"])
     assert {"Schedule", "ScheduleCreate", "ScheduleList"} <= set(doc["components"]["schemas"])
@@ -381,8 +384,10 @@ def test_patch_says_each_error_at_the_path_post_uses_and_changes_nothing(db, set
                                           "in case."]}),
             ({"skip_if_active": "no", "enabled": 1}, {"skip_if_active": ["Must be true or false."],
                                                       "enabled": ["Must be true or false."]}),
-            ({"extra": 1}, {"extra": ["Unknown field; the fields are: enabled, name, recurrence, skip_if_active."]}),
-            ({}, {"": ["Send a JSON object with at least one of: enabled, name, recurrence, skip_if_active."]})):
+            ({"extra": 1}, {"extra": ["Unknown field; the fields are: enabled, job, name, recurrence, "
+                                      "skip_if_active."]}),
+            ({}, {"": ["Send a JSON object with at least one of: enabled, job, name, recurrence, skip_if_active."]}),
+            ({"job": "echo"}, {"job": ["Must be a JSON object: the CreateJob body, as POST /api/v1/jobs takes it."]})):
         answer = call(team.users["member"], "patch", one, payload)
         assert answer.status_code == 400, payload
         assert answer.json()["errors"] == errors, payload
@@ -390,11 +395,158 @@ def test_patch_says_each_error_at_the_path_post_uses_and_changes_nothing(db, set
     assert answer.status_code == 400 and list(answer.json()["errors"]) == ["recurrence"]
     answer = call(team.users["member"], "patch", one, {"recurrence": {"kind": "cron", "cron": "*/5 * * * *"}})
     assert "at least 10 minutes apart" in answer.json()["errors"]["recurrence.cron"][0]
-    answer = call(team.users["member"], "patch", one, {"job": {**pf.BODY, "UserCommand": "echo other"}})
-    assert answer.status_code == 400 and "cannot be changed" in answer.json()["errors"]["job"][0]
     assert call(team.users["member"], "get", one).json() == created, "nothing changed"
     # Who may edit: as for enable/disable.
     assert call(team.users["viewer"], "patch", one, {"name": "x"}).status_code == 403
     assert call(team.users["other"], "patch", one, {"name": "x"}).status_code == 404
     assert call(team.users["member"], "patch", one, {"name": "x"}, read_only=True).status_code == 403
     assert Schedule.objects.get(pk=created["id"]).name == "nightly"
+
+
+# --- PATCH with job: the schedule's job configuration (schedules.edit_config, as the wizard's Edit configuration) ---
+
+
+def _configured(team) -> tuple[dict, str]:
+    """NIGHTLY created by the member (its WANDB_API_KEY sealed): (its GET, its URL)."""
+    created = call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}", NIGHTLY)
+    assert created.status_code == 201, created.content
+    url = f"/api/v1/schedules/{created.json()['id']}"
+    return call(team.users["viewer"], "get", url).json(), url
+
+
+def test_patch_job_replaces_the_configuration_keeps_the_owners_secret_and_seals_new_ones(db):
+    from jobs import secretbox, spec
+    from jobs.models import AuditEvent, Job
+
+    team = pf.make_team()
+    before, url = _configured(team)
+    assert before["job"]["Envs"] == {"WANDB_API_KEY": "********"}
+    role = {**before["job"]["JobSpecs"][0], "Image": "registry.example/pytorch:2.4",
+            "ImageConfig": {"Username": "bot", "Password": "registry-new-secret"}}
+    # GET's body sent back changed, its secret variable as GET shows it: the owner keeps its sealed value.
+    job = {**before["job"], "UserCommand": "echo new", "JobSpecs": [role],
+           "Envs": {**before["job"]["Envs"], "PLAIN": "1"}, "SecretEnvs": {"HF_TOKEN": "hf-new-secret"}}
+    answer = call(team.users["member"], "patch", url, {"job": job})
+    assert answer.status_code == 200, answer.content
+    shown = call(team.users["viewer"], "get", url)
+    for got in (answer.json(), shown.json()):
+        assert got["job"]["UserCommand"] == "echo new"
+        assert got["job"]["JobSpecs"][0]["Image"] == "registry.example/pytorch:2.4"
+        assert got["job"]["JobSpecs"][0]["ImageConfig"] == {"Username": "bot"}
+        assert got["job"]["Envs"] == {"WANDB_API_KEY": "********", "PLAIN": "1", "HF_TOKEN": "********"}
+        assert (got["name"], got["next_run_at"], got["enabled"]) == (before["name"], before["next_run_at"], True), \
+            "a job alone keeps the timing, as the wizard's edit does"
+        assert got["job"]["DisplayName"] == before["job"]["DisplayName"]
+    row = Schedule.objects.get()
+    assert secretbox.unseal(row.sealed_secrets) == {
+        spec.SECRET_ENV_PREFIX + "WANDB_API_KEY": "wandb-very-secret",
+        spec.SECRET_ENV_PREFIX + "HF_TOKEN": "hf-new-secret", "registry_password": "registry-new-secret"}
+    for where in (answer.content.decode(), shown.content.decode(), json.dumps(row.body), row.sealed_secrets):
+        assert not any(secret in where for secret in ("wandb-very-secret", "hf-new-secret", "registry-new-secret"))
+    edits = AuditEvent.objects.filter(details__event=schedules.CONFIG_EDITED)
+    assert [e.details["schedule_id"] for e in edits] == [row.pk] and "secrets" in edits.get().details["changed"]
+    assert not AuditEvent.objects.filter(details__event="schedule-edited").exists()
+    # The next run's job is the new configuration, with the kept secret.
+    from datetime import UTC, datetime, timedelta
+
+    Schedule.objects.filter(pk=row.pk).update(next_run_at=datetime.now(UTC) - timedelta(minutes=1))
+    schedules.run_due()
+    ran = Job.objects.get(scheduled_run__schedule=row)
+    assert ran.body["UserCommand"] == "echo new"
+    assert secretbox.unseal(ran.sealed_secrets)[spec.SECRET_ENV_PREFIX + "WANDB_API_KEY"] == "wandb-very-secret"
+
+
+def test_patch_job_sent_back_as_get_shows_it_keeps_the_owners_registry_password(db):
+    from jobs import secretbox
+
+    team = pf.make_team()
+    before, url = _configured(team)
+    role = {**before["job"]["JobSpecs"][0], "ImageConfig": {"Username": "bot", "Password": "registry-first"}}
+    assert call(team.users["member"], "patch", url, {"job": {**before["job"], "JobSpecs": [role]}}).status_code == 200
+    shown = call(team.users["member"], "get", url).json()["job"]
+    assert shown["JobSpecs"][0]["ImageConfig"] == {"Username": "bot"}, "GET never shows the password"
+    # GET's body sent back with a new command: the registry login it still has keeps its password (it was dropped,
+    # and the runs could no longer pull the image).
+    answer = call(team.users["member"], "patch", url, {"job": {**shown, "UserCommand": "echo again"}})
+    assert answer.status_code == 200, answer.content
+    assert secretbox.unseal(Schedule.objects.get().sealed_secrets)["registry_password"] == "registry-first"
+    # Without the login, the password goes with it.
+    plain = {**shown["JobSpecs"][0]}
+    plain.pop("ImageConfig")
+    assert call(team.users["member"], "patch", url, {"job": {**shown, "JobSpecs": [plain]}}).status_code == 200
+    assert "registry_password" not in secretbox.unseal(Schedule.objects.get().sealed_secrets)
+
+
+def test_patch_job_by_an_admin_must_send_the_secret_again(db):
+    from jobs import secretbox, spec
+
+    team = pf.make_team()
+    before, url = _configured(team)
+    sealed = Schedule.objects.get().sealed_secrets
+    # Not the owner: "********" keeps nothing, or the admin could run the owner's key with a command of their own.
+    answer = call(team.users["admin"], "patch", url, {"job": {**before["job"], "UserCommand": "env"}})
+    assert answer.status_code == 400
+    assert list(answer.json()["errors"]) == ["job.Envs.WANDB_API_KEY"], answer.json()
+    assert "SecretEnvs" in answer.json()["errors"]["job.Envs.WANDB_API_KEY"][0]
+    row = Schedule.objects.get()
+    assert (row.sealed_secrets, row.body["UserCommand"]) == (sealed, "echo hello"), "nothing changed"
+    # Sent in SecretEnvs (its Envs entry as GET shows it, or left out): the admin's value is sealed.
+    for envs in (before["job"]["Envs"], {}):
+        job = {**before["job"], "Envs": envs, "UserCommand": "env", "SecretEnvs": {"WANDB_API_KEY": "admin-key"}}
+        answer = call(team.users["admin"], "patch", url, {"job": job})
+        assert answer.status_code == 200, answer.content
+        assert answer.json()["job"]["Envs"] == {"WANDB_API_KEY": "********"}
+        assert secretbox.unseal(Schedule.objects.get().sealed_secrets) == {
+            spec.SECRET_ENV_PREFIX + "WANDB_API_KEY": "admin-key"}
+
+
+def test_patch_job_is_all_or_nothing_with_the_other_fields(db):
+    from jobs.models import AuditEvent
+
+    team = pf.make_team()
+    before, url = _configured(team)
+    assert call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}",
+                {**NIGHTLY, "name": "evals"}).status_code == 201
+    row = Schedule.objects.get(name="nightly")
+    kept = (row.body, row.sealed_secrets, row.hints, row.next_run_at, row.at)
+    bad = {**before["job"], "JobSpecs": [{**before["job"]["JobSpecs"][0], "Image": ""}]}
+    said = call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}",
+                {**NIGHTLY, "name": "probe", "job": {**NIGHTLY["job"], "JobSpecs": bad["JobSpecs"]}}).json()["errors"]
+    assert list(said) == ["job.JobSpecs[0].Image"], said
+    good = {**before["job"], "UserCommand": "echo new"}
+    for payload, errors in (
+            ({"job": bad}, said),
+            # A valid rename with a refused job: the rename (saved first) is undone.
+            ({"name": "renamed", "recurrence": {"at": "05:00"}, "job": bad}, said),
+            # A valid job with a taken name: the job is not saved either.
+            ({"name": "evals", "job": good}, {"name": [schedules.NAME_TAKEN]}),
+            ({"name": "evals", "job": bad}, {"name": [schedules.NAME_TAKEN], **said}),
+            # The settings' own errors come first, as in POST: the job is not checked.
+            ({"name": "bad name", "job": bad}, {"name": [schedules.name_problem("bad name")]}),
+            ({"job": good, "extra": 1}, {"extra": ["Unknown field; the fields are: enabled, job, name, recurrence, "
+                                                   "skip_if_active."]})):
+        answer = call(team.users["member"], "patch", url, payload)
+        assert answer.status_code == 400, payload
+        assert answer.json()["errors"] == errors, payload
+        row.refresh_from_db()
+        assert (row.name, (row.body, row.sealed_secrets, row.hints, row.next_run_at, row.at)) == ("nightly", kept), \
+            payload
+    assert call(team.users["viewer"], "get", url).json() == before, "nothing changed"
+    assert not AuditEvent.objects.filter(details__event__in=["schedule-edited", schedules.CONFIG_EDITED]).exists()
+    # Both valid: both saved, the runs named after the new name.
+    answer = call(team.users["member"], "patch", url, {"name": "renamed", "enabled": False, "job": good})
+    assert answer.status_code == 200, answer.content
+    got = answer.json()
+    assert (got["name"], got["enabled"], got["job"]["UserCommand"]) == ("renamed", False, "echo new")
+    assert re.fullmatch(r"renamed-\d{8}-\d{4}", got["job"]["DisplayName"]), got["job"]["DisplayName"]
+    assert call(team.users["viewer"], "get", url).json()["job"] == got["job"]
+
+
+def test_patch_job_needs_the_right_to_change_the_schedule(db):
+    team = pf.make_team()
+    before, url = _configured(team)
+    job = {**before["job"], "UserCommand": "echo new"}
+    assert call(team.users["viewer"], "patch", url, {"job": job}).status_code == 403
+    assert call(team.users["other"], "patch", url, {"job": job}).status_code == 404
+    assert call(team.users["member"], "patch", url, {"job": job}, read_only=True).status_code == 403
+    assert Schedule.objects.get().body["UserCommand"] == "echo hello"

@@ -406,6 +406,69 @@ def test_an_admin_confirms_stepping_down_and_lands_on_a_page_they_may_see(team):
         f"/workspaces/{team.alpha.pk}/members/{other.pk}", {"role": "member"}).status_code == 302
 
 
+def owned_schedule(team, owner, name, workspace=None, **fields):
+    from datetime import UTC, datetime, time, timedelta
+
+    from jobs.models import Schedule
+
+    values = {"kind": "daily", "at": time(2, 0), "next_run_at": datetime.now(UTC) + timedelta(hours=1), **fields}
+    return Schedule.objects.create(workspace=workspace or team.alpha, owner=owner, name=name,
+                                   body={**pf.BODY, "DisplayName": name}, **values)
+
+
+def test_demoting_or_removing_a_member_says_which_of_their_schedules_can_no_longer_run(team):
+    from jobs.models import Membership
+
+    member = team.users["member"]
+    owned_schedule(team, member, "bob-daily")
+    owned_schedule(team, member, "bob-weekly")
+    owned_schedule(team, member, "bob-old", enabled=False, next_run_at=None)  # disabled: nothing to skip
+    owned_schedule(team, member, "bob-beta", workspace=team.beta)  # another workspace's: runs on
+    admin = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/members/{team.memberships['member'].pk}"
+    schedules_url = f"/workspaces/{team.alpha.pk}/schedules"
+    # Before: the members page says what a demotion or removal would do to them.
+    page = " ".join(admin.get(f"/workspaces/{team.alpha.pk}/members").text.split())  # the template wraps its lines
+    assert "owns 2 enabled schedules (skipped if made viewer or removed)" in page
+    assert "The runs of their 2 enabled schedules will be skipped." in page
+    done = admin.post(url, {"role": "viewer"}, follow=True).text
+    assert ("member is now viewer. Their 2 schedules (bob-daily, bob-weekly) can no longer run: their runs are "
+            "skipped until an admin disables or deletes them, or member may create jobs here again.") in done
+    assert f'<a href="{schedules_url}">Schedules</a>' in done
+    page = " ".join(admin.get(f"/workspaces/{team.alpha.pk}/members").text.split())
+    assert "owns 2 enabled schedules (skipped: a viewer may not create jobs)" in page
+    # Back to member: their runs may start again, so nothing to say.
+    assert "member is now member." in admin.post(url, {"role": "member"}, follow=True).text
+    assert "can no longer run" not in admin.post(url, {"role": "admin"}, follow=True).text
+    Membership.objects.filter(pk=team.memberships["member"].pk).update(role="member")
+    done = admin.post(url, {"remove": "1"}, follow=True).text
+    assert "member removed. Their 2 schedules (bob-daily, bob-weekly) can no longer run" in done
+    # One who owns none is told as before.
+    viewer = team.memberships["viewer"]
+    done = admin.post(f"/workspaces/{team.alpha.pk}/members/{viewer.pk}", {"remove": "1"}, follow=True).text
+    assert "viewer removed." in done and "can no longer run" not in done
+
+
+def test_an_admin_stepping_down_is_warned_of_their_schedules_before_confirming(team):
+    from jobs.models import Membership
+
+    Membership.objects.filter(pk=team.memberships["member"].pk).update(role="admin")  # not the last admin
+    owned_schedule(team, team.users["admin"], "nightly")
+    admin = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/members/{team.memberships['admin'].pk}"
+    asked = " ".join(admin.post(url, {"role": "viewer"}).text.split())  # the template wraps its lines
+    assert ("Your enabled schedule here (nightly) can then no longer run: its runs are skipped until an admin "
+            "disables or deletes it. To stop it yourself, disable or delete it first on the") in asked
+    assert f'href="/workspaces/{team.alpha.pk}/schedules"' in asked
+    assert "Your enabled" not in admin.post(url, {"role": "member"}).text  # a member's runs still start
+    asked = " ".join(admin.post(url, {"remove": "1"}).text.split())
+    assert "Your enabled schedule here (nightly) can then no longer run" in asked
+    done = admin.post(url, {"remove": "1", "confirm": "1"}, follow=True).text
+    # Removed, they can no longer open the Schedules page: the message names the schedule without the link.
+    assert "admin removed. Their schedule nightly can no longer run: its runs are skipped" in done
+    assert f'href="/workspaces/{team.alpha.pk}/schedules"' not in done
+
+
 def test_members_of_another_workspace_cannot_be_touched(team):
     admin = pf.client_for(team.users["admin"])
     foreign = team.memberships["other"]

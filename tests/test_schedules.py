@@ -567,6 +567,38 @@ def test_the_schedules_page_lists_recurrence_zone_runs_and_skips(db, settings):
     assert member_page.count('class="schedule-toggle"') == 1  # their own, not the viewer's
 
 
+def test_the_schedules_page_tells_before_any_run_that_an_owner_who_may_not_create_will_be_skipped(db):
+    from jobs.models import Membership
+
+    team = pf.make_team()
+    stuck = make_schedule(team, name="bob-daily", due=datetime.now(UTC) + timedelta(hours=1))
+    make_schedule(team, name="admins", owner=team.users["admin"], due=datetime.now(UTC) + timedelta(hours=1))
+    url = f"/workspaces/{team.alpha.pk}/schedules"
+    admin, viewer = pf.client_for(team.users["admin"]), pf.client_for(team.users["viewer"])
+
+    def text(client) -> str:
+        return " ".join(client.get(url).text.split())  # the template wraps its lines
+
+    assert "schedule-owner-refused" not in text(admin)  # the owner may create: nothing to tell
+    Membership.objects.filter(user=team.users["member"], workspace=team.alpha).update(role=Membership.VIEWER)
+    said = "The owner, member, may no longer create jobs in this workspace."
+    page = text(admin)
+    assert page.count("schedule-owner-refused") == 1 and "No runs yet." in page
+    assert f"Its runs will be skipped. {said} Disable or delete it" in page
+    assert f"{said} An admin of the workspace can disable or delete it." in text(viewer)
+    schedules.set_enabled(team.users["admin"], stuck, False)
+    assert f"If enabled, its runs would be skipped. {said}" in text(admin)
+    # The page tells the beat's own rule: the skipped run says the same.
+    schedules.set_enabled(team.users["admin"], stuck, True)
+    type(stuck).objects.filter(pk=stuck.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    schedules.run_due()
+    assert runs_of(stuck) == [(None, said)]
+    Membership.objects.filter(user=team.users["member"], workspace=team.alpha).delete()
+    assert f"Its runs will be skipped. {said}" in text(admin)  # removed: the same
+    team.users["member"].delete()
+    assert "Its runs will be skipped. The schedule&#x27;s owner no longer has an account." in text(admin)
+
+
 def test_a_scheduled_job_page_names_its_schedule_and_a_job_page_offers_schedule(db):
     from jobs.models import Job
 
@@ -841,7 +873,10 @@ def test_the_schedules_page_reads_the_runs_of_all_schedules_at_once(db):
     one = queries()
     for n in range(4):
         schedules.run_one(make_schedule(team, name=f"more{n}").pk)
-    assert queries() == one, "one query per schedule for its runs (N+1)"
+    # Other owners (one no longer a member), whose right to create jobs the page tells: not one query each either.
+    for owner in ("admin", "viewer", "other"):
+        schedules.run_one(make_schedule(team, name=f"by-{owner}", owner=team.users[owner]).pk)
+    assert queries() == one, "one query per schedule for its runs or its owner's role (N+1)"
 
 
 # --- editing --------------------------------------------------------------------------------------------------
