@@ -310,7 +310,9 @@ def _weekdays(values: list | tuple) -> tuple[set[int], list[str]]:
 
 
 def name_problem(name: Any) -> str | None:
-    if not isinstance(name, str) or not name.strip():
+    if not isinstance(name, str):  # the API's JSON: "Enter a name" misled when one was sent, as a number
+        return 'Enter the name as a JSON string, e.g. "nightly".'
+    if not name.strip():
         return "Enter a name."
     if len(name) > NAME_MAX:
         return f"At most {NAME_MAX} characters."

@@ -379,6 +379,7 @@ def test_patch_says_each_error_at_the_path_post_uses_and_changes_nothing(db, set
             ({"recurrence": {"kind": "yearly"}}, {"recurrence.kind": ["Choose one of: hourly, daily, weekly, cron."]}),
             ({"recurrence": {"when": "x"}}, {"recurrence.when": ["Unknown field."]}),
             ({"name": "night ly"}, {"name": [schedules.name_problem("night ly")]}),
+            ({"name": 5}, {"name": ['Enter the name as a JSON string, e.g. "nightly".']}),
             ({"name": "evals"}, {"name": [schedules.NAME_TAKEN]}),
             ({"name": "EVALS"}, {"name": ["A schedule of this workspace is named 'evals': names may not differ only "
                                           "in case."]}),

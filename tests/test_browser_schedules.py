@@ -129,3 +129,33 @@ def test_edit_configuration_changes_the_command_the_next_run_starts_and_keeps_it
                    what="the beat ran the schedule")
     assert run.job.body["UserCommand"] == "echo new from the wizard"
     assert run.job.body["Envs"] == {"WANDB_API_KEY": "********"}
+
+
+def test_a_refused_save_puts_the_focus_on_the_first_field_to_fix(stack, workspace, member, page):
+    """Without it the focus was on <body>: a keyboard user started again from the top of the page."""
+    from datetime import UTC, datetime, time, timedelta
+
+    from jobs.models import Schedule
+    from tests.test_lifecycle import job_body
+
+    schedule = Schedule.objects.create(
+        workspace=workspace, owner=member, name="nightly", body=job_body("echo nightly"), kind="daily",
+        at=time(2, 0), next_run_at=datetime.now(UTC) + timedelta(hours=12))
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/workspaces/{workspace.pk}/schedules/{schedule.pk}/edit")
+    page.fill("#id_name", "")
+    page.check("#id_kind input[value=weekly]")
+    page.click("#schedule-save")
+    expect(page.locator("#field-name .error")).to_be_visible()
+    expect(page.locator("#id_name")).to_be_focused()
+    page.fill("#id_name", "nightly")
+    page.click("#schedule-save")  # the name fixed: the weekdays are next
+    expect(page.locator("#field-weekdays .error")).to_contain_text("Choose at least one weekday.")
+    expect(page.locator("#id_weekdays input").first).to_be_focused()
+    job = pf.make_job(workspace, member, "focus-source", status="Succeeded", pods=[])
+    page.goto(f"{stack.url}/jobs/{job.pk}/schedule")
+    page.check("#id_kind input[value=cron]")
+    page.fill("#id_cron", "61 * * * *")
+    page.click("#schedule-save")
+    expect(page.locator("#field-cron .error")).to_have_count(1)
+    expect(page.locator("#id_cron")).to_be_focused()

@@ -1185,6 +1185,16 @@ def test_the_edit_page_is_prefilled_asks_no_secret_and_says_errors_at_their_fiel
     assert re.search(r'<div id="cron-preview"[^>]*><div class="help">Next runs: <time', page)
 
 
+def test_the_edit_page_points_to_edit_configuration_for_the_job_it_runs(db):
+    """It said to schedule another job and delete this schedule: no longer the way since Edit configuration."""
+    team = pf.make_team()
+    schedule = make_schedule(team, due=datetime.now(UTC) + timedelta(days=1))
+    page = pf.client_for(team.users["member"]).get(
+        f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/edit").content.decode()
+    assert f'href="/jobs/new?schedule={schedule.pk}" id="schedule-edit-config">Edit configuration</a>' in page
+    assert "delete this schedule" not in page
+
+
 def test_the_edit_link_shows_to_who_may_change_the_schedule(db):
     team = pf.make_team()
     mine = make_schedule(team, due=datetime.now(UTC) + timedelta(days=1))
