@@ -25,7 +25,7 @@ from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Workspace
 from jobs.spec.base import MAX_NESTING, loads_json, storable_problems
 
-API_VERSION = "1.11.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.12.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
@@ -84,6 +84,9 @@ API_VERSION = "1.11.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 #      the wizard's Edit configuration does (checked as POST checks it, errors at job.<path>; secrets as POST takes
 #      them; a secret variable left as "********" keeps its sealed value for the schedule's owner only); a PATCH is
 #      all or nothing (was: `job` refused at job).
+# 1.12: a schedule's owner who may no longer create jobs in its workspace (made viewer) may still disable it
+#      (PATCH {"enabled": false} alone) and DELETE it (was 403); any other change still needs create. A registry or
+#      Ray Redis password sent empty in a PATCH's job keeps the sealed one for the owner.
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "

@@ -4,13 +4,15 @@
 The schedule's job is checked as POST /api/v1/jobs checks a body (api_jobs.check_body: guardrails, SecretEnvs,
 the body's WorkspaceId); its secrets are sealed and never shown. Access is jobs.access's: a schedule outside the
 caller's workspaces (or the token's scope) answers 404; any member may read; the workspace's admins and the
-schedule's owner may change or delete it.
+schedule's owner may change or delete it; an owner who may no longer create jobs there (a viewer) may still disable
+it ({"enabled": false} alone) or delete it. A read-only token changes nothing.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
@@ -84,9 +86,12 @@ def _schedule(request: HttpRequest, pk: int) -> Schedule:
     return found
 
 
-def _require_change(request: HttpRequest, schedule: Schedule) -> None:
-    if not schedules.can_change(request.api_user, schedule):
-        access.require(request.api_user, "manage", workspace=schedule.workspace)  # says why (read-only token)
+def _require_change(request: HttpRequest, schedule: Schedule, *, stopping: bool = False) -> None:
+    """403 unless the caller may change the schedule; stopping (DELETE, PATCH {"enabled": false} alone): also its
+    owner in any role (schedules.can_stop)."""
+    refused = schedules.change_refusal(request.api_user, schedule, stopping=stopping)
+    if refused:
+        raise PermissionDenied(refused)
 
 
 @api_view
@@ -151,14 +156,20 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
     schedule = _schedule(request, pk)
     if request.method in ("GET", "HEAD"):
         return JsonResponse(schedule_json(schedule, request))
-    _require_change(request, schedule)
     if request.method == "DELETE":
+        _require_change(request, schedule, stopping=True)
         schedules.delete(request.api_user, schedule)
         return HttpResponse(status=204)
     payload, bad = json_body(request)
+    # A disable alone is a stop; anything else (a bad body too) needs the right to change the schedule.
+    _require_change(request, schedule, stopping=not bad and _disable_only(payload))
     if bad:
         return bad
     return _change(request, schedule, payload)
+
+
+def _disable_only(payload: Any) -> bool:
+    return isinstance(payload, dict) and set(payload) == {"enabled"} and payload["enabled"] is False
 
 
 def _change(request: HttpRequest, schedule: Schedule, payload: Any) -> JsonResponse:
@@ -281,7 +292,10 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
                                   "404": err}},
             "patch": {"summary": "Edit a schedule (admins and its owner): its name, recurrence, skip_if_active, "
                                  "enabled or job configuration; the fields not sent keep their value",
-                      "description": "Enabling alone ({\"enabled\": true}) starts from the next future slot. Any "
+                      "description": "Its owner who may no longer create jobs in the workspace (a viewer now) may "
+                                     "still disable it, with {\"enabled\": false} alone; any other change needs an "
+                                     "admin, or the owner as a member. "
+                                     "Enabling alone ({\"enabled\": true}) starts from the next future slot. Any "
                                      "other change computes the next run from now, as a create does: a slot passed "
                                      "meanwhile does not run. A recurrence of the same kind takes the fields sent "
                                      "over the schedule's own (e.g. {\"at\": \"03:00\"}); a new kind needs its "
@@ -299,7 +313,7 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
                       "requestBody": {"required": True, **_ref("SchedulePatch")},
                       "responses": {"200": {"description": "The schedule", **_ref("Schedule")}, "400": invalid,
                                     "401": err, "403": err, "404": err}},
-            "delete": {"summary": "Delete a schedule (admins and its owner); the jobs it started stay",
+            "delete": {"summary": "Delete a schedule (admins and its owner, in any role); the jobs it started stay",
                        "parameters": [schedule_id],
                        "responses": {"204": {"description": "Deleted"}, "401": err, "403": err, "404": err}},
         },

@@ -317,7 +317,7 @@ def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
                 audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="member-removed",
                              member=name, role=membership.role)
                 _say_done(request, workspace, f"{name} removed.", name,
-                          schedules.stranded(membership.user, workspace, None), linked=not steps_down)
+                          schedules.stranded(membership.user, workspace, None), linked=not steps_down, removed=True)
         else:
             if role is None:
                 messages.error(request, "Choose viewer, member or admin.")
@@ -340,17 +340,19 @@ def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
 
 
 def _say_done(request: HttpRequest, workspace: Workspace, done: str, name: str, stranded: list[str], *,
-              linked: bool) -> None:
+              linked: bool, removed: bool = False) -> None:
     """The change's message; when it leaves the member's enabled schedules unable to run (the beat skips each run),
     which ones and what to do, with a link to the Schedules page (not for who just removed themselves)."""
     if not stranded:
         messages.success(request, done)
         return
     shown = ", ".join(stranded[:3]) + (f" and {len(stranded) - 3} more" if len(stranded) > 3 else "")
+    # A member still (a viewer) may disable or delete their own schedules (schedules.can_stop); a removed one not.
+    who = "an admin" if removed else f"{name} or an admin"
     if len(stranded) == 1:
-        said = f"Their schedule {shown} can no longer run: its runs are skipped until an admin disables or deletes it"
+        said = f"Their schedule {shown} can no longer run: its runs are skipped until {who} disables or deletes it"
     else:
-        said = (f"Their {len(stranded)} schedules ({shown}) can no longer run: their runs are skipped until an admin "
+        said = (f"Their {len(stranded)} schedules ({shown}) can no longer run: their runs are skipped until {who} "
                 f"disables or deletes them")
     text = f"{done} {said}, or {name} may create jobs here again."
     if linked:

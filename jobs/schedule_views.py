@@ -84,18 +84,23 @@ def schedule_list(request: HttpRequest, ws: int) -> HttpResponse:
     })
 
 
-def _changeable(request: HttpRequest, ws: int, pk: int) -> tuple[Workspace, Schedule]:
+def _changeable(request: HttpRequest, ws: int, pk: int, *, stopping: bool | None = False) \
+        -> tuple[Workspace, Schedule]:
+    """The schedule, if the user may change it. stopping (a disable or a delete) lets its owner in any role too;
+    None: a toggle, a stop only when the schedule is enabled now."""
     workspace = access.get_workspace(request.user, ws)
     schedule = get_object_or_404(Schedule.objects.select_related("workspace", "owner"), pk=pk, workspace=workspace)
-    if not schedules.can_change(request.user, schedule):
-        raise PermissionDenied("Only the workspace's admins and the schedule's owner may change it.")
+    refused = schedules.change_refusal(request.user, schedule,
+                                       stopping=schedule.enabled if stopping is None else stopping)
+    if refused:
+        raise PermissionDenied(refused)
     return workspace, schedule
 
 
 @login_required
 @require_POST
 def schedule_toggle(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
-    workspace, schedule = _changeable(request, ws, pk)
+    workspace, schedule = _changeable(request, ws, pk, stopping=None)
     schedules.set_enabled(request.user, schedule, not schedule.enabled)
     messages.success(request, f"Schedule {schedule.name} {'enabled' if schedule.enabled else 'disabled'}.")
     return redirect("schedule_list", ws=workspace.pk)
@@ -104,7 +109,7 @@ def schedule_toggle(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def schedule_delete(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
-    workspace, schedule = _changeable(request, ws, pk)
+    workspace, schedule = _changeable(request, ws, pk, stopping=True)
     schedules.delete(request.user, schedule)
     messages.success(request, f"Schedule {schedule.name} deleted; the jobs it started stay.")
     return redirect("schedule_list", ws=workspace.pk)

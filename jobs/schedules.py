@@ -443,6 +443,35 @@ def can_change(user, schedule: Schedule) -> bool:
         schedule.owner_id == user.pk and access.can(user, "create", workspace=schedule.workspace))
 
 
+def can_stop(user, schedule: Schedule) -> bool:
+    """Disable or delete it (not enable, not edit): who may change it, and its owner while still a member of the
+    workspace in any role, so that an owner demoted to viewer can stop runs the beat now skips. Never a read-only
+    API token (access.can says no to its every change)."""
+    if can_change(user, schedule):
+        return True
+    scope = access.scope_of(user)
+    return (schedule.owner_id is not None and schedule.owner_id == user.pk
+            and not (scope is not None and scope.read_only)
+            and access.role_in(user, schedule.workspace) is not None)
+
+
+STOP_ONLY = ("As the schedule's owner you may only disable or delete it here: enabling or editing it needs the "
+             "right to create jobs in this workspace (a member's or an admin's).")
+
+
+def change_refusal(user, schedule: Schedule, *, stopping: bool) -> str | None:
+    """Why the user may not change the schedule (None: they may). stopping: a disable or a delete, can_stop's rule;
+    anything else can_change's. One wording for the pages and the API."""
+    if can_change(user, schedule) or (stopping and can_stop(user, schedule)):
+        return None
+    if can_stop(user, schedule):
+        return STOP_ONLY
+    scope = access.scope_of(user)
+    if scope is not None and scope.read_only and access.role_in(user, schedule.workspace) is not None:
+        return access.refusal(user, "manage", workspace=schedule.workspace)  # the read-only token's words
+    return "Only the workspace's admins and the schedule's owner may change it."
+
+
 def _timing(recurrence: Recurrence) -> tuple:
     """What decides a recurrence's slots, but the anchor: its kind and that kind's fields."""
     return recurrence.kind, *(getattr(recurrence, field) for field in KIND_FIELDS[recurrence.kind])
@@ -538,6 +567,13 @@ def _still_needed(body: dict) -> set[str]:
     return needed
 
 
+def kept_passwords(schedule: Schedule) -> list[str]:
+    """The sealed passwords (registry_password, RayRedisPassword) an edit of the schedule's job configuration by its
+    owner keeps when it gives none (edit_config): those its body still uses."""
+    sealed = secretbox.unseal(schedule.sealed_secrets) if schedule.sealed_secrets else {}
+    return sorted(key for key in _still_needed(schedule.body or {}) if sealed.get(key))
+
+
 def edit_config(user, schedule: Schedule, body: Any, secrets: dict[str, str], *, hints: dict | None = None,
                 token: Any = None) -> dict[str, list[str]]:
     """Replace the schedule's job configuration: its body, hints and sealed secrets ({} or errors keyed as create's,
@@ -567,7 +603,8 @@ def edit_config(user, schedule: Schedule, body: Any, secrets: dict[str, str], *,
         # Nor the passwords the body still needs (GET never shows them): an API client sending GET's body back
         # changed would otherwise lose the registry's, and the runs fail to pull.
         kept |= {key: old[key] for key in _still_needed(given) if key in old}
-        secrets = {**kept, **secrets}
+        # A value given empty (a password field left blank) keeps the sealed one: it does not clear it.
+        secrets = {**kept, **{key: value for key, value in secrets.items() if value or key not in kept}}
         # Checked as the next run's job will be: its name (the length), its secrets back in place.
         slot = schedule.next_run_at or timezone.now()
         given = body_for_check({**given, "DisplayName": job_name(schedule.name, slot)}, secrets)
@@ -723,7 +760,12 @@ def _start(schedule: Schedule, due_at: datetime, save_and_enqueue) -> tuple[Job 
                          for path, messages in errors.items())
         return None, f"{RULES_SKIP}: {said}"
     clean, found = take_secrets(checked.wire)
-    job = save_and_enqueue(workspace=schedule.workspace, owner=schedule.owner, body=clean, hints=checked.hints,
+    # The run's job keeps the template link the schedule is bound by (template_of), so its clones and edits are held
+    # to the same locks as the schedule's configuration edits.
+    locks = template_of(schedule)
+    link = templates_lib.link(*locks) if locks else {}
+    job = save_and_enqueue(workspace=schedule.workspace, owner=schedule.owner, body=clean,
+                           hints={**checked.hints, **link},
                            sealed_secrets=secretbox.seal({**found, **checked.secret_envs}),
                            audit_details={"schedule": schedule.name, "due_at": due_at.isoformat()})
     return job, ""
@@ -739,6 +781,7 @@ class Row:
     runs: list[ScheduledRun]
     can_change: bool
     owner_refusal: str = ""  # why its runs will be skipped, told before any run
+    can_stop: bool = False  # disable or delete it: can_change, or its owner in any role (can_stop)
 
     @property
     def refused_by_rules(self) -> bool:
@@ -766,5 +809,6 @@ def rows(user, workspace: Workspace) -> list[Row]:
     roles = dict(Membership.objects.filter(workspace=workspace, user_id__in=owners).values_list("user_id", "role")
                  if owners else ())
     return [Row(s, describe(s.recurrence), s.recent, can_change(user, s),
-                owner_refusal(s.owner, _seen_with_role(workspace, s.owner_id, roles.get(s.owner_id))))
+                owner_refusal(s.owner, _seen_with_role(workspace, s.owner_id, roles.get(s.owner_id))),
+                can_stop(user, s))
             for s in schedules]

@@ -115,6 +115,8 @@ class Start:
     after: dict[str, str] = field(default_factory=dict)
     after_choice: dependencies.Choice | None = None
     schedule: Schedule | None = None  # mode "schedule": the schedule whose job configuration the page edits
+    # Mode "schedule", its owner's edit: the sealed passwords (schedules.kept_passwords) that a field left empty keeps.
+    kept_passwords: tuple[str, ...] = ()
 
 
 def _pk(value: str | None) -> int | None:
@@ -183,8 +185,20 @@ def _schedule_start(user, pk: int) -> Start:
         prefill.template = found
         prefill.resets.extend(templates_lib.impose(*found, prefill.sections))
     bound = portal_wizard.PortalStart(workspace, template=found[0], version=found[1]) if found else None
+    # Its owner is not asked again for the registry and Ray Redis passwords the schedule keeps sealed (as the API's
+    # edit keeps them): left empty, they stay (_keep_sealed_passwords). Anyone else types them.
+    kept = tuple(schedules.kept_passwords(schedule)) if schedule.owner_id == user.pk else ()
+    prefill.reprompts = [(name, what) for name, what in prefill.reprompts
+                         if not any(_KEPT_PASSWORDS[key] == (name, what) for key in kept)]
     return Start(workspace, mode="schedule", prefill=prefill, portal=bound, hidden={"_schedule": str(schedule.pk)},
-                 schedule=schedule)
+                 schedule=schedule, kept_passwords=kept)
+
+
+# The re-prompt (clone.prefill's) of each password a schedule's owner may keep: (field name, what).
+_KEPT_PASSWORDS = {
+    "registry_password": (glue.PASSWORD, clone.POLICY["environment.registry_password"][1]),
+    "RayRedisPassword": ("resources-advanced", clone.POLICY["resources.advanced.RayRedisPassword"][1]),
+}
 
 
 # The wizard's one-time submission token: a uuid4 made when the page is rendered, carried in a hidden input and
@@ -242,8 +256,28 @@ def _keep_sealed_envs(start: Start, data):
     return out
 
 
+def _keep_sealed_passwords(start: Start, data):
+    """A schedule's owner editing its configuration: a registry password left empty (with a username) or a
+    RayRedisPassword left as the mask or empty means "keep the sealed one". The form then carries no value for it
+    (never the sealed one, so nothing reaches the page): the registry password becomes the mask, which the
+    credentials rule accepts and the body leaves out, and the Ray password leaves the advanced settings; both stay
+    out of wizard.secrets(), and schedules.edit_config keeps the sealed values the body still needs."""
+    if start.mode != "schedule" or data is None or not start.kept_passwords:
+        return data
+    out = data.copy()  # a QueryDict's copy is mutable and keeps its lists
+    if "registry_password" in start.kept_passwords and not out.get(glue.PASSWORD) \
+            and str(out.get("environment-registry_username") or "").strip():
+        out[glue.PASSWORD] = spec.SECRET_PLACEHOLDER
+    advanced, _problem = spec.parse_advanced(out.get("resources-advanced"))
+    if "RayRedisPassword" in start.kept_passwords and advanced \
+            and advanced.get("RayRedisPassword") in ("", spec.SECRET_PLACEHOLDER):
+        del advanced["RayRedisPassword"]
+        out["resources-advanced"] = spec.format_advanced(advanced) if advanced else ""
+    return out
+
+
 def _wizard(start: Start, data, show=None, only=None) -> glue.Wizard:
-    data = _keep_sealed_envs(start, data)
+    data = _keep_sealed_passwords(start, _keep_sealed_envs(start, data))
     catalog = glue.instance_catalog(start.workspace)
     # Template locks: read-only fields and lists (built into the Wizard), and a change to one is an error.
     wizard = glue.Wizard(data, catalog=catalog, context=glue.context_for(start.workspace, catalog), show=show,

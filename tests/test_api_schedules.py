@@ -130,6 +130,39 @@ def test_enable_disable_and_delete_by_owner_or_admin_only(db):
     assert not Schedule.objects.exists()
 
 
+def test_an_owner_made_viewer_may_disable_or_delete_the_schedule_but_not_enable_or_edit_it(db):
+    from jobs.models import Membership
+
+    team = pf.make_team()
+    created = call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}", NIGHTLY).json()
+    url = f"/api/v1/schedules/{created['id']}"
+    Membership.objects.filter(user=team.users["member"], workspace=team.alpha).update(role=Membership.VIEWER)
+    owner = team.users["member"]
+    # Anything but a disable alone needs the right to create jobs here: said, nothing changed.
+    for payload in ({"name": "renamed"}, {"enabled": False, "skip_if_active": False}, {"job": pf.BODY}):
+        refused = call(owner, "patch", url, payload)
+        assert refused.status_code == 403, (payload, refused.content)
+        assert "you may only disable or delete it" in refused.json()["error"]
+    # A read-only token never may.
+    answer = call(owner, "patch", url, {"enabled": False}, read_only=True)
+    assert answer.status_code == 403 and "read-only" in answer.json()["error"]
+    assert call(owner, "delete", url, read_only=True).status_code == 403
+    assert Schedule.objects.get().enabled and Schedule.objects.get().name == "nightly"
+    off = call(owner, "patch", url, {"enabled": False})
+    assert off.status_code == 200 and off.json()["enabled"] is False and off.json()["next_run_at"] is None
+    assert call(owner, "patch", url, {"enabled": True}).status_code == 403, "enabling would only be skipped runs"
+    assert Schedule.objects.get().enabled is False
+    # Another viewer, who owns it not, may do neither; the owner may delete it.
+    assert call(team.users["viewer"], "delete", url).status_code == 403
+    assert call(owner, "delete", url).status_code == 204
+    assert not Schedule.objects.exists()
+    # Removed from the workspace, the owner sees it no more (404), as anyone outside it.
+    again = call(team.users["admin"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}", NIGHTLY).json()
+    Schedule.objects.filter(pk=again["id"]).update(owner=owner)
+    Membership.objects.filter(user=owner, workspace=team.alpha).delete()
+    assert call(owner, "delete", f"/api/v1/schedules/{again['id']}").status_code == 404
+
+
 def test_another_member_may_not_change_a_members_schedule(db):
     from django.contrib.auth import get_user_model
 
@@ -158,7 +191,7 @@ def test_the_openapi_document_describes_schedules(db):
     from jobs import api_jobs
 
     doc = api_jobs.openapi_document("http://x")
-    assert doc["info"]["version"] == "1.11.0"
+    assert doc["info"]["version"] == "1.12.0"
     assert {"get", "post"} <= set(doc["paths"]["/api/v1/schedules"])
     patch = doc["paths"]["/api/v1/schedules/{id}"]["patch"]
     assert patch["requestBody"]["content"]["application/json"]["schema"] == {

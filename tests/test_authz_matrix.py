@@ -35,6 +35,9 @@ class Case:
     check: Callable[[pf.Team, str, Any], None] | None = None  # side effects, per role
     leak_check: bool = True
     extra: dict[str, str] = field(default_factory=dict)
+    # What a read-only token gets where it is not what a viewer gets (a viewer's own schedule: its owner may disable
+    # or delete it, a read-only token never may); tests/test_api_tokens.py. None: the viewer's answer.
+    read_only: Any = None
 
 
 def roles(viewer, member, admin, other, anon=LOGIN) -> dict[str, Any]:
@@ -106,6 +109,31 @@ def schedule_edited(team, role, response):
     from jobs.models import Schedule
 
     assert (Schedule.objects.get(name="alpha-nightly").kind == "weekly") == _changed_by(role), role
+
+
+def _stopped_by(role) -> bool:
+    """The viewer's own schedule: its owner (in any role) and the admins may disable or delete it."""
+    return role in ("viewer", "admin")
+
+
+def viewers_schedule_disabled(team, role, response):
+    from jobs.models import Schedule
+
+    assert Schedule.objects.get(name="viewer-nightly").enabled != _stopped_by(role), role
+
+
+def viewers_schedule_deleted(team, role, response):
+    from jobs.models import Schedule
+
+    assert Schedule.objects.filter(name="viewer-nightly").exists() != _stopped_by(role), role
+
+
+def viewers_schedule_unchanged_but_by_admin(team, role, response):
+    """The viewer's disabled schedule: only an admin enables or edits (to weekly) it."""
+    from jobs.models import Schedule
+
+    found = Schedule.objects.get(pk=viewer_schedule(team))
+    assert (found.enabled or found.kind == "weekly") == (role == "admin"), role
 
 
 def schedule_added(team, role, response):
@@ -181,6 +209,8 @@ MATRIX: dict[str, list[Case]] = {
         Case("GET", lambda t: f"/jobs/new?template={t.template.pk}", roles(403, 200, 200, 404)),
         # A schedule's job configuration: who may change the schedule (its owner, the member, and the admins).
         Case("GET", lambda t: f"/jobs/new?schedule={schedule(t)}", roles(403, 200, 200, 404)),
+        # A viewer's own schedule: its owner may stop it, never edit its configuration.
+        Case("GET", lambda t: f"/jobs/new?schedule={viewer_schedule(t)}", roles(403, 403, 200, 404)),
     ],
     # The wizard form's target: a POST as the wizard's (no JavaScript: Apply choices re-renders); a GET opens it.
     "jobs/new/form": [Case("POST", lambda t: "/jobs/new/form", roles(403, 200, 200, 200),
@@ -285,18 +315,28 @@ MATRIX: dict[str, list[Case]] = {
     "workspaces/<int:ws>/schedules": [Case("GET", lambda t: f"/workspaces/{schedule(t) and t.alpha.pk}/schedules",
                                            READ)],
     # The schedule is the member's: its owner and the admins may change it.
+    # A viewer's own schedule (its owner demoted): they may disable and delete it, not enable it.
     "workspaces/<int:ws>/schedules/<int:pk>/toggle": [
         Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/toggle", roles(403, 302, 302, 404),
-             check=schedule_toggled)],
+             check=schedule_toggled),
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{viewer_schedule(t)}/toggle",
+             roles(302, 403, 302, 404), check=viewers_schedule_disabled),
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{viewer_schedule(t, enabled=False)}/toggle",
+             roles(403, 403, 302, 404), check=viewers_schedule_unchanged_but_by_admin)],
     "workspaces/<int:ws>/schedules/<int:pk>/delete": [
         Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/delete", roles(403, 302, 302, 404),
-             check=schedule_deleted)],
-    # As the toggle: who may change the schedule may edit it.
+             check=schedule_deleted),
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{viewer_schedule(t)}/delete",
+             roles(302, 403, 302, 404), check=viewers_schedule_deleted)],
+    # As the toggle: who may change the schedule may edit it. A viewer who owns one: not it (403).
     "workspaces/<int:ws>/schedules/<int:pk>/edit": [
         Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/edit", roles(403, 200, 200, 404)),
         Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/edit", roles(403, 302, 302, 404),
              check=schedule_edited,
              data=lambda t: {"name": "alpha-nightly", "kind": "weekly", "weekdays": ["mon"], "at": "03:00"}),
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{viewer_schedule(t, enabled=False)}/edit",
+             roles(403, 403, 302, 404), check=viewers_schedule_unchanged_but_by_admin,
+             data=lambda t: {"name": "viewer-nightly", "kind": "weekly", "weekdays": ["mon"], "at": "03:00"}),
     ],
     "jobs/<int:pk>/schedule": [
         Case("GET", lambda t: f"/jobs/{job(t)}/schedule", roles(403, 200, 200, 404)),
@@ -368,6 +408,18 @@ MATRIX: dict[str, list[Case]] = {
              check=schedule_edited),
         Case("DELETE", lambda t: f"/api/v1/schedules/{schedule(t)}", roles(403, 204, 204, 404, 401),
              check=schedule_deleted),
+        # The viewer's own schedule: a disable alone and a delete are theirs too; enabling and editing are not.
+        Case("PATCH", lambda t: f"/api/v1/schedules/{viewer_schedule(t)}", roles(200, 403, 200, 404, 401), json=True,
+             data=lambda t: {"enabled": False}, check=viewers_schedule_disabled, read_only=403),
+        Case("PATCH", lambda t: f"/api/v1/schedules/{viewer_schedule(t, enabled=False)}",
+             roles(403, 403, 200, 404, 401), json=True, data=lambda t: {"enabled": True},
+             check=viewers_schedule_unchanged_but_by_admin),
+        Case("PATCH", lambda t: f"/api/v1/schedules/{viewer_schedule(t, enabled=False)}",
+             roles(403, 403, 200, 404, 401), json=True,
+             data=lambda t: {"recurrence": {"kind": "weekly", "weekdays": ["mon"], "at": "03:00"}},
+             check=viewers_schedule_unchanged_but_by_admin),
+        Case("DELETE", lambda t: f"/api/v1/schedules/{viewer_schedule(t)}", roles(204, 403, 204, 404, 401),
+             check=viewers_schedule_deleted, read_only=403),
     ],
 }
 
@@ -406,6 +458,16 @@ def schedule(team) -> int:
     found, _ = Schedule.objects.get_or_create(workspace=team.alpha, name="alpha-nightly", defaults={
         "owner": team.users["member"], "body": {**pf.BODY, "DisplayName": "alpha-nightly"}, "kind": "daily",
         "at": "02:00", "next_run_at": "2030-01-01T02:00:00Z", "source_job": team.job})
+    return found.pk
+
+
+def viewer_schedule(team, enabled: bool = True) -> int:
+    """A daily schedule of Alpha owned by the viewer (made while they were a member, say): they may stop it only."""
+    from jobs.models import Schedule
+
+    found, _ = Schedule.objects.get_or_create(workspace=team.alpha, name="viewer-nightly", defaults={
+        "owner": team.users["viewer"], "body": {**pf.BODY, "DisplayName": "viewer-nightly"}, "kind": "daily",
+        "at": "02:00", "enabled": enabled, "next_run_at": "2030-01-01T02:00:00Z" if enabled else None})
     return found.pk
 
 

@@ -433,7 +433,7 @@ def test_demoting_or_removing_a_member_says_which_of_their_schedules_can_no_long
     assert "The runs of their 2 enabled schedules will be skipped." in page
     done = admin.post(url, {"role": "viewer"}, follow=True).text
     assert ("member is now viewer. Their 2 schedules (bob-daily, bob-weekly) can no longer run: their runs are "
-            "skipped until an admin disables or deletes them, or member may create jobs here again.") in done
+            "skipped until member or an admin disables or deletes them, or member may create jobs here again.") in done
     assert f'<a href="{schedules_url}">Schedules</a>' in done
     page = " ".join(admin.get(f"/workspaces/{team.alpha.pk}/members").text.split())
     assert "owns 2 enabled schedules (skipped: a viewer may not create jobs)" in page
@@ -457,12 +457,14 @@ def test_an_admin_stepping_down_is_warned_of_their_schedules_before_confirming(t
     admin = pf.client_for(team.users["admin"])
     url = f"/workspaces/{team.alpha.pk}/members/{team.memberships['admin'].pk}"
     asked = " ".join(admin.post(url, {"role": "viewer"}).text.split())  # the template wraps its lines
-    assert ("Your enabled schedule here (nightly) can then no longer run: its runs are skipped until an admin "
-            "disables or deletes it. To stop it yourself, disable or delete it first on the") in asked
+    # A viewer still may stop their own schedules (schedules.can_stop): a removed member no longer.
+    assert ("Your enabled schedule here (nightly) can then no longer run: its runs are skipped until you or an admin "
+            "disable or delete it: as viewer you may still do so on the") in asked
     assert f'href="/workspaces/{team.alpha.pk}/schedules"' in asked
     assert "Your enabled" not in admin.post(url, {"role": "member"}).text  # a member's runs still start
     asked = " ".join(admin.post(url, {"remove": "1"}).text.split())
-    assert "Your enabled schedule here (nightly) can then no longer run" in asked
+    assert ("Your enabled schedule here (nightly) can then no longer run: its runs are skipped until an admin "
+            "disables or deletes it. To stop it yourself, disable or delete it first on the") in asked
     done = admin.post(url, {"remove": "1", "confirm": "1"}, follow=True).text
     # Removed, they can no longer open the Schedules page: the message names the schedule without the link.
     assert "admin removed. Their schedule nightly can no longer run: its runs are skipped" in done

@@ -562,9 +562,44 @@ def test_the_schedules_page_lists_recurrence_zone_runs_and_skips(db, settings):
     assert job.get_absolute_url() in page and job.display_name in page
     assert "Skipped: The owner, viewer, may no longer create jobs in this workspace." in page
     assert "not all made up" in page
-    assert "schedule-toggle" not in page  # a viewer may change none
+    # A viewer changes nothing but may stop their own schedule: its Disable and Delete, no Edit.
+    assert page.count('class="schedule-toggle"') == 1 and ">Disable</button>" in page and "schedule-edit" not in page
     member_page = pf.client_for(team.users["member"]).get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
     assert member_page.count('class="schedule-toggle"') == 1  # their own, not the viewer's
+
+
+def test_an_owner_made_viewer_may_disable_and_delete_the_schedule_on_its_page_but_not_enable_or_edit_it(db):
+    from jobs.models import Membership
+
+    team = pf.make_team()
+    mine = make_schedule(team, due=datetime.now(UTC) + timedelta(hours=1))
+    theirs = make_schedule(team, name="admins", owner=team.users["admin"], due=datetime.now(UTC) + timedelta(hours=1))
+    Membership.objects.filter(user=team.users["member"], workspace=team.alpha).update(role=Membership.VIEWER)
+    owner = pf.client_for(team.users["member"])
+    base = f"/workspaces/{team.alpha.pk}/schedules"
+    card = re.search(rf'<section class="card schedule" id="schedule-{mine.pk}">.*?</section>',
+                     owner.get(base).content.decode(), re.S).group(0)
+    assert ">Disable</button>" in card and ">Delete</button>" in card
+    assert "schedule-edit" not in card and f"?schedule={mine.pk}" not in card, "no Edit, no Edit configuration"
+    # Not another's schedule; not editing their own, nor its configuration.
+    assert owner.post(f"{base}/{theirs.pk}/toggle").status_code == 403
+    assert owner.post(f"{base}/{theirs.pk}/delete").status_code == 403
+    edit = {"name": "renamed", "kind": "daily", "at": "03:00"}
+    refused = owner.post(f"{base}/{mine.pk}/edit", edit)
+    assert refused.status_code == 403 and b"you may only disable or delete it" in refused.content
+    assert owner.get(f"/jobs/new?schedule={mine.pk}").status_code == 403
+    assert owner.post(f"{base}/{mine.pk}/toggle").status_code == 302
+    mine.refresh_from_db()
+    assert not mine.enabled and mine.next_run_at is None and mine.name == "nightly"
+    # Disabled, its card offers no Enable: enabling would only make runs that are skipped.
+    card = re.search(rf'<section class="card schedule" id="schedule-{mine.pk}">.*?</section>',
+                     owner.get(base).content.decode(), re.S).group(0)
+    assert "schedule-toggle" not in card and ">Delete</button>" in card
+    assert owner.post(f"{base}/{mine.pk}/toggle").status_code == 403
+    mine.refresh_from_db()
+    assert not mine.enabled
+    assert owner.post(f"{base}/{mine.pk}/delete").status_code == 302
+    assert not type(mine).objects.filter(pk=mine.pk).exists() and type(mine).objects.filter(pk=theirs.pk).exists()
 
 
 def test_the_schedules_page_tells_before_any_run_that_an_owner_who_may_not_create_will_be_skipped(db):
@@ -585,7 +620,11 @@ def test_the_schedules_page_tells_before_any_run_that_an_owner_who_may_not_creat
     page = text(admin)
     assert page.count("schedule-owner-refused") == 1 and "No runs yet." in page
     assert f"Its runs will be skipped. {said} Disable or delete it" in page
-    assert f"{said} An admin of the workspace can disable or delete it." in text(viewer)
+    assert f"{said} An admin of the workspace, or its owner while still a member here, can disable or delete it." \
+        in text(viewer)
+    # The owner, a viewer now, may still stop it: told so, with Disable and Delete only (schedules.can_stop).
+    owner = pf.client_for(team.users["member"])
+    assert f"{said} You can disable or delete it, or ask an admin" in text(owner)
     schedules.set_enabled(team.users["admin"], stuck, False)
     assert f"If enabled, its runs would be skipped. {said}" in text(admin)
     # The page tells the beat's own rule: the skipped run says the same.
@@ -1316,6 +1355,33 @@ def test_a_schedule_of_a_template_job_keeps_the_link_and_its_config_edit_keeps_t
     assert schedule.hints["template"] == link["template"] and schedule.body["JobSpecs"][0]["PodCount"] == 2
 
 
+def test_the_jobs_a_schedule_starts_carry_its_template_link_so_their_clones_keep_the_locks(db):
+    from jobs import clone, templates_lib
+    from jobs.models import Job, Schedule
+
+    team = pf.make_team()
+    team.template.locked = ["environment.command"]
+    team.template.save()
+    version = team.template.versions.get()
+    link = templates_lib.link(team.template, version)
+    Job.objects.filter(pk=team.job.pk).update(hints=link)
+    team.job.refresh_from_db()
+    schedule, errors = schedules.create(team.users["member"], team.alpha, pf.BODY, daily(), source_job=team.job)
+    assert not errors
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_one(schedule.pk) == "started"
+    run = Job.objects.get(scheduled_run__schedule=schedule)
+    assert run.hints[templates_lib.LINK] == link[templates_lib.LINK]
+    assert templates_lib.linked(run) == (team.template, version)
+    assert clone.prefill(run).template == (team.template, version), "a clone of the run is held to the locks"
+    # A schedule made before it kept the link: its runs take the link of the job it was made from.
+    Schedule.objects.filter(pk=schedule.pk).update(hints={}, next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    Job.objects.filter(pk=run.pk).update(status="Succeeded")
+    assert schedules.run_one(schedule.pk) == "started"
+    latest = Job.objects.filter(scheduled_run__schedule=schedule).latest("pk")
+    assert latest.pk != run.pk and templates_lib.linked(latest) == (team.template, version)
+
+
 def config_page(client, schedule):
     return client.get(f"/jobs/new?schedule={schedule.pk}")
 
@@ -1426,3 +1492,83 @@ def test_the_schedules_page_links_edit_configuration_and_a_refused_schedule_says
     fix = re.search(r'<p class="notice warning schedule-fix">.*?</p>', page, re.S).group(0)
     assert "Every run is skipped" in fix and f'<a href="/jobs/new?schedule={mine.pk}" class="schedule-fix-config">' \
         in fix and "clone" not in fix
+
+
+REGISTRY = "registry-SECRET-0xC0DE"
+RAY_REDIS = "ray-redis-SECRET-0xD00D"
+
+
+def password_schedule(team):
+    """A schedule whose job logs in to its registry and is a Ray job with a Redis password: both sealed."""
+    body = {**pf.BODY, "JobType": "RayJob",
+            "JobSpecs": [{**pf.BODY["JobSpecs"][0], "Type": "Head",
+                          "ImageConfig": {"Username": "robot", "Password": REGISTRY}}],
+            "Settings": {"AdvancedSettings": {"RayRedisPassword": RAY_REDIS}}}
+    schedule, errors = schedules.create(team.users["member"], team.alpha, body, daily())
+    assert not errors, errors
+    return schedule
+
+
+def test_the_owner_editing_the_configuration_may_leave_the_saved_passwords_empty_an_admin_types_them(db):
+    """The registry and Ray Redis passwords the schedule keeps sealed (as the API's edit keeps them): its owner is not
+    asked for them again, an empty field keeps them; an admin, who must not run them with a command of theirs, types
+    them."""
+    from jobs import secretbox
+    from jobs.models import Job, Schedule
+    from tests.support.wizard import page_form_data
+
+    team = pf.make_team()
+    schedule = password_schedule(team)
+    sealed = {"registry_password": REGISTRY, "RayRedisPassword": RAY_REDIS}
+    owner = pf.client_for(team.users["member"])
+    html = config_page(owner, schedule).content.decode()
+    assert REGISTRY not in html and RAY_REDIS not in html
+    assert 'id="reprompt-list"' not in html, "the owner is not asked for the sealed passwords"
+    assert 'id="kept-password">Leave empty to keep the saved password.' in html
+    assert 'id="kept-ray-password"' in html and " ".join(html.split()).count("Leave empty to keep the saved password") \
+        == 4, "at both fields and in the Kept list"
+    data = page_form_data(html)
+    assert data["environment-registry_password"] == "" and data["environment-registry_username"] == "robot"
+    data["environment-command"] = "python train.py"
+    answer = owner.post("/jobs/new/form", data)
+    assert answer.status_code == 302, re.findall(r'class="errorlist[^"]*"[^>]*>(.*?)</ul>', answer.content.decode())
+    schedule.refresh_from_db()
+    assert schedule.body["UserCommand"] == "python train.py"
+    assert secretbox.unseal(schedule.sealed_secrets) == sealed, "kept, not cleared"
+    assert "changed" in config_events()[0].details and "secrets" not in config_events()[0].details["changed"]
+    # Its next run logs in with them.
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_one(schedule.pk) == "started"
+    assert secretbox.unseal(Job.objects.get(scheduled_run__schedule=schedule).sealed_secrets) == sealed
+    # A password typed replaces the saved one.
+    data = page_form_data(config_page(owner, schedule).content.decode())
+    data["environment-registry_password"] = "registry-NEW-0xF00D"
+    assert owner.post("/jobs/new/form", data).status_code == 302
+    schedule.refresh_from_db()
+    assert secretbox.unseal(schedule.sealed_secrets) == {**sealed, "registry_password": "registry-NEW-0xF00D"}
+    # An admin is asked for both, and an empty field is the wizard's error: nothing saved.
+    admin = pf.client_for(team.users["admin"])
+    html = config_page(admin, schedule).content.decode()
+    assert 'id="reprompt-list"' in html and "Leave empty to keep the saved password" not in html
+    data = page_form_data(html)
+    data["environment-command"] = "echo by-admin"
+    refused = admin.post("/jobs/new/form", data)
+    assert refused.status_code == 200 and "Enter the registry password too" in refused.content.decode()
+    schedule.refresh_from_db()
+    assert schedule.body["UserCommand"] == "python train.py"
+    data["environment-registry_password"] = "typed-by-admin"
+    data["resources-advanced"] = "RayRedisPassword=ray-typed-by-admin"
+    assert admin.post("/jobs/new/form", data).status_code == 302
+    schedule.refresh_from_db()
+    assert secretbox.unseal(schedule.sealed_secrets) == {"registry_password": "typed-by-admin",
+                                                         "RayRedisPassword": "ray-typed-by-admin"}
+
+
+def test_edit_config_keeps_a_sealed_password_given_empty(db):
+    from jobs import secretbox
+
+    team = pf.make_team()
+    schedule = password_schedule(team)
+    assert schedules.edit_config(team.users["member"], schedule, dict(schedule.body),
+                                 {"registry_password": "", "RayRedisPassword": ""}) == {}
+    assert secretbox.unseal(schedule.sealed_secrets) == {"registry_password": REGISTRY, "RayRedisPassword": RAY_REDIS}
