@@ -93,6 +93,10 @@ run_with_cluster() {
   echo "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (throwaway cluster in $dir)"
   "$@" &
   CHILD=$!
+  # A bare `wait` can miss a SIGTERM that lands just before it blocks: bash then runs the trap only once the
+  # command has ended (a cancelled test run waited out its whole command; a CI run's test of this timed out).
+  # Short waits bound that to half a second; the last `wait` only collects the status of a command already ended.
+  while kill -0 "$CHILD" 2>/dev/null; do sleep 0.5 & wait $!; done
   local status=0
   wait "$CHILD" || status=$?
   return "$status"
