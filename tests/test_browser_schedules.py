@@ -19,6 +19,18 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 SHOTS = os.environ.get("DLC_SCREENSHOTS", "")  # a folder: the test saves its pages there at 1280 and 390 px
 
 
+def nightly(workspace, member):
+    """A member's daily 02:00 schedule, its next run 12 h away."""
+    from datetime import UTC, datetime, time, timedelta
+
+    from jobs.models import Schedule
+    from tests.test_lifecycle import job_body
+
+    return Schedule.objects.create(
+        workspace=workspace, owner=member, name="nightly", body=job_body("echo nightly"), kind="daily",
+        at=time(2, 0), next_run_at=datetime.now(UTC) + timedelta(hours=12))
+
+
 def shoot(page, name: str) -> None:
     """Screenshots to look at (not compared)."""
     if not SHOTS:
@@ -58,15 +70,9 @@ def test_the_cron_field_shows_for_its_kind_and_previews_the_next_runs_as_typed(s
 
 
 def test_editing_a_daily_schedule_to_weekly_shows_its_new_next_run(stack, workspace, member, page):
-    from datetime import UTC, datetime, time, timedelta
-
     from jobs import schedules
-    from jobs.models import Schedule
-    from tests.test_lifecycle import job_body
 
-    schedule = Schedule.objects.create(
-        workspace=workspace, owner=member, name="nightly", body=job_body("echo nightly"), kind="daily",
-        at=time(2, 0), next_run_at=datetime.now(UTC) + timedelta(hours=12))
+    schedule = nightly(workspace, member)
     sign_in(page, stack.url, member.username, PASSWORD)
     page.goto(f"{stack.url}/workspaces/{workspace.pk}/schedules")
     card = page.locator(f"#schedule-{schedule.pk}")
@@ -133,14 +139,7 @@ def test_edit_configuration_changes_the_command_the_next_run_starts_and_keeps_it
 
 def test_a_refused_save_puts_the_focus_on_the_first_field_to_fix(stack, workspace, member, page):
     """Without it the focus was on <body>: a keyboard user started again from the top of the page."""
-    from datetime import UTC, datetime, time, timedelta
-
-    from jobs.models import Schedule
-    from tests.test_lifecycle import job_body
-
-    schedule = Schedule.objects.create(
-        workspace=workspace, owner=member, name="nightly", body=job_body("echo nightly"), kind="daily",
-        at=time(2, 0), next_run_at=datetime.now(UTC) + timedelta(hours=12))
+    schedule = nightly(workspace, member)
     sign_in(page, stack.url, member.username, PASSWORD)
     page.goto(f"{stack.url}/workspaces/{workspace.pk}/schedules/{schedule.pk}/edit")
     page.fill("#id_name", "")
