@@ -93,39 +93,35 @@ def _changed_by(role) -> bool:
     return role in ("member", "admin")
 
 
-def schedule_toggled(team, role, response):
-    from jobs.models import Schedule
+def _disabled(name: str, by: tuple[str, ...]):
+    """A check: the schedule `name` ends disabled exactly when one of the roles `by` asked."""
+    def check(team, role, response):
+        from jobs.models import Schedule
 
-    assert Schedule.objects.get(name="alpha-nightly").enabled != _changed_by(role), role
+        assert Schedule.objects.get(name=name).enabled != (role in by), role
+    return check
 
 
-def schedule_deleted(team, role, response):
-    from jobs.models import Schedule
+def _deleted(name: str, by: tuple[str, ...]):
+    """A check: the schedule `name` is gone exactly when one of the roles `by` asked."""
+    def check(team, role, response):
+        from jobs.models import Schedule
 
-    assert Schedule.objects.filter(name="alpha-nightly").exists() != _changed_by(role), role
+        assert Schedule.objects.filter(name=name).exists() != (role in by), role
+    return check
+
+
+schedule_toggled = _disabled("alpha-nightly", ("member", "admin"))
+schedule_deleted = _deleted("alpha-nightly", ("member", "admin"))
+# The viewer's own schedule: its owner (in any role) and the admins may disable or delete it.
+viewers_schedule_disabled = _disabled("viewer-nightly", ("viewer", "admin"))
+viewers_schedule_deleted = _deleted("viewer-nightly", ("viewer", "admin"))
 
 
 def schedule_edited(team, role, response):
     from jobs.models import Schedule
 
     assert (Schedule.objects.get(name="alpha-nightly").kind == "weekly") == _changed_by(role), role
-
-
-def _stopped_by(role) -> bool:
-    """The viewer's own schedule: its owner (in any role) and the admins may disable or delete it."""
-    return role in ("viewer", "admin")
-
-
-def viewers_schedule_disabled(team, role, response):
-    from jobs.models import Schedule
-
-    assert Schedule.objects.get(name="viewer-nightly").enabled != _stopped_by(role), role
-
-
-def viewers_schedule_deleted(team, role, response):
-    from jobs.models import Schedule
-
-    assert Schedule.objects.filter(name="viewer-nightly").exists() != _stopped_by(role), role
 
 
 def viewers_schedule_unchanged_but_by_admin(team, role, response):
