@@ -390,12 +390,6 @@ def _guarded_create_connection(address: tuple[str, int], timeout: Any = socket._
     raise error or OSError("the host resolved to no address")
 
 
-def host_of(url: str) -> str:
-    """The URL's scheme and host only: for the audit log and errors (a webhook URL's path may be its secret)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
-
-
 # -- the POST --------------------------------------------------------------------------------------------
 
 
@@ -530,14 +524,18 @@ def post(url: str, body: bytes, secret: str = "", *, timeout: float = TIMEOUT) -
 
 UNSEALABLE = Answer(False, None, "the signing secret cannot be unsealed (was DLC_SECRET_BOX_KEY changed?): set it "
                                  "again")
+URL_UNSEALABLE = Answer(False, None, "the URL cannot be unsealed (was DLC_SECRET_BOX_KEY changed?): type it again")
 
 
 def _send(webhook: Webhook, data: dict[str, Any]) -> Answer:
+    url = webhook.real_url()
+    if not url:
+        return URL_UNSEALABLE
     secret = webhook.secret()
     if webhook.has_secret and not secret:
         # Sent unsigned, it would fail a receiver that checks, or fool one that does not: neither.
         return UNSEALABLE
-    return post(webhook.url, encode(data), secret)
+    return post(url, encode(data), secret)
 
 
 def send_test(webhook: Webhook) -> Answer:

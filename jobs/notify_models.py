@@ -6,7 +6,9 @@ Imported at the bottom of jobs/models.py so Django registers them in the `jobs` 
 
 from __future__ import annotations
 
+import hashlib
 import uuid
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
@@ -50,15 +52,48 @@ PER_TRIAL, PER_SWEEP = "trial", "sweep"
 SWEEP_CHOICES = [(PER_TRIAL, "An event per trial"), (PER_SWEEP, "One event when the sweep ends")]
 
 
+# -- a webhook URL: sealed, shown only as host and fingerprint -------------------------------------------------
+# Chat receivers (Slack, Teams, Discord, any ?token=) put their credential in the URL's path or query: the URL is a
+# secret, sealed like the signing secret. Pure functions here, so that migration 0035 seals old rows exactly as
+# Webhook.set_url seals new ones.
+
+
+def host_of(url: str) -> str:
+    """The URL's scheme, host and port only: for pages, the audit log and errors (a webhook URL's path may be its
+    secret)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def url_digest(url: str) -> str:
+    """The fingerprint of a full URL (sha256, 12 hex): the audit log's url_digest and the pages' "#…", so that an
+    admin can match an audit line to a webhook and tell two webhooks of one host apart."""
+    return hashlib.sha256(url.encode()).hexdigest()[:12]
+
+
+def url_fields(url: str) -> dict[str, str]:
+    """A webhook's stored URL fields for `url`: the only place that writes them."""
+    return {"sealed_url": secretbox.seal({"url": url}), "url_host": host_of(url), "url_digest": url_digest(url)}
+
+
+def unsealed_url(sealed: str) -> str:
+    """The URL in a sealed_url; "" when it does not open (another DLC_SECRET_BOX_KEY)."""
+    return str(secretbox.unseal(sealed).get("url") or "")
+
+
 class Webhook(models.Model):
     """A URL that gets a JSON POST when a job of the workspace ends with one of `events`.
 
-    The signing secret is sealed (jobs.secretbox, key outside the database) and never shown again once saved.
+    The URL and the signing secret are sealed (jobs.secretbox, key outside the database) and never shown again once
+    saved: the URL only as its scheme, host and port and a fingerprint (url_shown).
     """
 
     workspace = models.ForeignKey("jobs.Workspace", on_delete=models.CASCADE, related_name="webhooks")
     name = models.CharField(max_length=100)
-    url = models.CharField("URL", max_length=2000)
+    # Written together by set_url (url_fields), read by real_url: the URL is never stored in plain text.
+    sealed_url = models.TextField()
+    url_host = models.CharField("URL host", max_length=300)  # scheme://host[:port]: nothing secret
+    url_digest = models.CharField("URL fingerprint", max_length=12)  # url_digest of the full URL
     events = models.JSONField(default=list, help_text="Job statuses that notify (EVENTS).")
     enabled = models.BooleanField(default=True)
     sealed_secret = models.TextField(blank=True)
@@ -83,6 +118,22 @@ class Webhook(models.Model):
     @property
     def event_labels(self) -> list[str]:
         return [label for value, label in EVENTS if value in (self.events or [])]
+
+    def real_url(self) -> str:
+        """The full URL, for the POST only (jobs.notify); "" when it does not unseal (DLC_SECRET_BOX_KEY changed)."""
+        return unsealed_url(self.sealed_url)
+
+    # A template asking for {{ webhook.real_url }} gets nothing: no page may show the URL whole.
+    real_url.alters_data = True
+
+    def set_url(self, url: str) -> None:
+        for name, value in url_fields(url).items():
+            setattr(self, name, value)
+
+    @property
+    def url_shown(self) -> str:
+        """What pages show of the URL: "https://hooks.slack.com/… #3fa2b1c4d5e6" (host and fingerprint)."""
+        return f"{self.url_host}/… #{self.url_digest}"
 
     @property
     def has_secret(self) -> bool:

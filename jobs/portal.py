@@ -3,7 +3,6 @@ import and export, and the rate-limited sign-in. Function views; permissions com
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from secrets import token_urlsafe
@@ -467,8 +466,8 @@ def audit_log(request: HttpRequest, ws: int) -> HttpResponse:
 def _webhook_record(webhook: Webhook) -> dict[str, Any]:
     """What the audit log keeps of a webhook: the URL's host and a digest, not its path, which often is the
     receiver's secret (chat webhooks); a signing secret only as on or off."""
-    return {"name": webhook.name, "url_host": notify.host_of(webhook.url),
-            "url_digest": hashlib.sha256(webhook.url.encode()).hexdigest()[:12], "events": list(webhook.events),
+    return {"name": webhook.name, "url_host": webhook.url_host, "url_digest": webhook.url_digest,
+            "events": list(webhook.events),
             "sweeps": webhook.sweeps, "enabled": webhook.enabled, "signing": "on" if webhook.has_secret else "off"}
 
 

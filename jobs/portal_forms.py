@@ -508,8 +508,25 @@ class DefaultVersionForm(forms.Form):
     default_version = forms.IntegerField(required=False, min_value=1)
 
 
+class WriteOnlyInput(forms.TextInput):
+    """A text box that never sends a value back to the page, as PasswordInput(render_value=False), but shows what is
+    typed: a webhook URL is a secret (its path often is the receiver's credential) that one must still read."""
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        return super().get_context(name, None, attrs)
+
+
 class WebhookForm(forms.ModelForm):
-    """A workspace webhook (jobs.notify). The signing secret is write-only: never shown, blank keeps the saved one."""
+    """A workspace webhook (jobs.notify). The URL and the signing secret are write-only: never shown (the URL only as
+    host and fingerprint), blank on Edit keeps the saved one."""
+
+    URL_RULES = ("http:// or https://; redirects are not followed. Not to this server itself, link-local or cloud "
+                 "metadata addresses.")
+    url = forms.CharField(
+        label="URL", max_length=2000, required=False, help_text=URL_RULES,
+        widget=WriteOnlyInput(attrs={"placeholder": "https://hooks.example.com/dlc", "autocomplete": "off",
+                                     "spellcheck": "false"}),
+    )
 
     events = forms.MultipleChoiceField(
         choices=notify.EVENTS, widget=forms.CheckboxSelectMultiple,
@@ -527,11 +544,8 @@ class WebhookForm(forms.ModelForm):
     class Meta:
         model = Webhook
         fields = ["name", "url", "events", "sweeps", "enabled"]
-        widgets = {"url": forms.TextInput(attrs={"placeholder": "https://hooks.example.com/dlc"}),
-                   "sweeps": forms.RadioSelect}
-        help_texts = {"url": "http:// or https://; redirects are not followed. Not to this server itself, "
-                             "link-local or cloud metadata addresses.",
-                      "sweeps": "How a sweep's trials are told: each trial's end as a job event, or one sweep.ended "
+        widgets = {"sweeps": forms.RadioSelect}
+        help_texts = {"sweeps": "How a sweep's trials are told: each trial's end as a job event, or one sweep.ended "
                                 "once the last trial ended (if a trial ended as one of the job ends ticked above)."}
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
@@ -541,6 +555,12 @@ class WebhookForm(forms.ModelForm):
             # A new webhook starts with every job end ticked: an empty choice could only be refused.
             # Budget alerts are not a job's end: a receiver is told of them only once asked for.
             self.fields["events"].initial = [value for value, _ in notify.EVENTS if value != notify.BUDGET]
+            self.fields["url"].required = True
+            self.fields["url"].error_messages["required"] = "Enter the URL to POST to, e.g. " \
+                                                            "https://hooks.example.com/dlc."
+        else:
+            self.fields["url"].help_text = (f"Left empty, the current URL stays ({self.instance.url_shown}); a URL "
+                                            f"typed replaces it. {self.URL_RULES}")
         # Left out (a form from before the choice, a script): the webhook keeps its own, a new one the default.
         self.fields["sweeps"].required = False
         if self.instance.has_secret:
@@ -572,12 +592,15 @@ class WebhookForm(forms.ModelForm):
 
     def clean_url(self) -> str:
         url = self.cleaned_data["url"].strip()
+        if not url:
+            return ""  # on Edit: the current URL stays (on Add the field is required)
         problem = notify.url_problem(url)
         if problem:
             raise forms.ValidationError(problem)
         return url
 
     SECRET_AGAIN = "Type the signing secret again: it is never sent back to the page."
+    URL_AGAIN = "Type the URL again: it is never sent back to the page."
 
     def full_clean(self) -> None:
         super().full_clean()
@@ -587,12 +610,18 @@ class WebhookForm(forms.ModelForm):
         if self._errors and self.data.get(self.add_prefix("secret")) and "secret" not in self._errors:
             keeps = " Left empty, the current secret stays." if self.instance.has_secret else ""
             self.add_error("secret", self.SECRET_AGAIN + keeps)
+        # The URL likewise (it may carry the receiver's credential): on Edit, saved empty it would keep the old one.
+        if self._errors and str(self.data.get(self.add_prefix("url")) or "").strip() and "url" not in self._errors:
+            keeps = " Left empty, the current URL stays." if self.instance.pk else ""
+            self.add_error("url", self.URL_AGAIN + keeps)
 
     def save(self, commit: bool = True) -> Webhook:
         webhook = super().save(commit=False)
         webhook.workspace = self.workspace
         if webhook.enabled and webhook.paused_at:
             webhook.resume()  # ticked "enabled" again on a paused webhook
+        if self.cleaned_data.get("url"):
+            webhook.set_url(self.cleaned_data["url"])
         if self.cleaned_data.get("clear_secret"):
             webhook.set_secret("")
         elif self.cleaned_data.get("secret"):

@@ -422,9 +422,10 @@ MATRIX: dict[str, list[Case]] = {
 
 def webhook(team) -> int:
     from jobs.models import Webhook
+    from jobs.notify_models import url_fields
 
     hook, _ = Webhook.objects.get_or_create(workspace=team.alpha, name="alpha-hook",
-                                            defaults={"url": "http://127.0.0.1:9/hook", "events": ["Failed"]})
+                                            defaults={**url_fields("http://127.0.0.1:9/hook"), "events": ["Failed"]})
     return hook.pk
 
 

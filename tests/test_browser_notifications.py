@@ -100,9 +100,10 @@ def test_a_paused_webhook_says_why_and_enabling_it_resumes_and_a_metadata_url_is
 
     Membership.objects.filter(user=member, workspace=workspace).update(role=Membership.ADMIN)
     reason = "Paused after 20 deliveries in a row failed; enable it again once the receiver is fixed."
-    webhook = Webhook.objects.create(workspace=workspace, name="gone", url="https://hooks.example.com/dlc",
-                                     events=["Failed"], enabled=False, failures_in_a_row=20,
-                                     paused_at=timezone.now(), paused_reason=reason)
+    webhook = Webhook(workspace=workspace, name="gone", events=["Failed"], enabled=False, failures_in_a_row=20,
+                      paused_at=timezone.now(), paused_reason=reason)
+    webhook.set_url("https://hooks.example.com/dlc")
+    webhook.save()
     sign_in(page, stack.url, member.username, PASSWORD)
     card = page.locator(f"#webhook-{webhook.pk}")
     for width in (1280, 390):

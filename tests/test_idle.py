@@ -158,8 +158,12 @@ def test_a_spell_is_recorded_once_told_once_per_webhook_and_mail_and_ended_by_bu
     NotificationPrefs.objects.create(user=owner, email_on_idle=True)
     ws = Workspace.objects.create(name="idle-ws", dlc_workspace_id="x")
     WorkspacePolicy.objects.create(workspace=ws, idle_after_minutes=30)
-    hook = Webhook.objects.create(workspace=ws, name="idle", url="https://hooks.example.com/i", events=["Idle"])
-    Webhook.objects.create(workspace=ws, name="ends", url="https://hooks.example.com/e", events=["Failed"])
+    hook = Webhook(workspace=ws, name="idle", events=["Idle"])
+    hook.set_url("https://hooks.example.com/i")
+    hook.save()
+    ends = Webhook(workspace=ws, name="ends", events=["Failed"])
+    ends.set_url("https://hooks.example.com/e")
+    ends.save()
     jobs = [Job.objects.create(workspace=ws, owner=owner, display_name=f"j{n}", status="Running",
                                dlc_job_id=f"dlc-{n}") for n in range(3)]
     Job.objects.create(workspace=Workspace.objects.create(name="no-policy"), display_name="x", status="Running",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import threading
 import uuid
@@ -76,8 +77,8 @@ def fixture_receiver():
 def make_webhook(workspace, url: str, events=("Succeeded", "Failed"), secret: str = "", **fields):
     from jobs.models import Webhook
 
-    webhook = Webhook(workspace=workspace, name=fields.pop("name", f"hook-{url[-8:]}"), url=url, events=list(events),
-                      **fields)
+    webhook = Webhook(workspace=workspace, name=fields.pop("name", f"hook-{url[-8:]}"), events=list(events), **fields)
+    webhook.set_url(url)
     webhook.set_secret(secret)
     webhook.save()
     return webhook
@@ -136,9 +137,9 @@ def test_url_rules(url, problem):
 
 
 def test_the_host_shown_for_a_url_has_no_path_query_or_credentials():
-    from jobs import notify
+    from jobs import notify_models
 
-    assert notify.host_of("https://u:p@hooks.slack.example:8443/services/T0/B0/SECRETPATH?t=1") == \
+    assert notify_models.host_of("https://u:p@hooks.slack.example:8443/services/T0/B0/SECRETPATH?t=1") == \
         "https://hooks.slack.example:8443"
 
 
@@ -559,7 +560,7 @@ def test_adding_a_webhook_seals_its_secret_and_is_audited_without_it(team):
     assert "hush-hush" not in page and "A secret is set" in page
 
     # Editing with the secret left blank keeps it; the box to remove it removes it.
-    data = {"name": "ops", "url": webhook.url, "events": ["Failed"], "enabled": "on", "secret": ""}
+    data = {"name": "ops", "url": "", "events": ["Failed"], "enabled": "on", "secret": ""}
     client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}", data)
     webhook.refresh_from_db()
     assert webhook.events == ["Failed"] and webhook.secret() == "hush-hush"
@@ -568,6 +569,139 @@ def test_adding_a_webhook_seals_its_secret_and_is_audited_without_it(team):
     assert not webhook.has_secret
     changes = [e.details.get("changes", {}) for e in AuditEvent.objects.filter(details__event="webhook-changed")]
     assert {"events", "signing"} <= set().union(*changes)
+
+
+def webhook_rows_text() -> str:
+    """Every column of every webhook row and audit event, as the database holds them."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM jobs_webhook")
+        rows = cursor.fetchall()
+        cursor.execute("SELECT * FROM jobs_auditevent")
+        rows += cursor.fetchall()
+    return json.dumps(rows, default=str)
+
+
+def test_a_webhook_url_is_sealed_shown_only_as_host_and_fingerprint_and_still_posted_to_whole(team, receiver):
+    """A chat webhook's URL carries its credential (Slack's /services/T…/B…/<token>, a ?token=): not in the
+    database in plain text, not on the Notifications page nor in its Edit form; the POST still goes to all of it."""
+    from jobs import notify_models
+    from jobs.models import AuditEvent, Webhook
+
+    token = f"tok{secrets.token_hex(8)}"
+    path = f"/services/T0/B0/{token}?token={token}q"
+    url = receiver.url(path)
+    client = pf.client_for(team.users["admin"])
+    page_url = f"/workspaces/{team.alpha.pk}/notifications"
+    assert client.post(page_url, {"name": "chat", "url": url, "events": ["Failed"], "enabled": "on"}).status_code \
+        == 302
+    webhook = Webhook.objects.get(workspace=team.alpha, name="chat")
+    assert token not in webhook_rows_text()
+    digest = hashlib.sha256(url.encode()).hexdigest()[:12]  # what the audit log has always kept
+    host = receiver.url("")
+    assert (webhook.url_host, webhook.url_digest, webhook.real_url()) == (host, digest, url)
+    assert AuditEvent.objects.get(details__event="webhook-added").details["webhook"]["url_digest"] == digest
+
+    shown = f"{host}/… #{digest}"
+    page = client.get(page_url).content.decode()
+    assert token not in page and shown in page.split('class="mono webhook-url"')[1].split("</span>")[0]
+    edit_url = f"{page_url}/{webhook.pk}"
+    form = client.get(edit_url).content.decode()
+    assert token not in form and host + "/services" not in form
+    assert re.search(r'<input type="text" name="url"(?![^>]*value=)[^>]*>', form), "the box is empty"
+    assert f"Left empty, the current URL stays ({shown})" in form
+    # The template cannot be made to show it either.
+    from django.template import Context, Template
+
+    assert Template("{{ w.real_url }}").render(Context({"w": webhook})) == ""
+
+    # The POST goes to the whole URL, path and query.
+    assert notify_models.url_digest(url) == digest
+    assert client.post(f"{edit_url}/test", HTTP_HX_REQUEST="true").status_code == 200
+    assert len(receiver.posts(path)) == 1
+
+    # Edit: left empty, the URL stays; typed, it is replaced (and the audit says so, by host and fingerprint).
+    data = {"name": "chat", "url": "", "events": ["Failed", "Succeeded"], "enabled": "on"}
+    assert client.post(edit_url, data).status_code == 302
+    webhook.refresh_from_db()
+    assert webhook.real_url() == url and webhook.events == ["Failed", "Succeeded"]
+    other = receiver.url(f"/other/{token}")
+    assert client.post(edit_url, {**data, "url": other}).status_code == 302
+    webhook.refresh_from_db()
+    assert webhook.real_url() == other and webhook.url_digest == notify_models.url_digest(other)
+    [changed] = [e.details for e in AuditEvent.objects.filter(details__event="webhook-changed")
+                 if "url_digest" in e.details["changes"]]
+    assert token not in json.dumps(changed) and token not in webhook_rows_text()
+
+
+def test_a_url_typed_in_a_refused_form_is_not_sent_back_and_is_asked_for_again_at_its_field(team):
+    from jobs.models import Webhook
+
+    again = "Type the URL again: it is never sent back to the page."
+    client = pf.client_for(team.users["admin"])
+    page_url = f"/workspaces/{team.alpha.pk}/notifications"
+    url = "https://hooks.example.com/services/T0/B0/TYPEDTOKEN"
+    data = {"name": "ops", "url": url, "events": [], "enabled": "on"}
+    refused = client.post(page_url, data)
+    assert refused.status_code == 200 and not Webhook.objects.exists()
+    assert refused.context["form"].errors["url"] == [again]
+    html = refused.content.decode()
+    assert "TYPEDTOKEN" not in html and again in html.split('id="field-url"')[1].split("</div>\n</div>")[0]
+    # Nothing typed on Add: required.
+    empty = client.post(page_url, {**data, "url": "", "events": ["Failed"]})
+    assert empty.context["form"].errors["url"] == ["Enter the URL to POST to, e.g. https://hooks.example.com/dlc."]
+    assert client.post(page_url, {**data, "events": ["Failed"]}).status_code == 302
+
+    # Edit: an empty box keeps the current URL, and the re-prompt says so.
+    webhook = Webhook.objects.get(name="ops")
+    edit_url = f"{page_url}/{webhook.pk}"
+    refused = client.post(edit_url, {**data, "url": "https://hooks.example.com/NEWTOKEN"})
+    assert refused.context["form"].errors["url"] == [again + " Left empty, the current URL stays."]
+    assert "NEWTOKEN" not in refused.content.decode() and "TYPEDTOKEN" not in refused.content.decode()
+    webhook.refresh_from_db()
+    assert webhook.real_url() == url
+
+
+def test_a_url_that_no_longer_unseals_fails_its_post_with_a_reason_not_an_empty_request(team, settings):
+    """The box key changed (DLC_SECRET_BOX_KEY): the URL cannot be read back; the POST says so, as for the secret."""
+    from jobs import notify
+
+    settings.DLC_SECRET_BOX_KEY = "the-key-it-was-sealed-with"
+    webhook = make_webhook(team.alpha, "https://hooks.example.com/services/T0/B0/x", name="sealed")
+    settings.DLC_SECRET_BOX_KEY = "another-key"
+    answer = notify.send_test(webhook)
+    assert not answer.ok and answer.error == notify.URL_UNSEALABLE.error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_seals_each_webhook_url_and_unseals_it_backwards():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from jobs import notify_models
+
+    before, after = [("jobs", "0034_reseal_secret_named_values")], [("jobs", "0035_seal_webhook_urls")]
+    url = "https://hooks.slack.example/services/T0/B0/MIGRATEDTOKEN?x=1"
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        old = executor.loader.project_state(before).apps
+        workspace = old.get_model("jobs", "Workspace").objects.create(name="W", backend="local")
+        old.get_model("jobs", "Webhook").objects.create(workspace=workspace, name="chat", url=url, events=["Failed"])
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        new = executor.loader.project_state(after).apps
+        row = new.get_model("jobs", "Webhook").objects.get(name="chat")
+        assert (row.url_host, row.url_digest) == ("https://hooks.slack.example", notify_models.url_digest(url))
+        assert notify_models.unsealed_url(row.sealed_url) == url and "MIGRATEDTOKEN" not in webhook_rows_text()
+        executor = MigrationExecutor(connection)
+        executor.migrate(before)
+        back = executor.loader.project_state(before).apps
+        assert back.get_model("jobs", "Webhook").objects.get(name="chat").url == url
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 @pytest.mark.parametrize(("data", "field", "message"), [
@@ -600,8 +734,12 @@ def test_bad_input_is_an_error_at_its_field(team, data, field, message):
     response = pf.client_for(team.users["admin"]).post(f"/workspaces/{team.alpha.pk}/notifications", post)
     assert response.status_code == 200
     errors = response.context["form"].errors
-    assert list(errors) == [field] and message in " ".join(errors[field]), errors
-    assert f'id="field-{field}"' in response.content.decode()
+    # A URL typed is never sent back (it may carry the receiver's credential): at fault or not, it is asked again.
+    again = {} if field == "url" else {"url": ["Type the URL again: it is never sent back to the page."]}
+    assert {name: errors[name] for name in errors if name != field} == again, errors
+    assert message in " ".join(errors[field]), errors
+    html = response.content.decode()
+    assert f'id="field-{field}"' in html and post["url"] not in html
     assert Webhook.objects.filter(workspace=team.alpha).count() == 1
 
 
@@ -634,7 +772,7 @@ def test_a_secret_typed_in_a_refused_form_is_asked_for_again_at_its_field(team):
     assert "new-secret" not in refused.content.decode()
     assert client.post(edit, {**data, "url": "https://hooks.example.com/dlc", "secret": ""}).status_code == 302
     webhook.refresh_from_db()
-    assert webhook.secret() == "hush-hush" and webhook.url == "https://hooks.example.com/dlc"
+    assert webhook.secret() == "hush-hush" and webhook.real_url() == "https://hooks.example.com/dlc"
 
 
 def test_the_signing_secret_is_kept_exactly_as_typed(team):
@@ -660,7 +798,7 @@ def test_a_renamed_webhook_may_not_take_another_ones_name_in_other_case_but_old_
 
     def edit(webhook, name):
         return client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}",
-                           {"name": name, "url": webhook.url, "events": ["Failed"], "enabled": "on"})
+                           {"name": name, "url": "", "events": ["Failed"], "enabled": "on"})
 
     refused = edit(second, "DEPLOYS")
     assert refused.status_code == 200
@@ -720,11 +858,8 @@ def test_a_destination_refused_at_send_time_is_never_connected_to(team, receiver
 
 
 def test_send_test_of_a_refused_destination_shows_the_refusal_not_an_answer(team, settings):
-    from jobs.models import Webhook
-
     settings.DLC_WEBHOOK_ALLOWED_HOSTS = []
-    webhook = Webhook.objects.create(workspace=team.alpha, name="meta", url="http://169.254.169.254/latest/",
-                                     events=["Failed"])
+    webhook = make_webhook(team.alpha, "http://169.254.169.254/latest/", events=["Failed"], name="meta")
     page = pf.client_for(team.users["admin"]).post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}/test",
                                                    HTTP_HX_REQUEST="true").content.decode()
     assert 'data-ok="false"' in page and "link-local" in page and "HTTP" not in page
@@ -1054,6 +1189,15 @@ def test_webhooks_made_before_keep_an_event_per_trial_and_hear_of_skipped_jobs(t
 # -- with the real stack --------------------------------------------------------------------------------------
 
 
+def seal_with_the_stack_key(stack, settings) -> None:
+    """Seal here with the key the stack's worker unseals with (a file in its data dir), as a web server and its
+    worker share one: the webhook URLs and signing secrets a test makes are read by the worker that POSTs them."""
+    key_file = stack.data_dir / "secret_box_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(32))
+    settings.DLC_SECRET_BOX_KEY = key_file.read_text().strip()
+
+
 @pytest.mark.integration
 def test_jobs_that_end_notify_each_webhook_once_with_a_valid_signature(stack, member, workspace, receiver, settings):
     from jobs import status as st
@@ -1062,11 +1206,7 @@ def test_jobs_that_end_notify_each_webhook_once_with_a_valid_signature(stack, me
     from tests.test_lifecycle import job_body, use_broker, wait_for
     from tests.test_sync import status_of, submit_through_the_stack
 
-    # The worker unseals the signing secret with the stack's key (a file in its data dir): seal it with the same.
-    key_file = stack.data_dir / "secret_box_key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(32))
-    settings.DLC_SECRET_BOX_KEY = key_file.read_text().strip()
+    seal_with_the_stack_key(stack, settings)
     receiver.script = {"/flaky": [500, 200]}
     make_webhook(workspace, receiver.url("/all"), events=["Succeeded", "Failed", "SubmitFailed"], secret="shh",
                  name="all")
@@ -1107,7 +1247,7 @@ def test_jobs_that_end_notify_each_webhook_once_with_a_valid_signature(stack, me
 
 @pytest.mark.integration
 def test_a_sweep_is_one_sweep_ended_for_a_per_sweep_webhook_and_a_job_event_per_trial_for_the_other(
-        stack, member, workspace, receiver):
+        stack, member, workspace, receiver, settings):
     """Three trials run by the stack's worker and synced by its beat: the webhook set to one event per sweep gets
     exactly one sweep.ended, the one set per trial exactly three job events, none of them twice."""
     import time
@@ -1116,6 +1256,7 @@ def test_a_sweep_is_one_sweep_ended_for_a_per_sweep_webhook_and_a_job_event_per_
     from tests.test_lifecycle import job_body, use_broker, wait_for
     from tests.test_sync import status_of
 
+    seal_with_the_stack_key(stack, settings)
     make_webhook(workspace, receiver.url("/sweep"), events=["Succeeded", "Failed"], name="per-sweep")
     make_webhook(workspace, receiver.url("/trial"), events=["Succeeded", "Failed"], sweeps="trial", name="per-trial")
     grid, errors = sweeps.parse("SEED = 1, 2, 3", limit=50)
@@ -1142,7 +1283,8 @@ def test_a_sweep_is_one_sweep_ended_for_a_per_sweep_webhook_and_a_job_event_per_
 
 # Last in the module: quiet_stack pauses the stack's beat until the module ends, and the test above needs it.
 @pytest.mark.integration
-def test_a_sync_notifies_the_end_it_watched_not_a_job_imported_already_ended(ws, backend, quiet_stack, receiver):
+def test_a_sync_notifies_the_end_it_watched_not_a_job_imported_already_ended(ws, backend, quiet_stack, receiver,
+                                                                             settings):
     """A job created outside the console that ended before the import is no news; the console's own job ending
     is. The stack's real worker (its beat paused) runs the notify tasks the in-process sync enqueues."""
     import time
@@ -1153,6 +1295,7 @@ def test_a_sync_notifies_the_end_it_watched_not_a_job_imported_already_ended(ws,
     from jobs.models import Job, WebhookDelivery
     from tests.test_lifecycle import job_body, make_job, use_broker, wait_for
 
+    seal_with_the_stack_key(quiet_stack, settings)
     make_webhook(ws, receiver.url("/ends"), events=["Succeeded"])
     outside = backend.client().create_job(sdk.CreateJobRequest().from_map(job_body("echo outside"))).body.job_id
     backend.wait_for_status(outside, ("Succeeded",), timeout=30)

@@ -806,8 +806,9 @@ def test_the_add_webhook_form_starts_with_every_job_end_ticked(team):
 def test_edit_lands_on_the_webhook_form_with_its_name_focused_and_the_plain_page_stays_at_the_top(team):
     from jobs.models import Webhook
 
-    webhook = Webhook.objects.create(workspace=team.alpha, name="relay", url="http://10.1.2.3/hook",
-                                     events=["Failed"])
+    webhook = Webhook(workspace=team.alpha, name="relay", events=["Failed"])
+    webhook.set_url("http://10.1.2.3/hook")
+    webhook.save()
     client = pf.client_for(team.users["admin"])
     page = client.get(f"/workspaces/{team.alpha.pk}/notifications").content.decode()
     edit_url = f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}"

@@ -4,7 +4,8 @@ Known secret values are planted through the real flows against the real stack (w
 localdlc): registry passwords typed into the wizard, sent to the API, sent again for a clone and pasted into
 an import; a RayRedisPassword; an API token; a wrong password typed at sign-in; and the localdlc AccessKey
 secret the console signs its calls with. The jobs run to the end (so the worker has unsealed and erased
-what it carried), then every page reachable from the console's links and every known URL is fetched,
+what it carried); and a webhook whose URL carries its receiver's token (as Slack's and Discord's do), told of
+those ends by the worker. Then every page reachable from the console's links and every known URL is fetched,
 every table and column is dumped (sessions decoded, archived logs decompressed), and every log file of the
 stack is read: none may contain any of the values.
 """
@@ -24,6 +25,7 @@ import requests
 
 from tests.conftest import PASSWORD
 from tests.support.waiting import wait_for
+from tests.test_notify import fixture_receiver  # noqa: F401 - registers the fixture by name
 
 pytestmark = pytest.mark.integration
 
@@ -35,6 +37,7 @@ REGISTRY_IMPORT = f"RegImport-{MARK}-pw"
 RAY_REDIS = f"RayRedis-{MARK}-pw"
 RAY_REDIS_WIZARD = f"RayWizard-{MARK}-pw"
 LOGIN_TYPO = f"LoginTypo-{MARK}-pw"
+WEBHOOK_TOKEN = f"HookToken-{MARK}-tk"
 
 
 class Links(HTMLParser):
@@ -77,7 +80,7 @@ def private_body(name: str, password: str) -> dict:
                           "ImageConfig": {"Username": "robot", "Password": password}}]}
 
 
-def test_planted_secrets_appear_nowhere(stack, member, workspace):
+def test_planted_secrets_appear_nowhere(stack, member, workspace, receiver):
     from django.db import connection
 
     from jobs import spec
@@ -94,6 +97,19 @@ def test_planted_secrets_appear_nowhere(stack, member, workspace):
     assert [r.status_code for r in page.history] == [302], "Post/Redirect/Get"
     api_token = re.search(r'id="token-value">(dlcc_[A-Za-z0-9_-]+)<', page.text).group(1)
     bearer = {"Authorization": f"Bearer {api_token}"}
+
+    # A webhook whose URL holds its receiver's token, told of every job's success below; typed first into a form
+    # refused for another field (the page sent back must not echo it), then saved, then saved again unchanged.
+    hook_path = f"/services/T0/B0/{WEBHOOK_TOKEN}"
+    notifications = f"{base}/workspaces/{workspace.pk}/notifications"
+    hook = {"name": "chat", "url": receiver.url(hook_path), "events": ["Succeeded"], "enabled": "on"}
+    refused = post_form(web, notifications, {**hook, "events": []})
+    assert refused.status_code == 200
+    assert post_form(web, notifications, hook).status_code == 200
+    from jobs.models import Webhook
+
+    hook_edit = f"{notifications}/{Webhook.objects.get(workspace=workspace, name='chat').pk}"
+    assert post_form(web, hook_edit, {**hook, "url": ""}).status_code == 200
 
     # The wizard, with a registry password.
     s = spec.inverse(private_body("wizard-private", "x"))
@@ -140,9 +156,11 @@ def test_planted_secrets_appear_nowhere(stack, member, workspace):
     wait_for(all_done, timeout=120, what="every job done")
     jobs = list(Job.objects.filter(workspace=workspace))
     assert {j.status for j in jobs} == {"Succeeded"}, [(j.display_name, j.status, j.submit_error) for j in jobs]
+    # The worker told the webhook (its code and logs are searched below with the POST behind them).
+    wait_for(lambda: receiver.posts(hook_path), timeout=60, what="a POST to the webhook's whole URL")
 
     planted = [REGISTRY_WIZARD, REGISTRY_API, REGISTRY_CLONE, REGISTRY_IMPORT, RAY_REDIS, RAY_REDIS_WIZARD,
-               LOGIN_TYPO, api_token, stack.access_key_secret]
+               LOGIN_TYPO, api_token, stack.access_key_secret, WEBHOOK_TOKEN]
     found: list[str] = []
 
     def search(where: str, text: str) -> None:
@@ -150,11 +168,13 @@ def test_planted_secrets_appear_nowhere(stack, member, workspace):
             if value in text:
                 found.append(f"{where} contains {value[:12]}…")
 
+    search("the refused webhook form", refused.text)
+
     # Pages: every known URL plus everything linked from them, as the signed-in admin.
     start = ["/", "/workspaces", "/templates", "/account/api", "/jobs/import", "/api/v1/jobs", "/api/v1/workspaces",
              "/api/v1/openapi.json", "/healthz", f"/workspaces/{workspace.pk}/settings",
              f"/workspaces/{workspace.pk}/members", f"/workspaces/{workspace.pk}/policy",
-             f"/workspaces/{workspace.pk}/audit", "/jobs/new"]
+             f"/workspaces/{workspace.pk}/audit", "/jobs/new", notifications, hook_edit]
     for job in jobs:
         start += [f"/jobs/{job.pk}", f"/jobs/{job.pk}/logs", f"/jobs/{job.pk}/events", f"/jobs/{job.pk}/row",
                   f"/api/v1/jobs/{job.pk}", f"/jobs/new?clone={job.pk}"]
