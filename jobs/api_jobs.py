@@ -25,7 +25,7 @@ from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Workspace
 from jobs.spec.base import MAX_NESTING, loads_json, storable_problems
 
-API_VERSION = "1.12.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.13.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
@@ -87,6 +87,9 @@ API_VERSION = "1.12.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 # 1.12: a schedule's owner who may no longer create jobs in its workspace (made viewer) may still disable it
 #      (PATCH {"enabled": false} alone) and DELETE it (was 403); any other change still needs create. A registry or
 #      Ray Redis password sent empty in a PATCH's job keeps the sealed one for the owner.
+# 1.13: POST /api/v1/schedules/{id}/take-over: an admin becomes the schedule's owner; its sealed values are dropped
+#      (`dropped` names them) and, if any was, it is disabled. Enabling (PATCH enabled=true) is refused, 400 at
+#      enabled, while its job needs a sealed value it no longer holds.
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "

@@ -5,7 +5,8 @@ The schedule's job is checked as POST /api/v1/jobs checks a body (api_jobs.check
 the body's WorkspaceId); its secrets are sealed and never shown. Access is jobs.access's: a schedule outside the
 caller's workspaces (or the token's scope) answers 404; any member may read; the workspace's admins and the
 schedule's owner may change or delete it; an owner who may no longer create jobs there (a viewer) may still disable
-it ({"enabled": false} alone) or delete it. A read-only token changes nothing.
+it ({"enabled": false} alone) or delete it; an admin may take it over (become its owner, its sealed values dropped).
+A read-only token changes nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from jobs import access, idempotency, schedules, spec
 from jobs.api_jobs import (
@@ -183,8 +184,9 @@ def _change(request: HttpRequest, schedule: Schedule, payload: Any) -> JsonRespo
     if set(payload) == {"enabled"}:  # as before 1.10: enabling starts from the next future slot
         if not isinstance(payload["enabled"], bool):
             return bad_request({"enabled": ["Must be true or false."]})
-        if payload["enabled"] != schedule.enabled:
-            schedules.set_enabled(request.api_user, schedule, payload["enabled"])
+        if payload["enabled"] != schedule.enabled and \
+                (refused := schedules.set_enabled(request.api_user, schedule, payload["enabled"])):
+            return bad_request({"enabled": [refused]})
         return JsonResponse(schedule_json(schedule, request))
     # A job alone is the wizard's edit (edit_config): the timing is neither checked again nor saved.
     chosen = _patched_settings(schedule, payload, errors) if SETTINGS_FIELDS & set(payload) else None
@@ -200,11 +202,27 @@ def _change(request: HttpRequest, schedule: Schedule, payload: Any) -> JsonRespo
             body, secrets = _split_secret_envs(job)
             # Said with a taken name's error, as POST says both.
             errors = {**errors, **schedules.edit_config(request.api_user, schedule, body, secrets)}
+        # After the job: one sent with the values a take-over dropped may enable the schedule in the same request.
+        if not errors and payload.get("enabled") is True and (refused := schedules.enable_refusal(schedule)):
+            errors = {"enabled": [refused]}
         if errors:
             transaction.set_rollback(True)
     if errors:
         return bad_request(errors)
     return JsonResponse(schedule_json(schedule, request))
+
+
+@api_view
+@require_POST
+def schedule_take_over(request: HttpRequest, pk: int) -> JsonResponse:
+    """An admin becomes the schedule's owner (schedules.take_over): the schedule as GET shows it, and `dropped`, the
+    sealed values that were the previous owner's, named as PATCH's job takes them again."""
+    schedule = _schedule(request, pk)
+    refused = schedules.take_over_refusal(request.api_user, schedule)
+    if refused:
+        raise PermissionDenied(refused)
+    dropped = schedules.take_over(request.api_user, schedule)
+    return JsonResponse({**schedule_json(schedule, request), "dropped": schedules.sealed_paths(dropped)})
 
 
 def _patched_settings(schedule: Schedule, payload: dict[str, Any], errors: dict[str, list[str]]) \
@@ -307,8 +325,10 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
                                      "in Envs, as GET shows it, keeps its sealed value when you are the schedule's "
                                      "owner; anyone else sends it in SecretEnvs. So is a registry password while "
                                      "the body keeps its ImageConfig.Username, and a RayJob's Redis password. "
-                                     "`job` alone keeps the timing and the next run. The "
-                                     "request is all or nothing: when any part is refused, nothing changes.",
+                                     "`job` alone keeps the timing and the next run. Enabling is refused (400 "
+                                     "at enabled, naming them) while the job needs a sealed value the schedule no "
+                                     "longer holds (dropped by a take-over): send them in the same request's job. "
+                                     "The request is all or nothing: when any part is refused, nothing changes.",
                       "parameters": [schedule_id],
                       "requestBody": {"required": True, **_ref("SchedulePatch")},
                       "responses": {"200": {"description": "The schedule", **_ref("Schedule")}, "400": invalid,
@@ -317,6 +337,19 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
                        "parameters": [schedule_id],
                        "responses": {"204": {"description": "Deleted"}, "401": err, "403": err, "404": err}},
         },
+        "/api/v1/schedules/{id}/take-over": {"post": {
+            "summary": "Take a schedule over (the workspace's admins; never a read-only token): you become its owner "
+                       "and its runs start as you",
+            "description": "For any schedule of the workspace, e.g. one whose owner was removed or made viewer (its "
+                           "runs are skipped). Its sealed values (secret variables, the registry password, the Ray "
+                           "Redis password) were the previous owner's and are dropped: `dropped` names them as "
+                           "PATCH's job takes them again (SecretEnvs.<NAME>, JobSpecs[*].ImageConfig.Password, "
+                           "Settings.AdvancedSettings.RayRedisPassword). When any was dropped the schedule is "
+                           "disabled, and enabling it is refused (400 at enabled) while its job needs one of them; "
+                           "else its enabled state stays. Taking over your own schedule changes nothing.",
+            "parameters": [schedule_id],
+            "responses": {"200": {"description": "The schedule, with `dropped`", **_ref("ScheduleTakenOver")},
+                          "401": err, "403": err, "404": err}}},
     }
 
 
@@ -349,6 +382,16 @@ def schedule_schemas() -> dict[str, Any]:
     shown = {**recurrence, "required": list(recurrence["properties"]), "properties": {
         **recurrence["properties"], "weekdays": {"type": "array", "items": {"type": "string", "enum": list(
             schedules.WEEKDAYS)}}}}
+    fields = {  # a schedule as GET shows it
+        "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": WORKSPACE_REF,
+        "owner": {"type": "string", "nullable": True}, RECURRENCE: shown,
+        "recurrence_text": {"type": "string"}, "time_zone": {"type": "string"},
+        "enabled": {"type": "boolean"}, "skip_if_active": {"type": "boolean"},
+        "next_run_at": {"type": "string", "format": "date-time", "nullable": True},
+        "created_at": {"type": "string", "format": "date-time"},
+        schedules.JOB: {"type": "object", "description": "The CreateJob body, without secrets."},
+        "runs": {"type": "array", "items": run, "description": f"The last {schedules.RUNS_SHOWN} runs."},
+        "url": {"type": "string", "format": "uri"}}
     return {
         "ScheduleCreate": {"type": "object", "required": ["name", RECURRENCE, schedules.JOB], "properties": {
             "name": {"type": "string", "maxLength": schedules.NAME_MAX, "pattern": "^[A-Za-z0-9_.-]+$"},
@@ -364,16 +407,11 @@ def schedule_schemas() -> dict[str, Any]:
             "skip_if_active": {"type": "boolean"},
             "enabled": {"type": "boolean"},
             schedules.JOB: {"$ref": "#/components/schemas/CreateJobBody"}}},
-        "Schedule": response_object({
-            "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": WORKSPACE_REF,
-            "owner": {"type": "string", "nullable": True}, RECURRENCE: shown,
-            "recurrence_text": {"type": "string"}, "time_zone": {"type": "string"},
-            "enabled": {"type": "boolean"}, "skip_if_active": {"type": "boolean"},
-            "next_run_at": {"type": "string", "format": "date-time", "nullable": True},
-            "created_at": {"type": "string", "format": "date-time"},
-            schedules.JOB: {"type": "object", "description": "The CreateJob body, without secrets."},
-            "runs": {"type": "array", "items": run, "description": f"The last {schedules.RUNS_SHOWN} runs."},
-            "url": {"type": "string", "format": "uri"}}),
+        "Schedule": response_object(fields),
+        "ScheduleTakenOver": response_object({**fields, "dropped": {
+            "type": "array", "items": {"type": "string"},
+            "description": "The sealed values dropped, as PATCH's job takes them again: SecretEnvs.<NAME>, "
+                           "JobSpecs[*].ImageConfig.Password, Settings.AdvancedSettings.RayRedisPassword."}}),
         "ScheduleList": response_object({
             "schedules": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}},
             "next": {"type": "string", "format": "uri", "nullable": True,

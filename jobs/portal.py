@@ -349,10 +349,11 @@ def _say_done(request: HttpRequest, workspace: Workspace, done: str, name: str, 
     # A member still (a viewer) may disable or delete their own schedules (schedules.can_stop); a removed one not.
     who = "an admin" if removed else f"{name} or an admin"
     if len(stranded) == 1:
-        said = f"Their schedule {shown} can no longer run: its runs are skipped until {who} disables or deletes it"
+        said = (f"Their schedule {shown} can no longer run: its runs are skipped until an admin takes it over, or "
+                f"{who} disables or deletes it")
     else:
-        said = (f"Their {len(stranded)} schedules ({shown}) can no longer run: their runs are skipped until {who} "
-                f"disables or deletes them")
+        said = (f"Their {len(stranded)} schedules ({shown}) can no longer run: their runs are skipped until an admin "
+                f"takes them over, or {who} disables or deletes them")
     text = f"{done} {said}, or {name} may create jobs here again."
     if linked:
         text = format_html('{} <a href="{}">Schedules</a>', text, reverse("schedule_list", args=[workspace.pk]))

@@ -29,6 +29,8 @@ urlpatterns = [
     path("workspaces/<int:ws>/schedules/<int:pk>/toggle", schedule_views.schedule_toggle, name="schedule_toggle"),
     path("workspaces/<int:ws>/schedules/<int:pk>/edit", schedule_views.schedule_edit, name="schedule_edit"),
     path("workspaces/<int:ws>/schedules/<int:pk>/delete", schedule_views.schedule_delete, name="schedule_delete"),
+    path("workspaces/<int:ws>/schedules/<int:pk>/take-over", schedule_views.schedule_take_over,
+         name="schedule_take_over"),
     path("jobs/<int:pk>/schedule", schedule_views.schedule_new, name="schedule_new"),
     path("account/api", portal.api_tokens, name="api_tokens"),
     path("account/api/tokens/<int:pk>/revoke", portal.api_token_revoke, name="api_token_revoke"),
@@ -55,4 +57,5 @@ urlpatterns = [
     path("api/v1/workspaces/<int:pk>/usage", api_sweeps.workspace_usage, name="api_workspace_usage"),
     path("api/v1/schedules", api_schedules.schedule_list, name="api_schedules"),
     path("api/v1/schedules/<int:pk>", api_schedules.schedule_detail, name="api_schedule"),
+    path("api/v1/schedules/<int:pk>/take-over", api_schedules.schedule_take_over, name="api_schedule_take_over"),
 ]

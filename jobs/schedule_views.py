@@ -18,9 +18,10 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from jobs import access, schedules, spec
+from jobs import access, schedules, secretbox, spec
 from jobs.models import Job, Schedule, Workspace
 
 SECRET_ENV_FIELD = "secret_env__"
@@ -101,8 +102,49 @@ def _changeable(request: HttpRequest, ws: int, pk: int, *, stopping: bool | None
 @require_POST
 def schedule_toggle(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
     workspace, schedule = _changeable(request, ws, pk, stopping=None)
-    schedules.set_enabled(request.user, schedule, not schedule.enabled)
-    messages.success(request, f"Schedule {schedule.name} {'enabled' if schedule.enabled else 'disabled'}.")
+    refused = schedules.set_enabled(request.user, schedule, not schedule.enabled)
+    if refused:
+        messages.error(request, format_html('Schedule {} was not enabled. {} <a href="{}">Edit configuration</a>',
+                                            schedule.name, refused, _config_url(schedule)))
+    else:
+        messages.success(request, f"Schedule {schedule.name} {'enabled' if schedule.enabled else 'disabled'}.")
+    return redirect("schedule_list", ws=workspace.pk)
+
+
+def _config_url(schedule: Schedule) -> str:
+    return f"{reverse('job_create')}?schedule={schedule.pk}"
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def schedule_take_over(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
+    """GET: what taking the schedule over does, to confirm (a page: works without JS). POST: the admin becomes its
+    owner (schedules.take_over); the sealed values it dropped are named, with the way to type them again."""
+    workspace = access.get_workspace(request.user, ws)
+    schedule = get_object_or_404(Schedule.objects.select_related("workspace", "owner"), pk=pk, workspace=workspace)
+    refused = schedules.take_over_refusal(request.user, schedule)
+    if refused:
+        raise PermissionDenied(refused)
+    if request.method == "GET":
+        sealed = secretbox.unseal(schedule.sealed_secrets) if schedule.sealed_secrets else {}
+        return render(request, "jobs/schedule_take_over.html", {
+            "workspace": workspace, "schedule": schedule, "sealed_words": schedules.sealed_words(sorted(sealed)),
+            "owned": schedules.keeps_sealed(request.user, schedule)})
+    previous = schedule.owner.get_username() if schedule.owner else "(deleted user)"
+    if schedules.keeps_sealed(request.user, schedule):
+        messages.info(request, f"You own schedule {schedule.name} already.")
+        return redirect("schedule_list", ws=workspace.pk)
+    dropped = schedules.take_over(request.user, schedule)
+    if dropped:
+        messages.warning(request, format_html(
+            "Schedule {} is yours now (it was {}'s); its runs start as you. It is disabled: {} {} the previous "
+            'owner\'s and {} dropped. Type {} again in <a href="{}" class="schedule-take-over-config">Edit '
+            "configuration</a>, then enable it.", schedule.name, previous, schedules.sealed_words(dropped),
+            "was" if len(dropped) == 1 else "were", "was" if len(dropped) == 1 else "were",
+            "it" if len(dropped) == 1 else "them", _config_url(schedule)))
+    else:
+        messages.success(request, f"Schedule {schedule.name} is yours now (it was {previous}'s); its runs start as "
+                                  f"you. It stays {'enabled' if schedule.enabled else 'disabled'}.")
     return redirect("schedule_list", ws=workspace.pk)
 
 
@@ -135,7 +177,9 @@ def schedule_edit(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
             form.add_error(key if key in form.fields else None, messages_)
     return render(request, "jobs/schedule_edit.html", {
         "workspace": workspace, "schedule": schedule, "form": form, "time_zone": schedules.zone().key,
-        "cron_runs": _typed_runs(form), "cron_min_minutes": settings.DLC_SCHEDULE_MIN_MINUTES})
+        "cron_runs": _typed_runs(form), "cron_min_minutes": settings.DLC_SCHEDULE_MIN_MINUTES,
+        "can_take_over": not schedules.keeps_sealed(request.user, schedule)
+        and schedules.take_over_refusal(request.user, schedule) is None})
 
 
 def _initial(schedule: Schedule) -> dict[str, Any]:

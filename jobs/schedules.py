@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 from typing import Any
@@ -567,6 +567,20 @@ def _still_needed(body: dict) -> set[str]:
     return needed
 
 
+def keeps_sealed(user, schedule: Schedule) -> bool:
+    """Whether a change of the schedule's job configuration by `user` may keep its sealed values (secret variables,
+    the registry and Ray Redis passwords): its owner's only, as a failed job's are kept for its owner's edit only.
+    Anyone else could otherwise run the owner's API key with a command of their own and read it from the pod's log,
+    so they type each secret again; a take-over (take_over) drops them for the same reason."""
+    return schedule.owner_id is not None and schedule.owner_id == user.pk
+
+
+def sealed_kept_for(user, schedule: Schedule) -> dict[str, str]:
+    """The sealed values (take_secrets' names) that `user`'s change of the schedule may keep (keeps_sealed)."""
+    return secretbox.unseal(schedule.sealed_secrets) if schedule.sealed_secrets and keeps_sealed(user, schedule) \
+        else {}
+
+
 def kept_passwords(schedule: Schedule) -> list[str]:
     """The sealed passwords (registry_password, RayRedisPassword) an edit of the schedule's job configuration by its
     owner keeps when it gives none (edit_config): those its body still uses."""
@@ -590,10 +604,7 @@ def edit_config(user, schedule: Schedule, body: Any, secrets: dict[str, str], *,
     from jobs.api_jobs import check_body, take_secrets
 
     prefix = spec.SECRET_ENV_PREFIX
-    # Only to its owner's edit, as a failed job's (jobs.wizard): anyone else could otherwise run the owner's API key
-    # with a command of their own and read it from the pod's log. They type each secret again.
-    old = secretbox.unseal(schedule.sealed_secrets) if schedule.sealed_secrets and schedule.owner_id == user.pk \
-        else {}
+    old = sealed_kept_for(user, schedule)  # anyone but its owner types each secret again
     given = dict(body) if isinstance(body, dict) else body
     if isinstance(given, dict):
         # A placeholder left without a value (neither kept nor typed) is check_body's error at Envs.<NAME>.
@@ -631,14 +642,119 @@ def edit_config(user, schedule: Schedule, body: Any, secrets: dict[str, str], *,
     return {}
 
 
-def set_enabled(user, schedule: Schedule, enabled: bool) -> None:
-    """Enabling starts from the next future slot: the slots missed while disabled are not run."""
+def set_enabled(user, schedule: Schedule, enabled: bool) -> str | None:
+    """Enabling starts from the next future slot: the slots missed while disabled are not run. Enabling a schedule
+    whose job needs a value it no longer holds is refused: the refusal (enable_refusal) is returned, nothing saved."""
     with transaction.atomic():
-        schedule.enabled = enabled
-        schedule.next_run_at = next_run(schedule.recurrence, timezone.now()) if enabled else None
-        schedule.save(update_fields=["enabled", "next_run_at", "updated_at"])
+        # Locked and fresh: a take-over that just dropped the sealed values (and disabled it) is seen.
+        row = get_object_or_404(Schedule.objects.select_for_update(), pk=schedule.pk)  # deleted meanwhile
+        if enabled and (refused := enable_refusal(row)):
+            return refused
+        row.enabled = enabled
+        row.next_run_at = next_run(row.recurrence, timezone.now()) if enabled else None
+        row.save(update_fields=["enabled", "next_run_at", "updated_at"])
         audit.record(user, AuditEvent.CHANGED, workspace=schedule.workspace,
-                     event="schedule-enabled" if enabled else "schedule-disabled", schedule=schedule.name)
+                     event="schedule-enabled" if enabled else "schedule-disabled", schedule=row.name)
+    schedule.enabled, schedule.next_run_at = row.enabled, row.next_run_at
+    return None
+
+
+# --- sealed values a schedule lacks, taking one over ---------------------------------------------------------
+
+
+# Where each sealed value (take_secrets' names; a secret variable's is env:NAME) is typed again: in words (the
+# pages), and as its place in the CreateJob body the API takes (PATCH's job).
+_SEALED_WORDS = {"registry_password": "the registry password", "RayRedisPassword": "the Ray Redis password"}
+_SEALED_PATHS = {"registry_password": "JobSpecs[*].ImageConfig.Password",
+                 "RayRedisPassword": "Settings.AdvancedSettings.RayRedisPassword"}
+
+
+def sealed_words(keys: Sequence[str]) -> str:
+    """Sealed values named for a page, e.g. "the secret variable WANDB_API_KEY and the registry password"."""
+    prefix = spec.SECRET_ENV_PREFIX
+    words = [f"the secret variable {key[len(prefix):]}" if key.startswith(prefix) else _SEALED_WORDS.get(key, key)
+             for key in keys]
+    return " and ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
+
+
+def sealed_paths(keys: Sequence[str]) -> list[str]:
+    """Sealed values named as the API takes them: SecretEnvs.NAME, JobSpecs[*].ImageConfig.Password, ..."""
+    prefix = spec.SECRET_ENV_PREFIX
+    return [f"SecretEnvs.{key[len(prefix):]}" if key.startswith(prefix) else _SEALED_PATHS.get(key, key)
+            for key in keys]
+
+
+def missing_values(schedule: Schedule) -> list[str]:
+    """The sealed values its job needs and the schedule does not hold (take_secrets' names): a secret variable its
+    Envs keeps as the placeholder, the password of its registry username. A run's check (check_body) refuses the
+    job without them, so every run would be skipped; a take-over drops them. A Ray job's Redis password is optional
+    (the job runs without one): never missing."""
+    body = schedule.body or {}
+    envs = body.get("Envs") if isinstance(body.get("Envs"), dict) else {}
+    needed = {spec.SECRET_ENV_PREFIX + name for name, value in envs.items() if value == spec.SECRET_PLACEHOLDER}
+    needed |= _still_needed(body) - {"RayRedisPassword"}
+    if not needed:  # most schedules: nothing to unseal
+        return []
+    sealed = secretbox.unseal(schedule.sealed_secrets) if schedule.sealed_secrets else {}
+    return sorted(key for key in needed if not sealed.get(key))
+
+
+def enable_refusal(schedule: Schedule) -> str | None:
+    """Why the schedule may not be enabled (None: it may): its job needs values it no longer holds. One wording
+    for the pages and the API."""
+    missing = missing_values(schedule)
+    if not missing:
+        return None
+    one = len(missing) == 1
+    return (f"It cannot be enabled yet: its job needs {sealed_words(missing)}, which {'is' if one else 'are'} no "
+            f"longer sealed with it. Type {'it' if one else 'them'} again in Edit configuration (in the API: PATCH "
+            f"its job with {', '.join(sealed_paths(missing))}), then enable it.")
+
+
+TAKEN_OVER = "schedule-taken-over"
+TAKE_OVER_REFUSED = "Only the workspace's admins may take over a schedule."
+
+
+def take_over_refusal(user, schedule: Schedule) -> str | None:
+    """Why the user may not take the schedule over (None: they may): the workspace's admins (and the superuser)
+    only, never with a read-only API token. One wording for the pages and the API."""
+    if access.can(user, "manage", workspace=schedule.workspace):
+        return None
+    scope = access.scope_of(user)
+    if scope is not None and scope.read_only and access.role_in(user, schedule.workspace) is not None:
+        return access.refusal(user, "manage", workspace=schedule.workspace)  # the read-only token's words
+    return TAKE_OVER_REFUSED
+
+
+def take_over(user, schedule: Schedule) -> list[str]:
+    """Make `user` (take_over_refusal allowed them) the schedule's owner, so that its runs start as them, and
+    return the sealed values dropped (take_secrets' names). Those were the previous owner's: they are kept only as
+    an edit by `user` would keep them (sealed_kept_for, before the change: none), and when any is dropped the
+    schedule is disabled (its runs would fail their check, or log in without a password) until they are typed again
+    in Edit configuration; else its enabled state stays. The schedule's own owner taking it over changes nothing.
+
+    Locked: a second take-over at the same time (a double click, two admins) waits, then finds the first's owner
+    and nothing left to drop; the last one's admin owns it."""
+    with transaction.atomic():
+        # No select_related: FOR UPDATE may not lock the nullable side of the owner's outer join (PostgreSQL).
+        row = get_object_or_404(Schedule.objects.select_for_update(), pk=schedule.pk)
+        if keeps_sealed(user, row):
+            return []
+        sealed = secretbox.unseal(row.sealed_secrets) if row.sealed_secrets else {}
+        kept = sealed_kept_for(user, row)
+        dropped = sorted(key for key in sealed if key not in kept)
+        previous = row.owner.get_username() if row.owner else None
+        row.owner, row.sealed_secrets = user, secretbox.seal(kept)
+        if dropped:
+            row.enabled, row.next_run_at = False, None
+        row.save(update_fields=["owner", "sealed_secrets", "enabled", "next_run_at", "updated_at"])
+        audit.record(user, AuditEvent.CHANGED, workspace=row.workspace, event=TAKEN_OVER, schedule=row.name,
+                     schedule_id=row.pk, previous_owner=previous, dropped=sealed_paths(dropped),
+                     disabled=bool(dropped))
+    for field in Schedule._meta.concrete_fields:  # the caller's copy shows what was saved
+        setattr(schedule, field.attname, getattr(row, field.attname))
+    schedule.owner = user
+    return dropped
 
 
 def delete(user, schedule: Schedule) -> None:
@@ -782,6 +898,12 @@ class Row:
     can_change: bool
     owner_refusal: str = ""  # why its runs will be skipped, told before any run
     can_stop: bool = False  # disable or delete it: can_change, or its owner in any role (can_stop)
+    can_take_over: bool = False  # an admin's, of a schedule someone else owns (take_over_refusal)
+    missing: tuple[str, ...] = ()  # the sealed values its job needs and lacks (missing_values)
+
+    @property
+    def missing_words(self) -> str:
+        return sealed_words(self.missing)
 
     @property
     def refused_by_rules(self) -> bool:
@@ -810,5 +932,6 @@ def rows(user, workspace: Workspace) -> list[Row]:
                  if owners else ())
     return [Row(s, describe(s.recurrence), s.recent, can_change(user, s),
                 owner_refusal(s.owner, _seen_with_role(workspace, s.owner_id, roles.get(s.owner_id))),
-                can_stop(user, s))
+                can_stop(user, s), not keeps_sealed(user, s) and take_over_refusal(user, s) is None,
+                tuple(missing_values(s)))
             for s in schedules]

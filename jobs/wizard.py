@@ -179,7 +179,7 @@ def _schedule_start(user, pk: int) -> Start:
         raise PermissionDenied("Only the workspace's admins and the schedule's owner may change it.")
     workspace = schedule.workspace
     prefill = clone.prefill(schedule, workspace_id=workspace.dlc_workspace_id, edit=True,
-                            context=glue.context_for(workspace), keep_sealed=schedule.owner_id == user.pk)
+                            context=glue.context_for(workspace), keep_sealed=schedules.keeps_sealed(user, schedule))
     found = schedules.template_of(schedule)
     if found and not prefill.template:  # a schedule made before it kept its job's link: the job's is imposed
         prefill.template = found
@@ -187,7 +187,7 @@ def _schedule_start(user, pk: int) -> Start:
     bound = portal_wizard.PortalStart(workspace, template=found[0], version=found[1]) if found else None
     # Its owner is not asked again for the registry and Ray Redis passwords the schedule keeps sealed (as the API's
     # edit keeps them): left empty, they stay (_keep_sealed_passwords). Anyone else types them.
-    kept = tuple(schedules.kept_passwords(schedule)) if schedule.owner_id == user.pk else ()
+    kept = tuple(schedules.kept_passwords(schedule)) if schedules.keeps_sealed(user, schedule) else ()
     prefill.reprompts = [(name, what) for name, what in prefill.reprompts
                          if not any(_KEPT_PASSWORDS[key] == (name, what) for key in kept)]
     return Start(workspace, mode="schedule", prefill=prefill, portal=bound, hidden={"_schedule": str(schedule.pk)},

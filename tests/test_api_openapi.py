@@ -148,7 +148,12 @@ def test_every_operation_answers_as_documented(team, api, doc):
     assert changed["job"]["UserCommand"] == "echo new" and "t0ken" not in json.dumps(changed)
     refused = json.dumps({"name": "renamed", "job": {**pf.BODY, "JobSpecs": [{**pf.BODY["JobSpecs"][0], "Image": ""}]}})
     calls.check("PATCH", url, member.client.patch(url, refused, content_type="application/json", **auth), 400)
-    calls.check("DELETE", url, member.client.delete(url, **auth), 204)
+    take_over = f"{url}/take-over"
+    calls.check("POST", take_over, member.post(take_over), 403)
+    taken = calls.check("POST", take_over, api["admin"].post(take_over), 200).json()
+    assert taken["dropped"] == ["SecretEnvs.HF_TOKEN"], "the field is checked with a value"
+    calls.check("DELETE", url, member.client.delete(url, **auth), 403)  # the admin's now
+    calls.check("DELETE", url, api["admin"].client.delete(url, HTTP_AUTHORIZATION=f"Bearer {api['admin'].token}"), 204)
     assert not calls.found, "\n".join(calls.found)
     # A new operation gets its call here, so that its answers are held to the document too.
     uncalled = [(method, path) for path, operations in doc["paths"].items()

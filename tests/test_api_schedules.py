@@ -191,7 +191,7 @@ def test_the_openapi_document_describes_schedules(db):
     from jobs import api_jobs
 
     doc = api_jobs.openapi_document("http://x")
-    assert doc["info"]["version"] == "1.12.0"
+    assert doc["info"]["version"] == "1.13.0"
     assert {"get", "post"} <= set(doc["paths"]["/api/v1/schedules"])
     patch = doc["paths"]["/api/v1/schedules/{id}"]["patch"]
     assert patch["requestBody"]["content"]["application/json"]["schema"] == {
@@ -584,3 +584,49 @@ def test_patch_job_needs_the_right_to_change_the_schedule(db):
     assert call(team.users["other"], "patch", url, {"job": job}).status_code == 404
     assert call(team.users["member"], "patch", url, {"job": job}, read_only=True).status_code == 403
     assert Schedule.objects.get().body["UserCommand"] == "echo hello"
+
+
+def test_an_admin_takes_over_a_schedule_and_it_cannot_be_enabled_until_the_dropped_secret_is_sent(db):
+    from jobs import secretbox
+    from jobs.models import AuditEvent, Membership
+
+    team = pf.make_team()
+    created = call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}", NIGHTLY).json()
+    Membership.objects.filter(user=team.users["member"], workspace=team.alpha).update(role=Membership.VIEWER)
+    url = f"/api/v1/schedules/{created['id']}/take-over"
+    sealed = Schedule.objects.get().sealed_secrets
+    for user, options in ((team.users["member"], {}), (team.users["viewer"], {}), (team.users["admin"],
+                                                                                 {"read_only": True})):
+        refused = call(user, "post", url, **options)
+        assert refused.status_code == 403, (user, refused.content)
+        assert refused.json()["error"] == (schedules.TAKE_OVER_REFUSED if not options else
+                                           "This API token is read-only: it may not manage. Use a read-write token.")
+    assert call(team.users["other"], "post", url).status_code == 404
+    assert call(team.users["admin"], "get", url).status_code == 405
+    row = Schedule.objects.get()
+    assert (row.owner, row.sealed_secrets, row.enabled) == (team.users["member"], sealed, True), "nothing changed"
+    answer = call(team.users["admin"], "post", url)
+    assert answer.status_code == 200, answer.content
+    taken = answer.json()
+    shown = call(team.users["admin"], "get", f"/api/v1/schedules/{created['id']}").json()
+    assert {k: v for k, v in taken.items() if k != "dropped"} == shown, "the schedule as GET shows it"
+    assert taken["dropped"] == ["SecretEnvs.WANDB_API_KEY"]
+    assert taken["owner"] == "admin" and taken["enabled"] is False and taken["next_run_at"] is None
+    assert b"wandb-very-secret" not in answer.content
+    event = AuditEvent.objects.get(details__event=schedules.TAKEN_OVER)
+    assert event.details["dropped"] == ["SecretEnvs.WANDB_API_KEY"] and "wandb-very-secret" not in str(event.details)
+    assert event.details["api_token"]["name"] == "t"
+    # Enabling alone is refused, naming what to send; with the secret in the same PATCH's job it is enabled.
+    patch = f"/api/v1/schedules/{created['id']}"
+    refused = call(team.users["admin"], "patch", patch, {"enabled": True})
+    assert refused.status_code == 400 and list(refused.json()["errors"]) == ["enabled"]
+    assert "SecretEnvs.WANDB_API_KEY" in refused.json()["errors"]["enabled"][0]
+    refused = call(team.users["admin"], "patch", patch, {"enabled": True, "skip_if_active": False})
+    assert refused.status_code == 400 and list(refused.json()["errors"]) == ["enabled"], refused.json()
+    row = Schedule.objects.get()
+    assert (row.enabled, row.skip_if_active) == (False, True), "all or nothing"
+    job = {**shown["job"], "SecretEnvs": {"WANDB_API_KEY": "admins-key"}}
+    enabled = call(team.users["admin"], "patch", patch, {"enabled": True, "job": job})
+    assert enabled.status_code == 200, enabled.content
+    assert enabled.json()["enabled"] is True and enabled.json()["next_run_at"]
+    assert secretbox.unseal(Schedule.objects.get().sealed_secrets) == {"env:WANDB_API_KEY": "admins-key"}

@@ -132,6 +132,15 @@ def viewers_schedule_unchanged_but_by_admin(team, role, response):
     assert (found.enabled or found.kind == "weekly") == (role == "admin"), role
 
 
+def schedule_taken_over(team, role, response):
+    """The member's schedule: only an admin takes it over (becomes its owner)."""
+    from jobs.models import Schedule
+
+    owner = Schedule.objects.get(name="alpha-nightly").owner
+    assert (owner == team.users["admin"]) == (role == "admin") and owner in (team.users["admin"],
+                                                                            team.users["member"]), role
+
+
 def schedule_added(team, role, response):
     from jobs.models import Schedule
 
@@ -334,6 +343,11 @@ MATRIX: dict[str, list[Case]] = {
              roles(403, 403, 302, 404), check=viewers_schedule_unchanged_but_by_admin,
              data=lambda t: {"name": "viewer-nightly", "kind": "weekly", "weekdays": ["mon"], "at": "03:00"}),
     ],
+    # Only the workspace's admins take a schedule over (a confirm page, then the POST); never its member owner.
+    "workspaces/<int:ws>/schedules/<int:pk>/take-over": [
+        Case("GET", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/take-over", ADMIN_PAGE),
+        Case("POST", lambda t: f"/workspaces/{t.alpha.pk}/schedules/{schedule(t)}/take-over", ADMIN_POST,
+             check=schedule_taken_over)],
     "jobs/<int:pk>/schedule": [
         Case("GET", lambda t: f"/jobs/{job(t)}/schedule", roles(403, 200, 200, 404)),
         Case("POST", lambda t: f"/jobs/{job(t)}/schedule", roles(403, 302, 302, 404), check=schedule_added,
@@ -395,6 +409,9 @@ MATRIX: dict[str, list[Case]] = {
              data=lambda t: {"name": "matrix-nightly", "recurrence": {"kind": "daily", "at": "02:00"},
                              "job": {**pf.BODY, "DisplayName": "matrix-job"}}),
     ],
+    "api/v1/schedules/<int:pk>/take-over": [
+        Case("POST", lambda t: f"/api/v1/schedules/{schedule(t)}/take-over", roles(403, 403, 200, 404, 401),
+             check=schedule_taken_over)],
     "api/v1/schedules/<int:pk>": [
         Case("GET", lambda t: f"/api/v1/schedules/{schedule(t)}", API_READ),
         Case("PATCH", lambda t: f"/api/v1/schedules/{schedule(t)}", roles(403, 200, 200, 404, 401), json=True,

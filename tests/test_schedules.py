@@ -619,7 +619,7 @@ def test_the_schedules_page_tells_before_any_run_that_an_owner_who_may_not_creat
     said = "The owner, member, may no longer create jobs in this workspace."
     page = text(admin)
     assert page.count("schedule-owner-refused") == 1 and "No runs yet." in page
-    assert f"Its runs will be skipped. {said} Disable or delete it" in page
+    assert f"Its runs will be skipped. {said} Disable, delete or take it over" in page
     assert f"{said} An admin of the workspace, or its owner while still a member here, can disable or delete it." \
         in text(viewer)
     # The owner, a viewer now, may still stop it: told so, with Disable and Delete only (schedules.can_stop).
@@ -857,6 +857,34 @@ def test_a_due_schedule_is_run_by_the_real_beat_and_its_job_succeeds_on_localdlc
     schedule.refresh_from_db()
     assert schedule.runs.count() == 1 and schedule.next_run_at > datetime.now(UTC)
     assert run.job.display_name.startswith("beat-")
+
+
+@pytest.mark.integration
+def test_a_stranded_schedule_taken_over_by_an_admin_is_run_by_the_real_beat_as_the_admin(stack, member, workspace):
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Membership, Schedule, ScheduledRun
+    from tests.support.waiting import wait_for
+    from tests.test_lifecycle import job_body
+    from tests.test_sync import status_of
+
+    admin = get_user_model().objects.create_user("boss", password=None)
+    Membership.objects.create(user=admin, workspace=workspace, role=Membership.ADMIN)
+    # Not due yet: the stack's beat must not reach it before the take-over.
+    schedule = Schedule.objects.create(
+        workspace=workspace, owner=member, name="handed", body=job_body("echo handed over"), kind="hourly",
+        every_hours=1, next_run_at=datetime.now(UTC) + timedelta(days=1))
+    Membership.objects.filter(user=member, workspace=workspace).update(role=Membership.VIEWER)  # stranded
+    answer = pf.client_for(admin).post(f"/workspaces/{workspace.pk}/schedules/{schedule.pk}/take-over")
+    assert answer.status_code == 302
+    schedule.refresh_from_db()
+    assert schedule.owner == admin and schedule.enabled, "nothing sealed: it stays enabled"
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    run = wait_for(lambda: ScheduledRun.objects.filter(schedule=schedule).select_related("job").first(), timeout=30,
+                   what="the beat ran the schedule")
+    assert run.job is not None, run.skipped_reason
+    assert run.job.owner == admin and run.job.display_name.startswith("handed-")
+    wait_for(lambda: status_of(run.job) == "Succeeded", timeout=60, what="the scheduled job succeeded")
 
 
 @pytest.mark.integration
@@ -1572,3 +1600,244 @@ def test_edit_config_keeps_a_sealed_password_given_empty(db):
     assert schedules.edit_config(team.users["member"], schedule, dict(schedule.body),
                                  {"registry_password": "", "RayRedisPassword": ""}) == {}
     assert secretbox.unseal(schedule.sealed_secrets) == {"registry_password": REGISTRY, "RayRedisPassword": RAY_REDIS}
+
+
+# --- taking a schedule over (an admin becomes its owner) ---------------------------------------------------------
+
+
+def sealed_schedule(team):
+    """The member's schedule with every kind of sealed value: a secret variable, a registry login, a Ray Redis
+    password."""
+    body = {**pf.BODY, "JobType": "RayJob", "Envs": {"EPOCHS": "3"}, "SecretEnvs": {"WANDB_API_KEY": WANDB},
+            "JobSpecs": [{**pf.BODY["JobSpecs"][0], "Type": "Head",
+                          "ImageConfig": {"Username": "robot", "Password": REGISTRY}}],
+            "Settings": {"AdvancedSettings": {"RayRedisPassword": RAY_REDIS}}}
+    schedule, errors = schedules.create(team.users["member"], team.alpha, body, daily())
+    assert not errors, errors
+    return schedule
+
+
+def demote(team, name="member"):
+    from jobs.models import Membership
+
+    Membership.objects.filter(user=team.users[name], workspace=team.alpha).update(role=Membership.VIEWER)
+
+
+def taken_over_events():
+    from jobs.models import AuditEvent
+
+    return list(AuditEvent.objects.filter(details__event=schedules.TAKEN_OVER).order_by("pk"))
+
+
+def test_a_take_over_makes_the_admin_owner_drops_every_sealed_value_and_disables_the_schedule(db):
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    schedule = sealed_schedule(team)
+    demote(team)  # stranded: its runs would be skipped
+    admin = team.users["admin"]
+    dropped = schedules.take_over(admin, Schedule.objects.get(pk=schedule.pk))
+    assert dropped == ["RayRedisPassword", "env:WANDB_API_KEY", "registry_password"]
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert row.owner == admin and row.sealed_secrets == "", "nothing of the previous owner's stays sealed"
+    assert (row.enabled, row.next_run_at) == (False, None), "disabled: its runs would miss the values"
+    assert row.body == schedule.body and row.name == "nightly", "its job and timing stay"
+    [event] = taken_over_events()
+    assert event.actor_name == "admin" and event.details["schedule"] == "nightly"
+    assert event.details["previous_owner"] == "member" and event.details["disabled"] is True
+    assert event.details["dropped"] == ["Settings.AdvancedSettings.RayRedisPassword", "SecretEnvs.WANDB_API_KEY",
+                                        "JobSpecs[*].ImageConfig.Password"]
+    said = str(event.details)
+    assert WANDB not in said and REGISTRY not in said and RAY_REDIS not in said, "names only, never a value"
+    # The admin's Edit configuration now asks for each of them (the previous owner's are gone).
+    html = config_page(pf.client_for(admin), row).content.decode()
+    assert 'id="reprompt-list"' in html and 'id="kept-secrets"' not in html and 'id="kept-password"' not in html
+    assert WANDB not in html and REGISTRY not in html and RAY_REDIS not in html
+
+
+def test_a_take_over_of_a_schedule_without_sealed_values_keeps_it_enabled_and_the_beat_runs_it_as_the_admin(db):
+    from jobs.models import Job, Schedule
+
+    team = pf.make_team()
+    schedule = make_schedule(team)  # pf.BODY: nothing sealed
+    demote(team)
+    assert schedules.run_due() == {schedule.pk: "skipped"}, "stranded: the owner may no longer create jobs"
+    assert schedules.take_over(team.users["admin"], Schedule.objects.get(pk=schedule.pk)) == []
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert row.owner == team.users["admin"] and row.enabled and row.next_run_at is not None
+    assert taken_over_events()[0].details["dropped"] == [] and taken_over_events()[0].details["disabled"] is False
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_due() == {schedule.pk: "started"}
+    job = Job.objects.get(scheduled_run__schedule=schedule)
+    assert job.owner == team.users["admin"] and job.display_name.startswith("nightly-")
+
+
+def test_enabling_is_refused_while_a_dropped_value_is_needed_and_allowed_once_typed_again(db):
+    from jobs import secretbox
+    from jobs.models import Job, Schedule
+
+    team = pf.make_team()
+    schedule = sealed_schedule(team)
+    admin = team.users["admin"]
+    schedules.take_over(admin, schedule)
+    refused = schedules.set_enabled(admin, schedule, True)
+    assert refused is not None
+    assert "the secret variable WANDB_API_KEY and the registry password" in refused, refused
+    assert "SecretEnvs.WANDB_API_KEY, JobSpecs[*].ImageConfig.Password" in refused, "the API's names too"
+    assert "Ray" not in refused, "a Ray job runs without a Redis password: never required"
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert (row.enabled, row.next_run_at) == (False, None) and not schedule.enabled, "nothing saved"
+    # The page says it at the schedule, with the way to type them again, and refuses the toggle.
+    client = pf.client_for(admin)
+    page = client.get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
+    missing = re.search(r'<p class="notice warning schedule-missing">.*?</p>', page, re.S).group(0)
+    assert "the secret variable WANDB_API_KEY and the registry password" in missing
+    assert f'href="/jobs/new?schedule={schedule.pk}"' in missing
+    answer = client.post(f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/toggle", follow=True)
+    said = answer.content.decode()
+    assert "It cannot be enabled yet" in said and "WANDB_API_KEY" in said
+    assert f'<a href="/jobs/new?schedule={schedule.pk}">Edit configuration</a>' in said
+    assert not Schedule.objects.get(pk=schedule.pk).enabled
+    # Typed again in Edit configuration (as the wizard sends them): enabling works, the next run uses them as the admin.
+    assert schedules.edit_config(admin, schedule, dict(schedule.body), {
+        "env:WANDB_API_KEY": "admin-wandb", "registry_password": "admin-registry"}) == {}
+    assert schedules.set_enabled(admin, schedule, True) is None and schedule.enabled
+    assert "schedule-missing" not in client.get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=datetime.now(UTC) - timedelta(seconds=1))
+    assert schedules.run_one(schedule.pk) == "started"
+    job = Job.objects.get(scheduled_run__schedule=schedule)
+    assert job.owner == admin
+    assert secretbox.unseal(job.sealed_secrets) == {"env:WANDB_API_KEY": "admin-wandb",
+                                                    "registry_password": "admin-registry"}
+
+
+def test_only_the_workspaces_admins_and_the_superuser_may_take_over_a_schedule(db):
+    from django.contrib.auth import get_user_model
+    from django.utils.html import escape
+
+    from jobs.models import Membership, Schedule
+
+    team = pf.make_team()
+    schedule = sealed_schedule(team)
+    colleague = get_user_model().objects.create_user("colleague", password=None)
+    Membership.objects.create(user=colleague, workspace=team.alpha, role=Membership.MEMBER)
+    for name in ("viewer", "member"):
+        assert schedules.take_over_refusal(team.users[name], schedule) == schedules.TAKE_OVER_REFUSED
+    assert schedules.take_over_refusal(colleague, schedule) == schedules.TAKE_OVER_REFUSED, \
+        "a member may not take over another member's schedule"
+    root = get_user_model().objects.create_superuser("root", password=None)
+    assert schedules.take_over_refusal(team.users["admin"], schedule) is None
+    assert schedules.take_over_refusal(root, schedule) is None
+    url = f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/take-over"
+    for user in (team.users["viewer"], team.users["member"], colleague):
+        client = pf.client_for(user)
+        for answer in (client.get(url), client.post(url)):
+            assert answer.status_code == 403 and escape(schedules.TAKE_OVER_REFUSED) in answer.content.decode()
+    assert pf.client_for(team.users["other"]).post(url).status_code == 404, "another workspace's: not found"
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert row.owner == team.users["member"] and row.sealed_secrets == schedule.sealed_secrets and row.enabled
+    assert taken_over_events() == []
+    assert pf.client_for(root).post(url).status_code == 302
+    assert Schedule.objects.get(pk=schedule.pk).owner == root
+
+
+def test_the_schedules_and_edit_pages_offer_take_over_to_admins_with_a_confirm_page_that_works_without_js(db):
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    schedule = sealed_schedule(team)
+    mine = make_schedule(team, name="admins", owner=team.users["admin"])
+    demote(team)
+    admin = pf.client_for(team.users["admin"])
+    listing = f"/workspaces/{team.alpha.pk}/schedules"
+    url = f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/take-over"
+    page = admin.get(listing).content.decode()
+    assert f'<a href="{url}" class="button schedule-take-over">Take over</a>' in page
+    assert f"/schedules/{mine.pk}/take-over" not in page, "not of the admin's own schedule"
+    assert "Disable, delete or take it over" in " ".join(page.split()), "the stranded schedule's notice says so"
+    for name in ("member", "viewer"):
+        assert "schedule-take-over" not in pf.client_for(team.users[name]).get(listing).content.decode(), name
+    edit = admin.get(f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/edit").content.decode()
+    assert 'id="schedule-take-over-offer"' in edit and f'href="{url}"' in edit
+    assert 'id="schedule-take-over-offer"' not in admin.get(
+        f"/workspaces/{team.alpha.pk}/schedules/{mine.pk}/edit").content.decode()
+    # The confirm page: a form that posts without JS, saying what happens; GET changes nothing.
+    confirm = " ".join(admin.get(url).content.decode().split())
+    assert f'<form method="post" action="{url}"' in confirm and 'id="schedule-take-over-yes"' in confirm
+    assert "You become its owner; its runs start as you." in confirm
+    assert ("Its sealed values (secret variables, the registry password, the Ray Redis password) were the previous "
+            "owner's and are dropped: type them again in Edit configuration.") in confirm
+    assert "the Ray Redis password, the secret variable WANDB_API_KEY and the registry password: it will be " \
+           "disabled" in confirm
+    assert WANDB not in confirm and REGISTRY not in confirm
+    assert Schedule.objects.get(pk=schedule.pk).owner == team.users["member"] and taken_over_events() == []
+    answer = admin.post(url, follow=True)
+    assert answer.redirect_chain == [(listing, 302)]
+    said = " ".join(answer.content.decode().split())
+    assert "Schedule nightly is yours now (it was member's); its runs start as you. It is disabled" in said
+    assert (f'Type them again in <a href="/jobs/new?schedule={schedule.pk}" class="schedule-take-over-config">Edit '
+            "configuration</a>, then enable it.") in said
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert row.owner == team.users["admin"] and not row.enabled and row.sealed_secrets == ""
+    # Now the admin's own: no more Take over; the page says it already is.
+    assert f"/schedules/{schedule.pk}/take-over" not in admin.get(listing).content.decode()
+    again = admin.post(url, follow=True).content.decode()
+    assert "You own schedule nightly already." in again and len(taken_over_events()) == 1
+
+
+def test_two_take_overs_at_once_are_ordered_by_the_row_lock_and_the_second_drops_nothing_more(transactional_db):
+    """Two admins take the same schedule over from the same page: the first holds the schedule's row from its read
+    to its save, so the second, sent meanwhile, waits, then takes it over from the first, who kept nothing sealed.
+    The second is given a bounded chance to get in between (a wait on an event, not a sleep): with the lock it
+    cannot, and the outcome is the same either way."""
+    import threading
+
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.db.models.signals import pre_save
+
+    from jobs.models import Membership, Schedule
+
+    team = pf.make_team()
+    schedule = sealed_schedule(team)
+    second_admin = get_user_model().objects.create_user("admin2", password=None)
+    Membership.objects.create(user=second_admin, workspace=team.alpha, role=Membership.ADMIN)
+    pages = {name: Schedule.objects.get(pk=schedule.pk) for name in ("first", "second")}  # each admin's copy
+    inside, second_done = threading.Event(), threading.Event()
+    outcomes: dict[str, list[str]] = {}
+    failures: list[BaseException] = []
+
+    def hold(sender, instance, **kwargs) -> None:
+        if threading.current_thread().name == "first":
+            inside.set()
+            second_done.wait(2)  # without the lock the second lands here, and both drop the member's values
+
+    def take(name: str, user) -> None:
+        try:
+            outcomes[name] = schedules.take_over(user, pages[name])
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            failures.append(exc)
+        finally:
+            if name == "second":
+                second_done.set()
+            connection.close()
+
+    pre_save.connect(hold, sender=Schedule)
+    threads = [threading.Thread(target=take, args=("first", team.users["admin"]), name="first"),
+               threading.Thread(target=take, args=("second", second_admin), name="second")]
+    try:
+        threads[0].start()
+        assert inside.wait(30), "the first take-over reached its save"
+        threads[1].start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        second_done.set()
+        pre_save.disconnect(hold, sender=Schedule)
+    assert not failures, failures
+    assert outcomes == {"first": ["RayRedisPassword", "env:WANDB_API_KEY", "registry_password"], "second": []}
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert row.owner == second_admin and row.sealed_secrets == "" and not row.enabled
+    first, second = taken_over_events()
+    assert (first.actor_name, first.details["previous_owner"]) == ("admin", "member")
+    assert (second.actor_name, second.details["previous_owner"], second.details["dropped"]) == ("admin2", "admin", [])
