@@ -157,14 +157,18 @@ _REFUSALS = {
 _VIEWER_REFUSALS = {"stop": "Viewers may not stop jobs: members stop their own, workspace admins any."}
 
 
+def read_only_refusal(action: str) -> str:
+    """A read-only token's refusal of an action that changes something (one wording wherever it is refused)."""
+    return f"This API token is read-only: it may not {_ACTION_WORDS.get(action, action)}. Use a read-write token."
+
+
 def refusal(user, action: str, *, workspace: Workspace, job: Job | None = None) -> str | None:
     """Why the user may not do this here (a read-only token says so first), or None when they may."""
     if can(user, action, workspace=workspace, job=job):
         return None
     scope, role = scope_of(user), role_in(user, workspace)
     if scope is not None and scope.read_only and role is not None:
-        doing = _ACTION_WORDS.get(action, action)
-        return f"This API token is read-only: it may not {doing}. Use a read-write token."
+        return read_only_refusal(action)
     if role == Membership.VIEWER and action in _VIEWER_REFUSALS:
         return _VIEWER_REFUSALS[action]
     return _REFUSALS.get(action, f"You may not {action} here.")

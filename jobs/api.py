@@ -34,6 +34,8 @@ def validate_job(request: HttpRequest) -> JsonResponse:
     caller's only one, else the one whose DLC workspace is the body's WorkspaceId; else 400 with `candidates`.
     Viewers may ask too: a dry run changes nothing, and `can_create` says whether the create would be refused.
     """
+    if unknown := api_jobs.query_errors(request, api_jobs.CREATE_PARAMS):  # as the create refuses them
+        return api_jobs.bad_request(unknown)
     body, refused = api_jobs.json_body(request)  # the create's own reading: the same 400, 413 and 415
     if refused:
         return refused

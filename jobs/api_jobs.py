@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
@@ -25,7 +25,7 @@ from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Workspace
 from jobs.spec.base import MAX_NESTING, loads_json, storable_problems
 
-API_VERSION = "1.13.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.14.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
@@ -90,6 +90,11 @@ API_VERSION = "1.13.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 # 1.13: POST /api/v1/schedules/{id}/take-over: an admin becomes the schedule's owner; its sealed values are dropped
 #      (`dropped` names them) and, if any was, it is disabled. Enabling (PATCH enabled=true) is refused, 400 at
 #      enabled, while its job needs a sealed value it no longer holds.
+# 1.14: a query parameter a call does not take, or one sent twice, is a 400 at it on every call (was ignored outside
+#      the lists: `?templat=3` created a job without its template's locks); a stop (job, sweep) or take-over
+#      refuses a body with a field (400) or not JSON (415); clone honours Idempotency-Key (per source job); clone's
+#      secret_envs/registry_password/ray_redis_password of a wrong type are 400s at them; a read-only token's
+#      create is a 403 even without ?workspace=; the idempotency 409/422 are documented as sent ({errors, code}).
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
@@ -220,7 +225,7 @@ def unknown_fields(payload: Mapping[str, Any], allowed: Iterable[str]) -> dict[s
 
 def query_errors(request: HttpRequest, single: Iterable[str], repeatable: Iterable[str] = ()) \
         -> dict[str, list[str]]:
-    """An error at each query parameter a GET endpoint does not take (naming those it takes) and at each
+    """An error at each query parameter an endpoint does not take (naming those it takes) and at each
     single-valued one sent more than once: a misspelt filter silently ignored answers what was not asked for, and
     a repeated one would silently be its last value. The API's only: the list page's forms add their own."""
     many = set(repeatable)
@@ -233,6 +238,24 @@ def query_errors(request: HttpRequest, single: Iterable[str], repeatable: Iterab
         elif key not in many and len(request.GET.getlist(key)) > 1:
             errors[key] = ["Sent more than once: send it once."]
     return errors
+
+
+def no_body(request: HttpRequest) -> JsonResponse | None:
+    """The 400 (or json_body's 415/400) of a body sent to a call that takes none (a stop), else None. Nothing, an
+    empty object or a form without fields is fine (`curl -X POST -d ''` sends a form type, some clients an empty
+    multipart form); a field (a `reason`, say) is an error at it: silently dropped, the caller would believe it kept."""
+    if not request.body:
+        return None
+    if request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        payload: Any = {**request.POST, **request.FILES}
+    else:
+        payload, bad = json_body(request)
+        if bad:
+            return bad
+    if not isinstance(payload, dict):
+        return bad_request({"": ["This call takes no body: send none, or {}."]})
+    return bad_request({key: ["Unknown field: this call takes no body (send none, or {})."] for key in payload}) \
+        if payload else None
 
 
 class Problem(Exception):
@@ -258,6 +281,10 @@ def request_workspace(request: HttpRequest, action: str, *, dlc_workspace_id: An
     chosen = workspace_param(request)
     if chosen is not None:
         return access.get_workspace(request.api_user, chosen, action)
+    scope = access.scope_of(request.api_user)
+    if action != "view" and scope is not None and scope.read_only:
+        # Refused in every workspace: "name the workspace" first would only lead the caller to this 403.
+        raise PermissionDenied(access.read_only_refusal(action))
     mine = access.workspaces_for(request.api_user).order_by("pk")
     found = list(mine[:2])
     if not found:  # "name one of your workspaces" would list none
@@ -562,6 +589,8 @@ def submit_body(user, workspace: Workspace, body: Any, *, cloned_from: Job | Non
 # The list's query parameters (listing.ListFilters' but the page's own tag box) and ?workspace=; tag may repeat.
 LIST_PARAMS = ("q", "status", "framework", "owner", "created_from", "created_to", "sort", "size", "idle", "after",
                "before", "workspace")
+# A create's (and the dry run's): the workspace, and the template the job starts from.
+CREATE_PARAMS = ("workspace", "template", "version")
 
 
 @api_view
@@ -597,11 +626,15 @@ def jobs(request: HttpRequest) -> JsonResponse:
     })
 
 
-def create_request(request: HttpRequest, job_key: str | None = None) \
+def create_request(request: HttpRequest, job_key: str | None = None, *, params: Iterable[str] = ("workspace",)) \
         -> tuple[Any, Workspace | None, JsonResponse | None]:
     """(JSON body, workspace) of a POST that creates something, or (None, None, the answer refusing it): the
     opening every create endpoint shares (jobs, sweeps, schedules). The workspace is request_workspace's, the
-    CreateJob body (the payload, or its `job_key` member) giving the WorkspaceId hint."""
+    CreateJob body (the payload, or its `job_key` member) giving the WorkspaceId hint. `params`: the query
+    parameters the endpoint takes; any other (a misspelt ?templat=, which would create a job free of the template's
+    locks) or one sent twice is a 400 at it, as on the lists."""
+    if refused := query_errors(request, params):
+        return None, None, bad_request(refused)
     payload, bad = json_body(request)
     if bad:
         return None, None, bad
@@ -618,7 +651,7 @@ def _create(request: HttpRequest) -> JsonResponse:
 
 
 def _create_job(request: HttpRequest) -> JsonResponse:
-    body, workspace, refused = create_request(request)
+    body, workspace, refused = create_request(request, params=CREATE_PARAMS)
     if refused:
         return refused
     locks, extra = template_start(request, workspace) if isinstance(body, dict) else (None, {})
@@ -635,6 +668,8 @@ def _create_job(request: HttpRequest) -> JsonResponse:
 def job(request: HttpRequest, pk: int) -> JsonResponse:
     """GET: one job. PATCH {"priority": n}: change a queued quota job's priority (jobs.priority), answered once
     DLC has."""
+    if refused := query_errors(request, ()):
+        return bad_request(refused)
     if request.method == "PATCH":
         return _patch(request, pk)
     return JsonResponse(job_detail_json(access.get_job(request.api_user, pk), request))
@@ -659,8 +694,6 @@ def job_detail_json(job: Job, request: HttpRequest | None = None) -> dict[str, A
 
 
 def _patch(request: HttpRequest, pk: int) -> JsonResponse:
-    from django.core.exceptions import PermissionDenied
-
     from jobs import priority
 
     target = access.get_job(request.api_user, pk)
@@ -687,6 +720,10 @@ def stop(request: HttpRequest, pk: int) -> JsonResponse:
     from jobs import lifecycle
 
     target = access.get_job(request.api_user, pk, "stop")
+    if refused := query_errors(request, ()):
+        return bad_request(refused)
+    if refused_body := no_body(request):
+        return refused_body
     outcome = lifecycle.request_stop(request.api_user, target)
     target.refresh_from_db()
     return JsonResponse({"result": outcome, "job": job_json(target, request)}, status=202)
@@ -700,9 +737,17 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
     `changes` overrides top-level CreateJob fields; secrets are never copied, so each secret the policy
     re-prompts must be sent again (`registry_password`, `ray_redis_password`, and `secret_envs` {NAME: value} for
     each environment variable the source kept secret). A source started from a template (directly or as a clone)
-    binds the clone to the template's locks, as the wizard's clone is bound.
+    binds the clone to the template's locks, as the wizard's clone is bound. An Idempotency-Key makes it safe to
+    retry, as a create (jobs.idempotency; a key is per source job).
     """
-    source = access.get_job(request.api_user, pk, "clone")
+    if refused := query_errors(request, ()):
+        return bad_request(refused)
+    source = access.get_job(request.api_user, pk, "clone")  # before the key is claimed: an existing job's id
+    return idempotency.once(request, idempotency.clone_endpoint(source.pk), lambda: _clone(request, source),
+                            lambda made: JsonResponse(job_json(access.get_job(request.api_user, made), request)))
+
+
+def _clone(request: HttpRequest, source: Job) -> JsonResponse:
     payload, bad = json_body(request, optional=True)  # no body: a clone without changes
     if bad:
         return bad
@@ -715,6 +760,12 @@ def clone(request: HttpRequest, pk: int) -> JsonResponse:
     elif SECRET_ENVS in changes:  # one place for a clone's secrets; replaced below, it would be dropped unsaid
         refused[f"changes.{SECRET_ENVS}"] = [
             'Send secret variables in the top-level secret_envs, e.g. {"secret_envs": {"WANDB_API_KEY": "..."}}.']
+    # At the key the caller sent: checked further down they would be SecretEnvs' errors, or "send it again".
+    if payload.get("secret_envs") is not None and not isinstance(payload["secret_envs"], dict):
+        refused["secret_envs"] = ['Must be an object of variable names to secret values, e.g. '
+                                  '{"WANDB_API_KEY": "..."}.']
+    refused.update({key: ["Must be a string."] for key in PUT_SECRET
+                    if key in payload and not isinstance(payload[key], str)})
     if refused:
         return bad_request(refused)
     body, reprompts, hints = clone_start(source)
@@ -789,6 +840,8 @@ def workspaces(request: HttpRequest) -> JsonResponse:
     `role` stays the user's membership role, as before; `read_only` and `effective_role` say what this
     credential may do with it: a read-only token may only read, which is a viewer's right, whatever the role.
     """
+    if refused := query_errors(request, ()):
+        return bad_request(refused)
     user = request.api_user
     scope = access.scope_of(user)
     read_only = bool(scope and scope.read_only)
@@ -973,7 +1026,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                              "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
                          "responses": {"201": {"description": "Created; the worker submits it to DLC", **job_ok},
                                        "400": invalid_or_candidates, "401": err, "403": err, "404": err,
-                                       **idempotency.responses(err)}},
+                                       **idempotency.responses()}},
             },
             "/api/v1/jobs/{id}": {
                 "get": {"summary": "One job", "parameters": [job_id],
@@ -1005,10 +1058,13 @@ def openapi_document(server: str) -> dict[str, Any]:
                                       "content": {"application/json": {"schema": response_object({
                                           "result": {"type": "string", "enum": list(STOP_RESULTS)},
                                           "job": {"$ref": "#/components/schemas/Job"}})}}},
-                              "401": err, "403": err, "404": err}}},
+                              "400": {**validation, "description": "A query parameter, or a body with a field (a "
+                                                                   "stop takes none: send no body, or {})."},
+                              "401": err, "403": err, "404": err,
+                              "415": {**validation, "description": "A body whose Content-Type is not JSON."}}}},
             "/api/v1/jobs/{id}/clone": {"post": {
                 "summary": "Create a copy of a job (new name `<name>-copy`; secrets must be sent again)",
-                "parameters": [job_id],
+                "parameters": [job_id, idempotency.parameter()],
                 "requestBody": {"content": {"application/json": {"schema": {
                     # Any other key is refused (400 at the key), as is a `changes` that is not an object.
                     "type": "object", "additionalProperties": False, "properties": {
@@ -1023,7 +1079,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                                         "description": "The value of each secret environment variable of the "
                                                        "source (shown as ******** in its Envs)."}}}}}},
                 "responses": {"201": {"description": "The new job", **job_ok}, "400": validation, "401": err,
-                              "403": err, "404": err}}},
+                              "403": err, "404": err, **idempotency.responses()}}},
             "/api/v1/jobs/validate": {"post": {
                 "summary": "Dry run: validate a CreateJob body without creating anything",
                 "description": "The checks of POST /api/v1/jobs, in the workspace that call would use (same "
@@ -1119,8 +1175,10 @@ def openapi_document(server: str) -> dict[str, Any]:
                                    "workspaces is meant (errors.workspace): those it could be, at most "
                                    f"{CANDIDATES_SHOWN}.",
                                    "items": response_object({"id": {"type": "integer"}, "name": {"type": "string"},
-                                                             "dlc_workspace_id": {"type": "string"}})}},
-                    optional=["candidates"]),
+                                                             "dlc_workspace_id": {"type": "string"}})},
+                    "code": {"type": "string", "enum": ["idempotency_key_invalid"],
+                             "description": "Only for a malformed Idempotency-Key (errors at Idempotency-Key)."}},
+                    optional=["candidates", "code"]),
                 "Job": job_schema,
                 "JobDetail": response_object({**job_schema["properties"], **job_detail_members()}),
                 "WorkspaceList": response_object({"workspaces": {"type": "array", "items": response_object({
@@ -1157,11 +1215,13 @@ def openapi_document(server: str) -> dict[str, Any]:
 def with_body_errors(document: dict[str, Any], validation: dict[str, Any], err: dict[str, Any]) -> dict[str, Any]:
     """Every operation taking a body may answer 413 (too large: api.JsonErrorsMiddleware) and 415 (not JSON:
     json_body); every unsafe one 403 (a session without X-CSRFToken, apitokens.api_view); every authenticated one
-    429 (too many invalid tokens from one address, apitokens.api_view). Said once, here, so that no new operation
-    misses them."""
+    429 (too many invalid tokens from one address, apitokens.api_view) and 400 (a query parameter it does not take,
+    or one sent twice: query_errors). Said once, here, so that no new operation misses them."""
     too_large = {**validation, "description": "The body is too large (error at \"\")."}
     too_many = {"$ref": "#/components/responses/TooManyFailures"}
     not_json = {**validation, "description": "The body's Content-Type is not JSON (error at \"\")."}
+    bad_query = {**validation, "description": "A query parameter the operation does not take, or one sent twice "
+                                              "(error at the parameter)."}
     for operations in document["paths"].values():
         for method, operation in operations.items():
             answers = operation["responses"]
@@ -1172,4 +1232,5 @@ def with_body_errors(document: dict[str, Any], validation: dict[str, Any], err: 
                 answers.setdefault("403", err)
             if "401" in answers:  # every authenticated operation: apitokens.api_view counts invalid tokens
                 answers.setdefault("429", too_many)
+                answers.setdefault("400", bad_query)
     return document

@@ -30,6 +30,7 @@ from jobs.api_jobs import (
     id_page,
     id_page_parameters,
     json_body,
+    no_body,
     query_errors,
     response_object,
     unknown_fields,
@@ -155,6 +156,8 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """GET: one schedule with its last runs. PATCH: its name, recurrence, skip_if_active, enabled, job (the fields
     sent). DELETE: the schedule (its jobs stay)."""
     schedule = _schedule(request, pk)
+    if refused := query_errors(request, ()):
+        return bad_request(refused)
     if request.method in ("GET", "HEAD"):
         return JsonResponse(schedule_json(schedule, request))
     if request.method == "DELETE":
@@ -221,6 +224,10 @@ def schedule_take_over(request: HttpRequest, pk: int) -> JsonResponse:
     refused = schedules.take_over_refusal(request.api_user, schedule)
     if refused:
         raise PermissionDenied(refused)
+    if refused_query := query_errors(request, ()):
+        return bad_request(refused_query)
+    if refused_body := no_body(request):  # takes none, as a stop: a field sent would be silently dropped
+        return refused_body
     dropped = schedules.take_over(request.api_user, schedule)
     return JsonResponse({**schedule_json(schedule, request), "dropped": schedules.sealed_paths(dropped)})
 
@@ -302,7 +309,7 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
                 "parameters": [ws_param, idempotency.parameter()],
                 "requestBody": {"required": True, **_ref("ScheduleCreate")},
                 "responses": {"201": {"description": "The schedule", **_ref("Schedule")}, "400": invalid,
-                              "401": err, "403": err, "404": err, **idempotency.responses(err)}},
+                              "401": err, "403": err, "404": err, **idempotency.responses()}},
         },
         "/api/v1/schedules/{id}": {
             "get": {"summary": "One schedule and its last runs", "parameters": [schedule_id],
@@ -349,7 +356,10 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
                            "else its enabled state stays. Taking over your own schedule changes nothing.",
             "parameters": [schedule_id],
             "responses": {"200": {"description": "The schedule, with `dropped`", **_ref("ScheduleTakenOver")},
-                          "401": err, "403": err, "404": err}}},
+                          "400": {**invalid, "description": "A query parameter, or a body with a field (it takes "
+                                                            "none: send no body, or {})."},
+                          "401": err, "403": err, "404": err,
+                          "415": {**invalid, "description": "A body whose Content-Type is not JSON."}}}},
     }
 
 

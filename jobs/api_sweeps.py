@@ -316,7 +316,7 @@ def _create(request: HttpRequest) -> JsonResponse:
 
 
 def _create_sweep(request: HttpRequest) -> JsonResponse:
-    payload, workspace, refused = create_request(request, JOB)
+    payload, workspace, refused = create_request(request, JOB, params=api_jobs.CREATE_PARAMS)
     if refused:
         return refused
     if not isinstance(payload, dict):
@@ -402,6 +402,10 @@ def sweep_stop(request: HttpRequest, pk: int) -> JsonResponse:
     if (scope is not None and scope.read_only) or \
             access.role_in(request.api_user, sweep.workspace) == Membership.VIEWER:
         access.require(request.api_user, "stop", workspace=sweep.workspace)  # raises, saying why
+    if refused := query_errors(request, ()):
+        return bad_request(refused)
+    if refused_body := api_jobs.no_body(request):  # as a job's stop
+        return refused_body
     trials = _trials(sweep)
     active = [t.job for t in trials if st.is_active(t.job.status)]
     outcome = lifecycle.bulk_stop(request.api_user, active) if active else {}
@@ -519,7 +523,7 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
                 "requestBody": {"required": True, **_ref("CreateSweepBody")},
                 "responses": {"201": {"description": "Created; the worker submits each trial", **_ref("Sweep")},
                               "400": sweep_errors, "401": err, "403": err, "404": err,
-                              **idempotency.responses(err)}},
+                              **idempotency.responses()}},
         },
         "/api/v1/sweeps/{id}": {"get": {
             "summary": "One sweep with its trials, ranked by a metric on ?rank= as its page ranks them",
@@ -544,7 +548,10 @@ def sweep_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: dict[
             "parameters": [sweep_id],
             "responses": {"202": {"description": "Each trial's result: stopping, stopped, already-finished, "
                                                  "not-permitted or failed", **_ref("SweepStop")},
-                          "401": err, "403": err, "404": err}}},
+                          "400": {**validation, "description": "A query parameter, or a body with a field (a stop "
+                                                               "takes none: send no body, or {})."},
+                          "401": err, "403": err, "404": err,
+                          "415": {**validation, "description": "A body whose Content-Type is not JSON."}}}},
         "/api/v1/workspaces/{id}/usage": {"get": {
             "summary": "The workspace's usage report (any member): GPU-, CPU core- and node-hours per owner, per "
                        "job type and for the largest jobs",

@@ -1,5 +1,5 @@
-"""`Idempotency-Key` for the API's creates (POST /api/v1/jobs, /sweeps, /schedules), as Stripe and the IETF draft
-httpapi-idempotency-key-header have it.
+"""`Idempotency-Key` for the API's creates (POST /api/v1/jobs, /sweeps, /schedules) and clones
+(/jobs/{id}/clone), as Stripe and the IETF draft httpapi-idempotency-key-header have it.
 
 A script that retries a create after a timeout cannot know whether the first attempt created anything; with the
 same key it gets the first attempt's answer instead of a second job (or sweep of GPU jobs). A key is its user's,
@@ -49,8 +49,14 @@ STALE = timedelta(minutes=5)
 JOBS, SWEEPS, SCHEDULES = "jobs", "sweeps", "schedules"
 
 
+def clone_endpoint(source_id: int) -> str:
+    """A clone's endpoint: its path, so a key is per source job (the fingerprint holds the query and body, not the
+    path: the same key and empty body cloning another job is another request). At most 29 characters."""
+    return f"jobs/{source_id}/clone"
+
+
 def parameter() -> dict:
-    """The OpenAPI header parameter of the three create operations."""
+    """The OpenAPI header parameter of the create operations (and the clone)."""
     return {"name": HEADER, "in": "header", "required": False,
             "schema": {"type": "string", "minLength": 1, "maxLength": MAX_LENGTH, "pattern": "^[ -~]+$"},
             "description": "Makes the create safe to retry (IETF draft httpapi-idempotency-key-header, Stripe's "
@@ -63,11 +69,21 @@ def parameter() -> dict:
                            "same key. Errors are at `Idempotency-Key`."}
 
 
-def responses(err: dict) -> dict:
-    """The extra OpenAPI responses a create with the header may answer."""
-    return {"409": {**err, "description": "A request with this Idempotency-Key is still in progress (retry after "
-                                          "Retry-After seconds), or what it created no longer exists."},
-            "422": {**err, "description": "This Idempotency-Key was used for a request with another query or body."}}
+def responses() -> dict:
+    """The extra OpenAPI responses a create with the header may answer: _refuse's body, `errors` at the header and
+    a `code` (not the shared Error)."""
+    def answer(description: str, *codes: str) -> dict:
+        return {"description": description, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["errors", "code"], "properties": {
+                "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                           "description": f"At {HEADER}."},
+                "code": {"type": "string", "enum": list(codes)}}}}}}
+
+    return {"409": answer("A request with this Idempotency-Key is still in progress (retry after Retry-After "
+                          "seconds), or what it created no longer exists.", "idempotency_key_in_progress",
+                          "idempotency_key_target_gone"),
+            "422": answer("This Idempotency-Key was used for a request with another query or body.",
+                          "idempotency_key_reused")}
 
 
 def _refuse(status: int, code: str, message: str) -> JsonResponse:

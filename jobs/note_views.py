@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from jobs import access, notes
-from jobs.api_jobs import json_body, unknown_fields
+from jobs.api_jobs import json_body, query_errors, unknown_fields
 from jobs.apitokens import api_view
 from jobs.models import Job
 from jobs.views import wants_partial
@@ -93,6 +93,8 @@ def job_note_delete(request: HttpRequest, pk: int, note_id: int) -> HttpResponse
 def api_job_notes(request: HttpRequest, pk: int) -> JsonResponse:
     """GET: the job's notes, oldest first. POST {"text": "..."}: add one (members and admins; not a read-only
     token); 201 with the note, its Location the notes' URL (a note has none of its own)."""
+    if unknown := query_errors(request, ()):
+        return JsonResponse({"errors": unknown}, status=400)
     if request.method in ("GET", "HEAD"):
         job = access.get_job(request.api_user, pk)
         return JsonResponse({"notes": [notes.note_json(note) for note in notes.thread(job)]})

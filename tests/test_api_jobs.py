@@ -768,3 +768,79 @@ def test_the_list_refuses_an_unknown_or_repeated_parameter_naming_the_known_ones
                              ).status_code == 200, "tag may repeat"
     # The list page's forms and htmx add parameters of their own: the page is not held to the API's rule.
     assert pf.client_for(team.users["viewer"]).get("/", {"staus": "Running", "tag_add": ""}).status_code == 200
+
+
+def test_every_job_endpoint_refuses_an_unknown_or_repeated_query_parameter(team, api):
+    """QA: only the lists checked their query. POST /api/v1/jobs?workspace=1&templat=3 created a job free of the
+    template's locks, ?workspace=1&workspace=2 used the last; GET /api/v1/jobs/1?fields=x, a stop, a clone and
+    GET /api/v1/workspaces took anything."""
+    member, one = api["member"], f"/api/v1/jobs/{team.job.pk}"
+    alpha = team.alpha.pk
+    for url, payload in ((f"/api/v1/jobs?workspace={alpha}&templat={team.template.pk}", pf.BODY),
+                         (f"/api/v1/jobs/validate?workspace={alpha}&templat={team.template.pk}", pf.BODY),
+                         (f"{one}/clone?dry_run=1", {}), (f"{one}/stop?force=1", None)):
+        answer = member.post(url, payload)
+        key = "templat" if "templat" in url else url.rsplit("?", 1)[1].split("=")[0]
+        assert answer.status_code == 400 and list(answer.json()["errors"]) == [key], (url, answer.json())
+        assert answer.json()["errors"][key][0].startswith("Unknown parameter"), url
+    created = member.post(f"/api/v1/jobs?workspace={alpha}&workspace={team.beta.pk}", pf.BODY)
+    assert created.status_code == 400
+    assert created.json()["errors"] == {"workspace": ["Sent more than once: send it once."]}
+    for url in (f"{one}?fields=name", "/api/v1/workspaces?role=admin"):
+        answer = member.get(url)
+        assert answer.status_code == 400, url
+        assert answer.json()["errors"][url.rsplit("?", 1)[1].split("=")[0]] == [
+            "Unknown parameter: this endpoint takes none."], url
+    assert Job.objects.count() == 3 and Job.objects.get(pk=team.job.pk).status == team.job.status
+    # The parameters each call does take still work.
+    started = member.post(f"/api/v1/jobs/validate?workspace={alpha}&template={team.template.pk}&version=1", pf.BODY)
+    assert "Unknown parameter" not in started.content.decode()
+    assert member.get(one).status_code == 200 and member.get("/api/v1/workspaces").status_code == 200
+
+
+def test_a_stop_refuses_a_body_with_fields_rather_than_dropping_them(team, api):
+    """QA: POST /stop {"reason": "diverged"} answered 202, the reason silently dropped."""
+    url = f"/api/v1/jobs/{team.job.pk}/stop"
+    member = api["member"]
+    refused = member.post(url, {"reason": "diverged"})
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == {"reason": ["Unknown field: this call takes no body (send none, or {})."]}
+    assert member.post(url, ["x"]).status_code == 400 and member.post(url, "{").status_code == 400
+    form = member.client.post(url, {"reason": "x"}, HTTP_AUTHORIZATION=f"Bearer {member.token}")  # multipart
+    assert form.status_code == 400 and list(form.json()["errors"]) == ["reason"]
+    assert Job.objects.get(pk=team.job.pk).stop_requested_at is None, "nothing was stopped"
+    # No body (also as `curl -X POST -d ''` sends it: a form type, empty) or {} is a stop.
+    empty_form = member.client.post(url, "", content_type="application/x-www-form-urlencoded",
+                                    HTTP_AUTHORIZATION=f"Bearer {member.token}")
+    assert empty_form.status_code == 202
+    assert member.post(url, {}).status_code == 202
+
+
+def test_a_clone_names_the_key_it_was_sent_when_a_secret_is_of_the_wrong_type(team, api):
+    """QA: {"secret_envs": ["x"]} was an error at SecretEnvs, a key the caller never sent; {"registry_password": 5}
+    said "send it again", as if it had not been sent."""
+    body = {**pf.BODY, "DisplayName": "private", "JobSpecs": [{
+        **pf.BODY["JobSpecs"][0], "ImageConfig": {"Username": "bob", "Password": "hunter2-registry"}}]}
+    source = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", body).json()["id"]
+    url = f"/api/v1/jobs/{source}/clone"
+    answer = api["member"].post(url, {"secret_envs": ["x"], "registry_password": 5})
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == {
+        "secret_envs": ['Must be an object of variable names to secret values, e.g. {"WANDB_API_KEY": "..."}.'],
+        "registry_password": ["Must be a string."]}
+    assert not Job.objects.filter(cloned_from_id=source).exists()
+    assert api["member"].post(url, {"registry_password": "again", "secret_envs": None}).status_code == 201
+
+
+def test_a_read_only_token_is_refused_a_create_before_being_asked_to_name_a_workspace(team):
+    """QA: a read-only token of a user in two workspaces got "name the workspace with ?workspace=" on a create, and
+    only once it did, the 403 that it may not create at all."""
+    Membership.objects.create(user=team.users["member"], workspace=team.beta, role=Membership.MEMBER)
+    read_only = Api(team.users["member"], read_only=True)
+    for url, payload in (("/api/v1/jobs", pf.BODY), ("/api/v1/sweeps", {"Job": pf.BODY, "Parameters": {"A": [1]}})):
+        answer = read_only.post(url, payload)
+        assert answer.status_code == 403, (url, answer.json())
+        assert answer.json()["error"] == "This API token is read-only: it may not create. Use a read-write token."
+    dry_run = read_only.post("/api/v1/jobs/validate", pf.BODY)
+    assert dry_run.status_code == 400 and "candidates" in dry_run.json(), "a dry run may still ask which workspace"
+    assert Job.objects.count() == 3

@@ -190,3 +190,25 @@ def test_a_wrong_method_and_a_too_large_body_are_documented(team, api, doc, sett
     validate = f"/api/v1/jobs/validate?workspace={team.alpha.pk}"
     big = api["member"].post(validate, {**pf.BODY, "UserCommand": "x" * 200})
     assert big.status_code == 413 and not openapi_check.response_problems(doc, "POST", validate, big)
+
+
+def test_the_answers_to_a_stray_parameter_a_stop_body_and_a_keyed_clone_are_documented(team, api, doc):
+    """The 400 of a query parameter an operation does not take (every authenticated one), a stop's 400 and 415 for a
+    body, and a clone's Idempotency-Key answers (409, 422) fit the document."""
+    calls, member = Calls(doc), api["member"]
+    one = f"/api/v1/jobs/{team.job.pk}"
+    calls.check("GET", one, member.get(one, fields="name"), 400)
+    calls.check("GET", "/api/v1/workspaces", member.get("/api/v1/workspaces", role="admin"), 400)
+    calls.check("GET", f"{one}/notes", member.get(f"{one}/notes", author="x"), 400)
+    calls.check("POST", f"{one}/stop", member.post(f"{one}/stop", {"reason": "x"}), 400)
+    text = member.client.post(f"{one}/stop", "stop", content_type="text/plain",
+                              HTTP_AUTHORIZATION=f"Bearer {member.token}")
+    calls.check("POST", f"{one}/stop", text, 415)
+    keyed = {"content_type": "application/json", "HTTP_AUTHORIZATION": f"Bearer {member.token}",
+             "HTTP_IDEMPOTENCY_KEY": "k-1"}
+    calls.check("POST", f"{one}/clone", member.client.post(f"{one}/clone", "{}", **keyed), 201)
+    calls.check("POST", f"{one}/clone", member.client.post(f"{one}/clone", '{"changes": {}}', **keyed), 422)
+    malformed = member.client.post(f"/api/v1/jobs?workspace={team.alpha.pk}", json.dumps(pf.BODY),
+                                   **{**keyed, "HTTP_IDEMPOTENCY_KEY": "\u00e9"})
+    calls.check("POST", "/api/v1/jobs", malformed, 400)
+    assert not calls.found, "\n".join(calls.found)

@@ -191,7 +191,7 @@ def test_the_openapi_document_describes_schedules(db):
     from jobs import api_jobs
 
     doc = api_jobs.openapi_document("http://x")
-    assert doc["info"]["version"] == "1.13.0"
+    assert doc["info"]["version"] == "1.14.0"
     assert {"get", "post"} <= set(doc["paths"]["/api/v1/schedules"])
     patch = doc["paths"]["/api/v1/schedules/{id}"]["patch"]
     assert patch["requestBody"]["content"]["application/json"]["schema"] == {
@@ -630,3 +630,21 @@ def test_an_admin_takes_over_a_schedule_and_it_cannot_be_enabled_until_the_dropp
     assert enabled.status_code == 200, enabled.content
     assert enabled.json()["enabled"] is True and enabled.json()["next_run_at"]
     assert secretbox.unseal(Schedule.objects.get().sealed_secrets) == {"env:WANDB_API_KEY": "admins-key"}
+
+
+def test_a_schedules_calls_refuse_a_stray_parameter_and_a_take_over_refuses_a_body(db):
+    """A parameter a call does not take was silently ignored (`?dry_run=1` on a DELETE deleted); a take-over, which
+    takes no body, silently dropped one. Each is a 400 at what was sent, and nothing changed."""
+    team = pf.make_team()
+    created = call(team.users["member"], "post", f"/api/v1/schedules?workspace={team.alpha.pk}", NIGHTLY).json()
+    url = f"/api/v1/schedules/{created['id']}"
+    for method, payload in (("get", None), ("patch", {"name": "renamed"}), ("delete", None)):
+        refused = call(team.users["member"], method, f"{url}?dry_run=1", payload)
+        assert refused.status_code == 400, (method, refused.content)
+        assert "dry_run" in refused.json()["errors"], refused.json()
+    refused = call(team.users["admin"], "post", f"{url}/take-over", {"owner": "admin"})
+    assert refused.status_code == 400 and "owner" in refused.json()["errors"], refused.content
+    assert call(team.users["admin"], "post", f"{url}/take-over?owner=admin").status_code == 400
+    row = Schedule.objects.get()
+    assert (row.name, row.owner) == (created["name"], team.users["member"]), "nothing changed"
+    assert call(team.users["admin"], "post", f"{url}/take-over", {}).status_code == 200, "an empty object is fine"

@@ -323,7 +323,7 @@ def test_usage_periods_and_access(team, api):
 
 def test_the_openapi_document_describes_sweeps_and_usage(db):
     doc = pf.client_for().get("/api/v1/openapi.json").json()
-    assert doc["info"]["version"] == "1.13.0"  # 1.6 cron, 1.7 stopping, 1.8 costs, 1.9 checks, 1.10-1.13 schedules
+    assert doc["info"]["version"] == "1.14.0"  # 1.6 cron, 1.7 stop, 1.8 costs, 1.9 checks, 1.10-1.14 more
     paths = doc["paths"]
     assert {"get", "post"} <= set(paths["/api/v1/sweeps"])
     assert "get" in paths["/api/v1/sweeps/{id}"] and "post" in paths["/api/v1/sweeps/{id}/stop"]
@@ -534,3 +534,20 @@ def test_a_bad_goal_or_value_is_a_400_with_or_without_rank(team, api):
     assert "best or last value, not 'bogus'" in api["viewer"].get(url, value="bogus").json()["errors"]["value"][0]
     fine = api["viewer"].get(url, value="last", goal="max")
     assert fine.status_code == 200 and fine.json()["ranking"] is None
+
+
+def test_a_create_refuses_an_unknown_query_parameter_and_a_stop_a_body_with_fields(team, api):
+    """QA: POST /api/v1/sweeps?workspace=1&templat=3 made a sweep free of the template's locks; a sweep's stop took
+    {"reason": "..."} and dropped it."""
+    url = f"/api/v1/sweeps?workspace={team.alpha.pk}&templat={team.template.pk}"
+    refused = api["member"].post(url, {"Job": pf.BODY, "Parameters": {"LR": ["0.1", "0.01"]}})
+    assert refused.status_code == 400 and list(refused.json()["errors"]) == ["templat"]
+    assert not Sweep.objects.exists()
+    made = api["member"].post(f"/api/v1/sweeps?workspace={team.alpha.pk}",
+                              {"Job": pf.BODY, "Parameters": {"LR": ["0.1", "0.01"]}}).json()
+    stop = f"/api/v1/sweeps/{made['id']}/stop"
+    body = api["member"].post(stop, {"reason": "diverged"})
+    assert body.status_code == 400 and list(body.json()["errors"]) == ["reason"]
+    assert api["member"].post(f"{stop}?force=1").status_code == 400
+    assert not Job.objects.filter(stop_requested_at__isnull=False).exists()
+    assert api["member"].post(stop).status_code == 202

@@ -175,9 +175,26 @@ def test_a_schedule_retried_with_its_key_is_the_same_and_once_deleted_is_a_409(t
     assert not Schedule.objects.exists()
 
 
+def test_a_clone_retried_with_its_key_is_the_same_job(team, api):
+    """QA: a clone ignored Idempotency-Key: a script retrying one after a timeout made a second copy."""
+    url = f"/api/v1/jobs/{team.job.pk}/clone"
+    first = post(api["member"], url, {"changes": {"UserCommand": "echo 2"}})
+    assert first.status_code == 201, first.json()
+    again = post(api["member"], url, {"changes": {"UserCommand": "echo 2"}})
+    assert again.status_code == 201 and again["Idempotent-Replayed"] == "true"
+    assert again.json()["id"] == first.json()["id"] and again["Location"] == first["Location"]
+    assert Job.objects.filter(cloned_from=team.job).count() == 1
+    other = post(api["member"], url, {"changes": {"UserCommand": "echo 3"}})
+    assert other.status_code == 422 and other.json()["code"] == "idempotency_key_reused"
+    # A key is per source job: the same key and body cloning another job is another clone.
+    elsewhere = post(api["admin"], f"/api/v1/jobs/{team.admin_job.pk}/clone", {})
+    assert elsewhere.status_code == 201 and post(api["admin"], f"/api/v1/jobs/{team.job.pk}/clone", {}).json()[
+        "id"] != elsewhere.json()["id"]
+
+
 def test_the_openapi_document_describes_the_header_on_the_three_creates(team, api):
     paths = api["viewer"].get("/api/v1/openapi.json").json()["paths"]
-    for path in ("/api/v1/jobs", "/api/v1/sweeps", "/api/v1/schedules"):
+    for path in ("/api/v1/jobs", "/api/v1/sweeps", "/api/v1/schedules", "/api/v1/jobs/{id}/clone"):
         operation = paths[path]["post"]
         header = [p for p in operation["parameters"] if p["name"] == "Idempotency-Key"]
         assert header and header[0]["in"] == "header" and not header[0]["required"], path

@@ -243,6 +243,16 @@ def test_the_api_refuses_an_unknown_key_and_gives_the_new_notes_location(team):
     assert created.status_code == 201 and created["Location"] == f"http://testserver{url}"
 
 
+def test_the_api_refuses_an_unknown_query_parameter(team):
+    """QA: GET /api/v1/jobs/1/notes?author=bob listed every note, as if filtered."""
+    url = f"/api/v1/jobs/{team.job.pk}/notes"
+    listed = Api(team.users["viewer"]).get(url, author="bob")
+    added = Api(team.users["member"]).post(f"{url}?pinned=1", {"text": "a"})
+    assert listed.status_code == 400 and list(listed.json()["errors"]) == ["author"]
+    assert added.status_code == 400 and list(added.json()["errors"]) == ["pinned"]
+    assert not JobNote.objects.exists()
+
+
 def test_the_openapi_document_describes_the_notes_endpoint():
     from jobs.api_jobs import openapi_document
 
