@@ -12,6 +12,7 @@ import pytest
 from jobs import schedules
 from jobs.schedules import Recurrence, next_run
 from tests import portal_fixtures as pf
+from tests.support.threads import second_while_first_saves
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")
@@ -1089,57 +1090,17 @@ def test_an_edit_racing_the_beat_leaves_one_run_for_the_slot_and_the_new_timing(
     records the due slot; an edit sent meanwhile, from another connection, waits for it, then moves the schedule
     to the new timing's next slot. The slot is run once, and the beat's next slot (of the old timing) does not
     overwrite the edit's."""
-    import threading
-
-    from django.db import connection
-    from django.db.models.signals import pre_save
-
     from jobs.models import Schedule, ScheduledRun
 
     team = pf.make_team()
     # The viewer's schedule: its run is a skip (may not create jobs), so no job is sent to a worker.
     schedule = make_schedule(team, owner=team.users["viewer"])
     page_copy = Schedule.objects.get(pk=schedule.pk)
-    inside, release, editing = threading.Event(), threading.Event(), threading.Event()
-    outcomes: dict[str, object] = {}
-    failures: list[BaseException] = []
-
-    def hold(sender, instance, **kwargs) -> None:
-        if threading.current_thread().name == "beat" and instance.pk is None:
-            inside.set()
-            release.wait(30)
-
-    def beat() -> None:
-        try:
-            outcomes["beat"] = schedules.run_one(schedule.pk)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            failures.append(exc)
-        finally:
-            connection.close()
-
-    def edit() -> None:
-        try:
-            editing.set()
-            outcomes["edit"] = schedules.edit(team.users["admin"], page_copy, weekly_settings())
-        except BaseException as exc:  # noqa: BLE001
-            failures.append(exc)
-        finally:
-            connection.close()
-
-    pre_save.connect(hold, sender=ScheduledRun)
-    threads = [threading.Thread(target=beat, name="beat"), threading.Thread(target=edit, name="edit")]
-    try:
-        threads[0].start()
-        assert inside.wait(30), "the beat reached the slot"
-        threads[1].start()
-        editing.wait(30)
-        release.set()
-        for thread in threads:
-            thread.join(60)
-    finally:
-        release.set()
-        pre_save.disconnect(hold, sender=ScheduledRun)
-    assert not failures, failures
+    beat, edit = second_while_first_saves(
+        lambda: schedules.run_one(schedule.pk),
+        lambda: schedules.edit(team.users["admin"], page_copy, weekly_settings()),
+        ScheduledRun, when=lambda run: run.pk is None)  # the beat about to record the slot's run
+    outcomes = {"beat": beat, "edit": edit}
     assert outcomes == {"beat": "skipped", "edit": {}}
     row = Schedule.objects.get(pk=schedule.pk)
     assert row.runs.count() == 1 and row.kind == "weekly"
@@ -1152,53 +1113,16 @@ def test_a_disable_sent_while_an_edit_saves_is_not_undone_by_the_edit(transactio
     """The edit holds the schedule's row from its read to its save, so a disable sent meanwhile applies after it
     (and stays) instead of being overwritten by the edit's copy. The toggle is given a bounded chance to get in
     between (a wait on an event, not a sleep): with the lock it cannot, and the outcome is the same either way."""
-    import threading
-
-    from django.db import connection
-    from django.db.models.signals import pre_save
-
     from jobs.models import Schedule
 
     team = pf.make_team()
     schedule = make_schedule(team, due=datetime.now(UTC) + timedelta(days=1))
-    inside, toggled = threading.Event(), threading.Event()
-    failures: list[BaseException] = []
-
-    def hold(sender, instance, **kwargs) -> None:
-        if threading.current_thread().name == "edit":
-            inside.set()
-            toggled.wait(2)  # without the lock the disable lands here, and the edit's save would undo it
-
-    def edit() -> None:
-        try:
-            assert schedules.edit(team.users["member"], Schedule.objects.get(pk=schedule.pk),
-                                  weekly_settings()) == {}
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            failures.append(exc)
-        finally:
-            connection.close()
-
-    def disable() -> None:
-        try:
-            schedules.set_enabled(team.users["admin"], Schedule.objects.get(pk=schedule.pk), False)
-            toggled.set()
-        except BaseException as exc:  # noqa: BLE001
-            failures.append(exc)
-        finally:
-            connection.close()
-
-    pre_save.connect(hold, sender=Schedule)
-    threads = [threading.Thread(target=edit, name="edit"), threading.Thread(target=disable, name="disable")]
-    try:
-        threads[0].start()
-        assert inside.wait(30), "the edit reached its save"
-        threads[1].start()
-        for thread in threads:
-            thread.join(60)
-    finally:
-        toggled.set()
-        pre_save.disconnect(hold, sender=Schedule)
-    assert not failures, failures
+    # Without the lock the disable lands while the edit waits at its save, and the edit's save would undo it.
+    edited, _ = second_while_first_saves(
+        lambda: schedules.edit(team.users["member"], Schedule.objects.get(pk=schedule.pk), weekly_settings()),
+        lambda: schedules.set_enabled(team.users["admin"], Schedule.objects.get(pk=schedule.pk), False),
+        Schedule)
+    assert edited == {}
     row = Schedule.objects.get(pk=schedule.pk)
     assert (row.kind, row.enabled, row.next_run_at) == ("weekly", False, None)
 
@@ -1790,11 +1714,7 @@ def test_two_take_overs_at_once_are_ordered_by_the_row_lock_and_the_second_drops
     to its save, so the second, sent meanwhile, waits, then takes it over from the first, who kept nothing sealed.
     The second is given a bounded chance to get in between (a wait on an event, not a sleep): with the lock it
     cannot, and the outcome is the same either way."""
-    import threading
-
     from django.contrib.auth import get_user_model
-    from django.db import connection
-    from django.db.models.signals import pre_save
 
     from jobs.models import Membership, Schedule
 
@@ -1803,38 +1723,10 @@ def test_two_take_overs_at_once_are_ordered_by_the_row_lock_and_the_second_drops
     second_admin = get_user_model().objects.create_user("admin2", password=None)
     Membership.objects.create(user=second_admin, workspace=team.alpha, role=Membership.ADMIN)
     pages = {name: Schedule.objects.get(pk=schedule.pk) for name in ("first", "second")}  # each admin's copy
-    inside, second_done = threading.Event(), threading.Event()
-    outcomes: dict[str, list[str]] = {}
-    failures: list[BaseException] = []
-
-    def hold(sender, instance, **kwargs) -> None:
-        if threading.current_thread().name == "first":
-            inside.set()
-            second_done.wait(2)  # without the lock the second lands here, and both drop the member's values
-
-    def take(name: str, user) -> None:
-        try:
-            outcomes[name] = schedules.take_over(user, pages[name])
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            failures.append(exc)
-        finally:
-            if name == "second":
-                second_done.set()
-            connection.close()
-
-    pre_save.connect(hold, sender=Schedule)
-    threads = [threading.Thread(target=take, args=("first", team.users["admin"]), name="first"),
-               threading.Thread(target=take, args=("second", second_admin), name="second")]
-    try:
-        threads[0].start()
-        assert inside.wait(30), "the first take-over reached its save"
-        threads[1].start()
-        for thread in threads:
-            thread.join(60)
-    finally:
-        second_done.set()
-        pre_save.disconnect(hold, sender=Schedule)
-    assert not failures, failures
+    # Without the lock the second lands while the first waits at its save, and both drop the member's values.
+    first, second = second_while_first_saves(lambda: schedules.take_over(team.users["admin"], pages["first"]),
+                                             lambda: schedules.take_over(second_admin, pages["second"]), Schedule)
+    outcomes = {"first": first, "second": second}
     assert outcomes == {"first": ["RayRedisPassword", "env:WANDB_API_KEY", "registry_password"], "second": []}
     row = Schedule.objects.get(pk=schedule.pk)
     assert row.owner == second_admin and row.sealed_secrets == "" and not row.enabled
