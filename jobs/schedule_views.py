@@ -126,26 +126,42 @@ def schedule_take_over(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
     if refused:
         raise PermissionDenied(refused)
     if request.method == "GET":
-        sealed = secretbox.unseal(schedule.sealed_secrets) if schedule.sealed_secrets else {}
-        return render(request, "jobs/schedule_take_over.html", {
-            "workspace": workspace, "schedule": schedule, "sealed_words": schedules.sealed_words(sorted(sealed)),
-            "owned": schedules.keeps_sealed(request.user, schedule)})
-    previous = schedule.owner.get_username() if schedule.owner else "(deleted user)"
+        return _take_over_page(request, workspace, schedule)
+    previous = f"{schedule.owner.get_username()}'s" if schedule.owner else "its deleted owner's"
     if schedules.keeps_sealed(request.user, schedule):
         messages.info(request, f"You own schedule {schedule.name} already.")
         return redirect("schedule_list", ws=workspace.pk)
-    dropped = schedules.take_over(request.user, schedule)
+    # The owner the confirm page showed (its hidden field; "" a deleted user): confirmed against, not another's.
+    shown = request.POST.get("owner")
+    from_owner = schedules.ANY_OWNER if shown is None else int(shown) if shown.isdigit() else None
+    try:
+        dropped = schedules.take_over(request.user, schedule, from_owner=from_owner)
+    except schedules.OwnerChanged:
+        schedule = get_object_or_404(Schedule.objects.select_related("workspace", "owner"), pk=pk,
+                                     workspace=workspace)
+        return _take_over_page(request, workspace, schedule, owner_changed=True)
     if dropped:
         messages.warning(request, format_html(
-            "Schedule {} is yours now (it was {}'s); its runs start as you. It is disabled: {} {} the previous "
+            "Schedule {} is yours now (it was {}); its runs start as you. It is disabled: {} {} the previous "
             'owner\'s and {} dropped. Type {} again in <a href="{}" class="schedule-take-over-config">Edit '
             "configuration</a>, then enable it.", schedule.name, previous, schedules.sealed_words(dropped),
             "was" if len(dropped) == 1 else "were", "was" if len(dropped) == 1 else "were",
             "it" if len(dropped) == 1 else "them", _config_url(schedule)))
     else:
-        messages.success(request, f"Schedule {schedule.name} is yours now (it was {previous}'s); its runs start as "
+        messages.success(request, f"Schedule {schedule.name} is yours now (it was {previous}); its runs start as "
                                   f"you. It stays {'enabled' if schedule.enabled else 'disabled'}.")
     return redirect("schedule_list", ws=workspace.pk)
+
+
+def _take_over_page(request: HttpRequest, workspace: Workspace, schedule: Schedule, *,
+                    owner_changed: bool = False) -> HttpResponse:
+    """The confirm page; owner_changed: its previous copy named another owner, so nothing was done (409)."""
+    sealed = secretbox.unseal(schedule.sealed_secrets) if schedule.sealed_secrets else {}
+    return render(request, "jobs/schedule_take_over.html", {
+        "workspace": workspace, "schedule": schedule, "sealed_words": schedules.sealed_words(sorted(sealed)),
+        "sealed_count": len(sealed), "owned": schedules.keeps_sealed(request.user, schedule),
+        "owner_changed": owner_changed},
+        status=409 if owner_changed else 200)
 
 
 @login_required

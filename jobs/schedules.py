@@ -726,20 +726,33 @@ def take_over_refusal(user, schedule: Schedule) -> str | None:
     return TAKE_OVER_REFUSED
 
 
-def take_over(user, schedule: Schedule) -> list[str]:
+class OwnerChanged(Exception):
+    """The schedule's owner is no longer the one the take-over was confirmed against (take_over's from_owner)."""
+
+
+ANY_OWNER = object()  # take_over's from_owner when the caller confirmed no owner (the API)
+
+
+def take_over(user, schedule: Schedule, *, from_owner: int | None | object = ANY_OWNER) -> list[str]:
     """Make `user` (take_over_refusal allowed them) the schedule's owner, so that its runs start as them, and
     return the sealed values dropped (take_secrets' names). Those were the previous owner's: they are kept only as
     an edit by `user` would keep them (sealed_kept_for, before the change: none), and when any is dropped the
     schedule is disabled (its runs would fail their check, or log in without a password) until they are typed again
     in Edit configuration; else its enabled state stays. The schedule's own owner taking it over changes nothing.
 
+    from_owner: the owner's id (None: a deleted user) that the confirm page showed. If the schedule changed hands
+    since, OwnerChanged is raised and nothing is saved: a stale page would otherwise take it from another admin,
+    dropping the values they had just typed again, and disable it, without anyone having confirmed that.
+
     Locked: a second take-over at the same time (a double click, two admins) waits, then finds the first's owner
-    and nothing left to drop; the last one's admin owns it."""
+    and nothing left to drop; the last one's admin owns it (the pages' second admin is told: OwnerChanged)."""
     with transaction.atomic():
         # No select_related: FOR UPDATE may not lock the nullable side of the owner's outer join (PostgreSQL).
         row = get_object_or_404(Schedule.objects.select_for_update(), pk=schedule.pk)
         if keeps_sealed(user, row):
             return []
+        if from_owner is not ANY_OWNER and row.owner_id != from_owner:
+            raise OwnerChanged
         sealed = secretbox.unseal(row.sealed_secrets) if row.sealed_secrets else {}
         kept = sealed_kept_for(user, row)
         dropped = sorted(key for key in sealed if key not in kept)

@@ -1698,7 +1698,7 @@ def test_the_schedules_and_edit_pages_offer_take_over_to_admins_with_a_confirm_p
     answer = admin.post(url, follow=True)
     assert answer.redirect_chain == [(listing, 302)]
     said = " ".join(answer.content.decode().split())
-    assert "Schedule nightly is yours now (it was member's); its runs start as you. It is disabled" in said
+    assert "Schedule nightly is yours now (it was member&#x27;s); its runs start as you. It is disabled" in said
     assert (f'Type them again in <a href="/jobs/new?schedule={schedule.pk}" class="schedule-take-over-config">Edit '
             "configuration</a>, then enable it.") in said
     row = Schedule.objects.get(pk=schedule.pk)
@@ -1707,6 +1707,55 @@ def test_the_schedules_and_edit_pages_offer_take_over_to_admins_with_a_confirm_p
     assert f"/schedules/{schedule.pk}/take-over" not in admin.get(listing).content.decode()
     again = admin.post(url, follow=True).content.decode()
     assert "You own schedule nightly already." in again and len(taken_over_events()) == 1
+
+
+def test_a_stale_take_over_confirm_page_takes_nothing_from_the_admin_who_took_the_schedule_over_meanwhile(db):
+    """An admin opens the confirm page (the member's schedule); another admin takes it over, types its values again
+    and enables it; the first page's Yes must not then take it from them, dropping those values and disabling it,
+    unconfirmed: nothing is done, and the page says what taking it over does now."""
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Membership, Schedule
+
+    team = pf.make_team()
+    schedule = sealed_schedule(team)
+    second_admin = get_user_model().objects.create_user("admin2", password=None)
+    Membership.objects.create(user=second_admin, workspace=team.alpha, role=Membership.ADMIN)
+    admin = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/take-over"
+    confirm = admin.get(url).content.decode()
+    shown = re.search(r'<input type="hidden" name="owner" value="(\d*)">', confirm).group(1)
+    assert shown == str(team.users["member"].pk) and "Its owner is <strong>member</strong>" in confirm
+    # Meanwhile: the second admin takes it over, types the values again and enables it.
+    row = Schedule.objects.get(pk=schedule.pk)
+    schedules.take_over(second_admin, row)
+    assert schedules.edit_config(second_admin, row, dict(row.body), {
+        "env:WANDB_API_KEY": "admin2-wandb", "registry_password": "admin2-registry"}) == {}
+    assert schedules.set_enabled(second_admin, row, True) is None
+    kept = Schedule.objects.get(pk=schedule.pk).sealed_secrets
+    answer = admin.post(url, {"owner": shown})
+    assert answer.status_code == 409
+    page = " ".join(answer.content.decode().split())
+    assert "Nothing was done: the schedule changed hands since this page was opened." in page
+    assert "Its owner is <strong>admin2</strong>" in page and f'name="owner" value="{second_admin.pk}"' in page
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert (row.owner, row.enabled, row.sealed_secrets) == (second_admin, True, kept), "nothing changed"
+    assert len(taken_over_events()) == 1, "only the second admin's"
+    # Confirmed again, against the owner it now names: taken over.
+    assert admin.post(url, {"owner": str(second_admin.pk)}).status_code == 302
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert row.owner == team.users["admin"] and not row.enabled and row.sealed_secrets == ""
+
+
+def test_the_take_over_confirm_page_of_a_schedule_with_one_sealed_value_names_it_in_the_singular(db):
+    team = pf.make_team()
+    body = {**pf.BODY, "Envs": {"EPOCHS": "3"}, "SecretEnvs": {"WANDB_API_KEY": WANDB}}
+    schedule, errors = schedules.create(team.users["member"], team.alpha, body, daily())
+    assert not errors, errors
+    url = f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/take-over"
+    confirm = " ".join(pf.client_for(team.users["admin"]).get(url).content.decode().split())
+    assert ("This schedule has the secret variable WANDB_API_KEY: it will be disabled until it is typed "
+            "again.") in confirm
 
 
 def test_two_take_overs_at_once_are_ordered_by_the_row_lock_and_the_second_drops_nothing_more(transactional_db):
@@ -1733,3 +1782,16 @@ def test_two_take_overs_at_once_are_ordered_by_the_row_lock_and_the_second_drops
     first, second = taken_over_events()
     assert (first.actor_name, first.details["previous_owner"]) == ("admin", "member")
     assert (second.actor_name, second.details["previous_owner"], second.details["dropped"]) == ("admin2", "admin", [])
+
+
+def test_taking_over_the_schedule_of_a_deleted_user_says_so_in_words(db):
+    """Its owner's account was deleted (owner NULL): the message read "(it was (deleted user)'s)"."""
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    schedule = make_schedule(team, due=datetime.now(UTC) + timedelta(days=1))
+    Schedule.objects.filter(pk=schedule.pk).update(owner=None)
+    url = f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/take-over"
+    said = " ".join(pf.client_for(team.users["admin"]).post(url, {"owner": ""}, follow=True).content.decode().split())
+    assert "Schedule nightly is yours now (it was its deleted owner&#x27;s); its runs start as you." in said, said
+    assert Schedule.objects.get(pk=schedule.pk).owner == team.users["admin"]
