@@ -57,11 +57,20 @@ def test_throttling_codes(localdlc_factory):
 def test_seconds_window_and_delay(localdlc_factory):
     dlc = localdlc_factory()
     client = dlc.client()
-    dlc.set_faults({"action": "ListEcsSpecs", "mode": "503", "seconds": 0.5})
+    # A window of 3 s: the first call must land inside it even on a loaded machine (0.5 s did not, once); then
+    # calls answer again once it has passed, and not before.
+    set_at = time.monotonic()
+    dlc.set_faults({"action": "ListEcsSpecs", "mode": "503", "seconds": 3})
     with pytest.raises(ServerException):
         client.list_ecs_specs(models.ListEcsSpecsRequest())
-    time.sleep(0.6)
-    assert client.list_ecs_specs(models.ListEcsSpecsRequest()).body.total_count > 0
+    while True:
+        try:
+            answered = client.list_ecs_specs(models.ListEcsSpecsRequest())
+            break
+        except ServerException:
+            assert time.monotonic() - set_at < 60, "the window never ended"
+            time.sleep(0.2)
+    assert answered.body.total_count > 0 and time.monotonic() - set_at >= 3
 
     dlc.set_faults({"action": "ListEcsSpecs", "mode": "delay", "delay": 1.0, "count": 1})
     slow = dlc.client(read_timeout=300)

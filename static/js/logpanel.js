@@ -16,9 +16,19 @@
   document.addEventListener("htmx:beforeSwap", function (event) {
     var box = event.detail.target;
     if (box && box.id === "log-lines") box.dataset.before = String(lines(box).length);
+    // "Load older lines" puts lines above those read: the reader keeps their place by keeping their distance from
+    // the box's end, noted as the answer is swapped in. Noted at the request instead, a live-tail swap while the
+    // answer was on its way (every second) took it, and the reader was thrown to the log's start.
+    var older = box && box.id === "log-older" && document.getElementById("log-lines");
+    if (older) older.dataset.fromEnd = String(older.scrollHeight - older.scrollTop);
   });
 
   document.addEventListener("htmx:afterSwap", function (event) {
+    var log = document.getElementById("log-lines");
+    if (log && log.dataset.fromEnd) {
+      log.scrollTop = log.scrollHeight - Number(log.dataset.fromEnd);
+      delete log.dataset.fromEnd;
+    }
     var box = event.detail.target;
     if (!box || box.id !== "log-lines") return;  // "Load older lines" swaps its bar, not the box
     var count = lines(box).length;
