@@ -25,7 +25,7 @@ from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Workspace
 from jobs.spec.base import MAX_NESTING, loads_json, storable_problems
 
-API_VERSION = "1.14.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.15.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
@@ -95,6 +95,14 @@ API_VERSION = "1.14.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 #      refuses a body with a field (400) or not JSON (415); clone honours Idempotency-Key (per source job); clone's
 #      secret_envs/registry_password/ray_redis_password of a wrong type are 400s at them; a read-only token's
 #      create is a 403 even without ?workspace=; the idempotency 409/422 are documented as sent ({errors, code}).
+# 1.15: a job's pods, logs and events (jobs.api_logs): GET /api/v1/jobs/{id}/pods, /pods/{pod_id}/log (the newest
+#      lines, then those after a cursor: ?tail=, ?since=, ?q=; masked as the page shows them), /pods/{pod_id}/log.txt
+#      (the whole log, masked text) and /events, for anyone who may see the job.
+#      Stricter, from a QA walk: run_after must be an integer or null (a string was taken) and run_after_when comes
+#      only with it; SecretEnvs refuses the mask ******** as Envs does; a clone's registry_password without a
+#      registry username is a 400 at it (was dropped), and is used when the username comes in changes; a clone's
+#      secret_envs errors are at secret_envs.<NAME>; a notes POST whose body is not an object is a 400 at "";
+#      another Authorization scheme's 401 says to use Bearer; the 429's message gives Retry-After's seconds.
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
@@ -392,7 +400,8 @@ def merge_secret_envs(body: dict[str, Any], *, field: str = SECRET_ENVS) \
         -> tuple[dict[str, Any], dict[str, str], dict[str, list[str]]]:
     """(the body with each `SecretEnvs` name in Envs as the placeholder, their values as sealed-secret names,
     errors). `SecretEnvs` is the API's Secret tick box: {"WANDB_API_KEY": "..."} next to the CreateJob fields.
-    `field`: what the caller calls it, for the error of a secret with no value (the clone endpoint: secret_envs)."""
+    `field`: what the caller calls it (the clone endpoint: secret_envs), where its values' errors are and what the error
+    of a secret with no value names."""
     given = body.get(SECRET_ENVS)
     out = {k: v for k, v in body.items() if k != SECRET_ENVS}
     if given is None:
@@ -404,22 +413,28 @@ def merge_secret_envs(body: dict[str, Any], *, field: str = SECRET_ENVS) \
     secrets: dict[str, str] = {}
     for key, value in given.items():
         if not isinstance(value, str) or not value:
-            errors[f"{SECRET_ENVS}.{key}"] = ["Must be a non-empty string."]
+            errors[f"{field}.{key}"] = ["Must be a non-empty string."]
+        elif value == spec.SECRET_PLACEHOLDER:  # the mask, not a value: refused here as it is in Envs
+            errors[f"{field}.{key}"] = [_placeholder_problem(field)]
         elif isinstance(envs, dict) and envs.get(key) not in (None, spec.SECRET_PLACEHOLDER):
-            errors[f"{SECRET_ENVS}.{key}"] = [f"{key} is in Envs too: set it in one of them."]
+            errors[f"{field}.{key}"] = [f"{key} is in Envs too: set it in one of them."]
         else:
             secrets[spec.SECRET_ENV_PREFIX + key] = value
     if isinstance(envs, dict):
         envs.update({key: spec.SECRET_PLACEHOLDER for key in given})
         for key, value in envs.items():
             if value == spec.SECRET_PLACEHOLDER and spec.SECRET_ENV_PREFIX + key not in secrets \
-                    and f"{SECRET_ENVS}.{key}" not in errors:
-                errors[f"Envs.{key}"] = [f"{spec.SECRET_PLACEHOLDER} stands for a secret value that is never "
-                                         f"copied: send the value in {field}."]
+                    and f"{field}.{key}" not in errors:
+                errors[f"Envs.{key}"] = [_placeholder_problem(field)]
         out["Envs"] = envs
     elif given and envs is None:  # any other Envs is refused by spec.validate, not replaced
         out["Envs"] = {key: spec.SECRET_PLACEHOLDER for key in given}
     return out, secrets, errors
+
+
+def _placeholder_problem(field: str) -> str:
+    # One message for the mask wherever a value is expected (Envs, SecretEnvs): it is what GET shows, not a secret.
+    return f"{spec.SECRET_PLACEHOLDER} stands for a secret value that is never copied: send the value in {field}."
 
 
 def _check_workspace_id(body: dict[str, Any], workspace: Workspace) -> dict[str, list[str]]:
@@ -547,7 +562,7 @@ def take_run_after(user, workspace: Workspace, body: Any) -> tuple[Any, dependen
     if not isinstance(body, dict):
         return body, dependencies.Choice()
     rest = {k: v for k, v in body.items() if k not in (dependencies.FIELD, dependencies.WHEN_FIELD)}
-    return rest, dependencies.check(user, workspace, body.get(dependencies.FIELD), body.get(dependencies.WHEN_FIELD))
+    return rest, dependencies.check_json(user, workspace, body)
 
 
 def check_submit(user, workspace: Workspace, body: Any, *, extra_errors: dict[str, list[str]] | None = None,
@@ -779,6 +794,11 @@ def _clone(request: HttpRequest, source: Job) -> JsonResponse:
             errors[key] = ["The source job used this secret; secrets are never copied, send it again."]
         else:
             PUT_SECRET[key](body, payload[key])
+    if payload.get("registry_password") and not _registry_username(body):  # else dropped unsaid: no role takes it
+        errors["registry_password"] = ["The job has no registry username for this password: send JobSpecs with "
+                                       "ImageConfig {\"Username\": ...} in changes, or leave registry_password out."]
+    elif payload.get("registry_password") and "registry_password" not in reprompts:  # credentials given in changes
+        put_registry_password(body, payload["registry_password"])
     from jobs import templates_lib
 
     # The source's template locks hold for its clones: a locked field in `changes` (or a variable in secret_envs) is
@@ -816,6 +836,13 @@ def clone_start(source: Job) -> tuple[dict[str, Any], list[str], dict[str, Any]]
         ("ray_redis_password", ("resources-advanced", policy.POLICY["resources.advanced.RayRedisPassword"][1])),
     ) if entry in asked]
     return body, reprompts, spec.hints_from_sections(prefill.sections)
+
+
+def _registry_username(body: dict[str, Any]) -> bool:
+    """Whether a role of the body has registry credentials' username: what put_registry_password's password pairs
+    with (spec: credentials need both)."""
+    return any(isinstance(role, dict) and isinstance(role.get("ImageConfig"), dict)
+               and role["ImageConfig"].get("Username") for role in body.get("JobSpecs") or [])
 
 
 def put_registry_password(body: dict[str, Any], password: str) -> None:
@@ -944,6 +971,7 @@ def job_detail_members() -> dict[str, Any]:
 
 
 def openapi_document(server: str) -> dict[str, Any]:
+    from jobs.api_logs import log_paths, log_schemas
     from jobs.api_schedules import schedule_paths, schedule_schemas
     from jobs.api_sweeps import sweep_paths, sweep_schemas
     from jobs.note_views import note_paths, note_schemas
@@ -1102,6 +1130,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                               "403": {**err, "description": "A signed-in session that sent no X-CSRFToken "
                                                             "(the dry run itself is open to any member)."}}}},
             **note_paths(err, validation),
+            **log_paths(err, validation),
             **sweep_paths(err, validation, ws_param),
             **schedule_paths(err, validation, ws_param),
         },
@@ -1166,7 +1195,8 @@ def openapi_document(server: str) -> dict[str, Any]:
                                                      "description": "Console extension: run when the run_after "
                                                      "job succeeded (default), or when it ended, whatever the "
                                                      "outcome (not if it never ran: stopped while Waiting, or "
-                                                     "skipped, it has no outcome and this job is skipped too)."}},
+                                                     "skipped, it has no outcome and this job is skipped too). "
+                                                     "Only with a run_after (else 400 at run_after_when)."}},
                                   "additionalProperties": True},
                 "ValidationErrors": response_object({
                     "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}},
@@ -1202,6 +1232,7 @@ def openapi_document(server: str) -> dict[str, Any]:
                                  "description": "The URL of the previous page (null: first page). Its `before` "
                                                 "query parameter is the cursor."}}),
                 **note_schemas(),
+                **log_schemas(),
                 **sweep_schemas(),
                 **schedule_schemas(),
             },

@@ -153,9 +153,10 @@ def _unauthorized(message: str, challenge: str = "", **extra) -> JsonResponse:
 
 
 def _too_many(wait: float) -> JsonResponse:
+    # One number for the message and Retry-After: "a minute" beside `Retry-After: 9` left a script's owner unsure.
     seconds = math.ceil(wait)
     response = error(429, f"Too many requests with invalid API tokens from your address: try again in "
-                          f"{ratelimit.describe(wait)}.", code="too_many_failures")
+                          f"{seconds} second{'' if seconds == 1 else 's'}.", code="too_many_failures")
     response["Retry-After"] = str(seconds)
     return response
 
@@ -194,6 +195,12 @@ def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
             return _unauthorized("This API token is not valid: check that it was copied whole, or create a new one "
                                  "on /account/api.",
                                  'error="invalid_token", error_description="The token is not valid"')
+        if user is None and request.headers.get("Authorization", "").strip():
+            # `Token abc`, `Basic ...`, a bare token, `Bearer` with nothing after it: the caller meant to
+            # authenticate, so say how, not just that they must. Not counted: no token was tried. The header's
+            # value is not echoed: a bare token would come back in the answer.
+            return _unauthorized("The Authorization header is not a bearer token: use `Authorization: Bearer "
+                                 "<token>` with a token from /account/api (or sign in).")
         if user is None:
             return _unauthorized("Authentication required: sign in or send Authorization: Bearer <token>.")
         if not request.api_token_auth:

@@ -106,12 +106,15 @@ def parse_ref(value: Any) -> int | None:
     return int(match[1]) if match else None
 
 
+WHEN_PROBLEM = f"Choose one of: {', '.join(WHEN)}."  # a run_after_when not in WHEN, in the form and the API
+
+
 def check(user, workspace: Workspace, value: Any, when: Any = None) -> Choice:
     """Validate a "Run after" choice for a new job of `workspace`. Blank value: no upstream, no error."""
     choice = Choice()
     when = SUCCEEDED if when in (None, "") else when
     if not isinstance(when, str) or when not in WHEN:
-        choice.errors[WHEN_FIELD] = [f"Choose one of: {', '.join(WHEN)}."]
+        choice.errors[WHEN_FIELD] = [WHEN_PROBLEM]
     else:
         choice.when = when
     if value in (None, ""):
@@ -136,6 +139,25 @@ def check(user, workspace: Workspace, value: Any, when: Any = None) -> Choice:
                                 if upstream.reason_code not in NEVER_RAN else
                                 f"Job {pk} ({upstream.display_name}) {_words(upstream)}; it will never run."]
     return choice
+
+
+def check_json(user, workspace: Workspace, payload: dict[str, Any]) -> Choice:
+    """check() of a JSON request's run_after / run_after_when, held to the API's document: run_after an integer or
+    null (not sent), run_after_when one of WHEN and only with a run_after. The form's text ("12", "#12 — name", "")
+    is the wizard's: in JSON, "1" would hide a client's type error, and a condition without a job would be dropped
+    unsaid."""
+    value, when = payload.get(FIELD), payload.get(WHEN_FIELD)
+    errors: dict[str, list[str]] = {}
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        errors[FIELD] = ["Must be an integer: a job id (the number on its page), or null for none."]
+    if WHEN_FIELD in payload:
+        if value is None:
+            errors[WHEN_FIELD] = [f"Only with {FIELD}: send the job to run after, or leave {WHEN_FIELD} out."]
+        elif not isinstance(when, str) or when not in WHEN:  # null and "" too: not in the document's enum
+            errors[WHEN_FIELD] = [WHEN_PROBLEM]
+    if errors:
+        return Choice(errors=errors)
+    return check(user, workspace, value, when)
 
 
 def recent_choices(workspace: Workspace) -> list[tuple[int, str]]:

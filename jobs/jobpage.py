@@ -279,9 +279,27 @@ class Event:
     at: datetime | None
     text: str
 
+    @property
+    def kind(self) -> str | None:
+        """The event's [Type] (Normal, Warning...), None when the text does not say one."""
+        match = _EVENT_PARTS.match(self.text)
+        return match.group(1) if match else None
+
+    @property
+    def reason(self) -> str | None:
+        match = _EVENT_PARTS.match(self.text)
+        return match.group(2) if match else None
+
+    @property
+    def message(self) -> str:
+        """The text after its type and reason; all of it when it has none."""
+        match = _EVENT_PARTS.match(self.text)
+        return match.group(3) if match else self.text
+
 
 # DLC writes each event as "<ISO 8601 UTC time> [Type] Reason: message".
 _EVENT_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+(.*)$", re.S)
+_EVENT_PARTS = re.compile(r"^\[(\w+)\]\s+(\w[^:\s]*):\s?(.*)$", re.S)
 
 
 def events(lines: list[str]) -> list[Event]:

@@ -102,7 +102,10 @@ def api_job_notes(request: HttpRequest, pk: int) -> JsonResponse:
     payload, bad = json_body(request)
     if bad:
         return bad
-    if not isinstance(payload, dict) or "text" not in payload:
+    if not isinstance(payload, dict):  # the body as a whole is wrong, not its text: at "", as api_jobs says it
+        return JsonResponse({"errors": {"": ['The request body must be a JSON object: {"text": "..."}.']}},
+                            status=400)
+    if "text" not in payload:
         return JsonResponse({"errors": {"text": ['Send {"text": "..."}: the note\'s text is required.']}},
                             status=400)
     if unknown := unknown_fields(payload, ["text"]):  # e.g. "pinned": notes have no such thing, say so

@@ -3,7 +3,7 @@ and the JSON API; included from jobs/urls.py."""
 
 from django.urls import path
 
-from jobs import account_views, api_jobs, api_schedules, api_sweeps, portal, schedule_views
+from jobs import account_views, api_jobs, api_logs, api_schedules, api_sweeps, portal, schedule_views
 
 urlpatterns = [
     path("workspaces", portal.workspace_list, name="workspace_list"),
@@ -51,6 +51,10 @@ urlpatterns = [
     path("api/v1/jobs/<int:pk>", api_jobs.job, name="api_job"),
     path("api/v1/jobs/<int:pk>/stop", api_jobs.stop, name="api_job_stop"),
     path("api/v1/jobs/<int:pk>/clone", api_jobs.clone, name="api_job_clone"),
+    path("api/v1/jobs/<int:pk>/pods", api_logs.job_pods, name="api_job_pods"),
+    path("api/v1/jobs/<int:pk>/pods/<str:pod_id>/log", api_logs.pod_log, name="api_pod_log"),
+    path("api/v1/jobs/<int:pk>/pods/<str:pod_id>/log.txt", api_logs.pod_log_text, name="api_pod_log_text"),
+    path("api/v1/jobs/<int:pk>/events", api_logs.job_events, name="api_job_events"),
     path("api/v1/sweeps", api_sweeps.sweep_list, name="api_sweeps"),
     path("api/v1/sweeps/<int:pk>", api_sweeps.sweep_detail, name="api_sweep"),
     path("api/v1/sweeps/<int:pk>/stop", api_sweeps.sweep_stop, name="api_sweep_stop"),

@@ -317,7 +317,8 @@ def name_problem(name: Any) -> str | None:
     if len(name) > NAME_MAX:
         return f"At most {NAME_MAX} characters."
     if not spec.JOB_NAME_RE.fullmatch(name):  # the schedule name starts every job name
-        return "Only letters, digits, '_', '.' and '-': the name starts the name of every job the schedule starts."
+        return (f"Only {spec.JOB_NAME_CHARSET}: the name starts the name of every job the schedule "
+                "starts.")
     return None
 
 

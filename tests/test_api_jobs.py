@@ -4,6 +4,7 @@ sealed secrets), stop, clone, and its OpenAPI description."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -439,7 +440,9 @@ def test_openapi_describes_every_api_endpoint(team):
             else:
                 yield prefix + str(p.pattern)
 
-    api_routes = {"/" + r.replace("<int:pk>", "{id}") for r in routes(get_resolver().url_patterns)
+    # Django's <int:pk> is the document's {id}, any other <type:name> its {name} (a pod's log: {pod_id}).
+    api_routes = {"/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: "{id}" if m[1] == "pk" else f"{{{m[1]}}}", r)
+                  for r in routes(get_resolver().url_patterns)
                   if r.startswith("api/v1/") and not r.endswith("openapi.json")}
     assert api_routes and api_routes <= set(doc["paths"]), api_routes - set(doc["paths"])
     page = pf.client_for(team.users["viewer"]).get("/account/api")
@@ -844,3 +847,57 @@ def test_a_read_only_token_is_refused_a_create_before_being_asked_to_name_a_work
     dry_run = read_only.post("/api/v1/jobs/validate", pf.BODY)
     assert dry_run.status_code == 400 and "candidates" in dry_run.json(), "a dry run may still ask which workspace"
     assert Job.objects.count() == 3
+
+
+def test_a_clones_registry_password_without_a_registry_username_is_refused_not_dropped(team, api):
+    """QA: {"registry_password": "pw"} on a clone of a job without registry credentials answered 201, the password
+    silently dropped (no role had an ImageConfig to take it)."""
+    url = f"/api/v1/jobs/{team.job.pk}/clone"
+    refused = api["member"].post(url, {"registry_password": "pw-registry"})
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == {"registry_password": [
+        'The job has no registry username for this password: send JobSpecs with ImageConfig {"Username": ...} in '
+        "changes, or leave registry_password out."]}
+    assert not Job.objects.filter(cloned_from=team.job).exists()
+    # With the username in changes, the password goes with it: sealed, never stored.
+    role = {**pf.BODY["JobSpecs"][0], "ImageConfig": {"Username": "bob"}}
+    made = api["member"].post(url, {"registry_password": "pw-registry", "changes": {"JobSpecs": [role]}})
+    assert made.status_code == 201, made.json()
+    clone = Job.objects.get(pk=made.json()["id"])
+    assert secretbox.unseal(clone.sealed_secrets) == {"registry_password": "pw-registry"}
+    assert clone.body["JobSpecs"][0]["ImageConfig"] == {"Username": "bob"} and "pw-registry" not in made.text
+
+
+def test_a_clone_whose_changes_drop_the_registry_username_refuses_the_password_it_was_sent(team, api):
+    body = {**pf.BODY, "DisplayName": "private", "JobSpecs": [{
+        **pf.BODY["JobSpecs"][0], "ImageConfig": {"Username": "bob", "Password": "hunter2-registry"}}]}
+    source = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", body).json()["id"]
+    answer = api["member"].post(f"/api/v1/jobs/{source}/clone", {
+        "registry_password": "again", "changes": {"JobSpecs": pf.BODY["JobSpecs"]}})
+    assert answer.status_code == 400 and list(answer.json()["errors"]) == ["registry_password"], answer.json()
+    assert not Job.objects.filter(cloned_from_id=source).exists()
+
+
+def test_the_mask_is_refused_as_a_secret_value_as_it_is_in_envs(team, api):
+    """QA: SecretEnvs {"WANDB_API_KEY": "********"} was sealed as the key, where Envs refuses the mask. One rule,
+    one message."""
+    url = f"/api/v1/jobs?workspace={team.alpha.pk}"
+    before = Job.objects.count()
+    in_envs = api["member"].post(url, {**pf.BODY, "Envs": {"WANDB_API_KEY": "********"}})
+    in_secret_envs = api["member"].post(url, {**pf.BODY, "SecretEnvs": {"WANDB_API_KEY": "********"}})
+    message = "******** stands for a secret value that is never copied: send the value in SecretEnvs."
+    assert in_envs.status_code == 400 and in_envs.json()["errors"] == {"Envs.WANDB_API_KEY": [message]}
+    assert in_secret_envs.status_code == 400
+    assert in_secret_envs.json()["errors"] == {"SecretEnvs.WANDB_API_KEY": [message]}
+    dry_run = api["member"].post(f"/api/v1/jobs/validate?workspace={team.alpha.pk}",
+                                 {**pf.BODY, "SecretEnvs": {"WANDB_API_KEY": "********"}})
+    assert dry_run.status_code == 400 and list(dry_run.json()["errors"]) == ["SecretEnvs.WANDB_API_KEY"]
+    assert Job.objects.count() == before
+    # A clone takes them as secret_envs: its errors are at the key it was sent (were at SecretEnvs.<NAME>).
+    source = api["member"].post(url, {**pf.BODY, "SecretEnvs": {"WANDB_API_KEY": "w-secret"}}).json()["id"]
+    clone_url = f"/api/v1/jobs/{source}/clone"
+    for value, said in (("********", message.replace("in SecretEnvs", "in secret_envs")),
+                        ("", "Must be a non-empty string.")):
+        answer = api["member"].post(clone_url, {"secret_envs": {"WANDB_API_KEY": value}})
+        assert answer.status_code == 400 and answer.json()["errors"] == {"secret_envs.WANDB_API_KEY": [said]}, value
+    assert not Job.objects.filter(cloned_from_id=source).exists()

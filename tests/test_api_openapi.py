@@ -5,11 +5,12 @@ no undocumented status or field, no missing required one, types, nullability and
 from __future__ import annotations
 
 import json
+import zlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobs.models import Job, Membership, WorkspaceCost
+from jobs.models import Job, Membership, PodLog, WorkspaceCost
 from tests import portal_fixtures as pf
 from tests.support import openapi_check
 from tests.support.api import Api
@@ -111,6 +112,22 @@ def test_every_operation_answers_as_documented(team, api, doc):
     calls.check("POST", notes, member.post(notes, {"text": "a note"}), 201)
     calls.check("POST", notes, member.post(notes, {"text": ""}), 400)
     calls.check("GET", notes, viewer.get(notes), 200)
+    ended = _ran(team, "archived", pods=[{"PodId": "archived-worker-0", "Type": "Worker", "Status": "Succeeded",
+                                          "GmtStartTime": "2026-03-01T10:00:00Z"}])
+    PodLog.objects.create(job=ended, pod_id="archived-worker-0", content=zlib.compress(b"a\nb"), lines=2)
+    pods, events = f"/api/v1/jobs/{ended.pk}/pods", f"{one}/events"
+    calls.check("GET", pods, viewer.get(pods), 200)
+    calls.check("GET", pods, viewer.get(f"/api/v1/jobs/{team.other_job.pk}/pods"), 404)
+    for log in (f"{pods}/archived-worker-0/log", f"{pods}/archived-worker-0/log.txt"):
+        calls.check("GET", log, viewer.get(log), 200)
+        calls.check("GET", log, viewer.get(log.replace("archived-worker-0", "nope")), 404)
+        running = log.replace(pods, f"{one}/pods").replace("archived-worker-0", "train-a-worker-0")
+        calls.check("GET", log, viewer.get(running), 502)  # the team's DLC endpoint is a closed port
+    calls.check("GET", f"{pods}/archived-worker-0/log", viewer.get(f"{pods}/archived-worker-0/log", since="x"), 400)
+    waiting = pf.make_job(team.alpha, team.users["member"], "waiting", status="Submitting", dlc_job_id="")
+    calls.check("GET", events, viewer.get(f"/api/v1/jobs/{waiting.pk}/events"), 200)
+    calls.check("GET", events, viewer.get(events), 502)
+    calls.check("GET", events, viewer.get(f"/api/v1/jobs/{team.other_job.pk}/events"), 404)
     sweeps = f"/api/v1/sweeps?workspace={team.alpha.pk}"
     sweep = calls.check("POST", sweeps, member.post(sweeps, {
         "Job": {**pf.BODY, "DisplayName": "grid"}, "Parameters": {"LR": ["0.1", "0.01"]},

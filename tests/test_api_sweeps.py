@@ -323,7 +323,7 @@ def test_usage_periods_and_access(team, api):
 
 def test_the_openapi_document_describes_sweeps_and_usage(db):
     doc = pf.client_for().get("/api/v1/openapi.json").json()
-    assert doc["info"]["version"] == "1.14.0"  # 1.6 cron, 1.7 stop, 1.8 costs, 1.9 checks, 1.10-1.14 more
+    assert doc["info"]["version"] == "1.15.0"  # 1.6 cron, 1.7 stop, 1.8 costs, 1.9 checks, 1.10-1.15 more
     paths = doc["paths"]
     assert {"get", "post"} <= set(paths["/api/v1/sweeps"])
     assert "get" in paths["/api/v1/sweeps/{id}"] and "post" in paths["/api/v1/sweeps/{id}/stop"]

@@ -113,15 +113,29 @@ def test_bearer_token_authenticates_and_updates_last_used(team):
     assert ApiToken.objects.get().last_used_at is not None
 
 
+NOT_BEARER = "The Authorization header is not a bearer token: use `Authorization: Bearer <token>`"
+
+
 @pytest.mark.parametrize(("header", "said"), [
     ("Bearer dlcc_wrong", "This API token is not valid"), ("Bearer not-even-ours", "This API token is not valid"),
-    ("Bearer ", "Authentication required"), ("Basic bWVtYmVyOnB3", "Authentication required")])
+    (None, "Authentication required"), ("Bearer ", NOT_BEARER), ("Basic bWVtYmVyOnB3", NOT_BEARER),
+    ("Token dlcc_abc", NOT_BEARER), ("dlcc_abc", NOT_BEARER)])
 def test_bad_credentials_get_401_and_a_wrong_token_hears_it_is_not_valid(team, header, said):
-    answer = pf.client_for().get("/api/v1/jobs", HTTP_AUTHORIZATION=header)
+    answer = pf.client_for().get("/api/v1/jobs", **({"HTTP_AUTHORIZATION": header} if header else {}))
     assert answer.status_code == 401
     assert answer["WWW-Authenticate"].startswith("Bearer")
     assert answer.json()["error"].startswith(said), answer.json()
-    assert ('error="invalid_token"' in answer["WWW-Authenticate"]) == (said != "Authentication required")
+    assert "dlcc_abc" not in answer.text, "the header is not echoed: it may be a bare token"
+    assert ('error="invalid_token"' in answer["WWW-Authenticate"]) == (said.startswith("This API token")), \
+        "no token was tried: RFC 6750 gives no error code to a request without one"
+
+
+def test_a_header_of_another_scheme_is_told_to_use_bearer_and_not_counted(team, fresh_limits):
+    """QA: `Authorization: Token abc` heard only "Authentication required", which it had tried to give."""
+    client = pf.client_for()
+    answers = [client.get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Token abc{n}") for n in range(25)]
+    assert {a.status_code for a in answers} == {401}, "not a guessed token: not counted towards the 429"
+    assert answers[-1].json() == {"error": NOT_BEARER + " with a token from /account/api (or sign in)."}
 
 
 @pytest.fixture
@@ -140,8 +154,12 @@ def test_wrong_tokens_from_one_address_are_slowed_down_but_a_valid_token_is_not(
     answers = [client.get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer dlcc_guess{n}") for n in range(30)]
     assert [a.status_code for a in answers] == [401] * 20 + [429] * 10
     refused = answers[-1]
-    assert refused.json()["code"] == "too_many_failures" and "try again in a minute" in refused.json()["error"]
+    assert refused.json()["code"] == "too_many_failures"
     assert 1 <= int(refused["Retry-After"]) <= 60
+    # QA: the message said "try again in a minute" beside Retry-After: 9. One number, said in both.
+    wait = refused["Retry-After"]
+    assert refused.json()["error"].endswith(f"try again in {wait} second{'' if wait == '1' else 's'}."), \
+        (refused.json(), wait)
     assert client.get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200, "a valid token is not"
     elsewhere = client.get("/api/v1/jobs", HTTP_AUTHORIZATION="Bearer dlcc_guess", REMOTE_ADDR="10.0.0.9")
     assert elsewhere.status_code == 401, "counted per client IP"

@@ -163,6 +163,28 @@ def note(team) -> int:
     return found.pk
 
 
+def archived(team) -> int:
+    """An ended job of Alpha's whose pod's log the console archived: its log is read without DLC."""
+    import zlib
+
+    from jobs.models import Job, PodLog
+
+    ended = Job.objects.filter(display_name="ended-a").first() or \
+        pf.make_job(team.alpha, team.users["member"], "ended-a", status="Succeeded")
+    PodLog.objects.get_or_create(job=ended, pod_id="ended-a-worker-0",
+                                 defaults={"content": zlib.compress(b"epoch 1"), "lines": 1})
+    return ended.pk
+
+
+def not_on_dlc(team) -> int:
+    """An Alpha job still waiting to be submitted: its events are read without DLC (it has none yet)."""
+    from jobs.models import Job
+
+    found = Job.objects.filter(display_name="waiting-a").first() or \
+        pf.make_job(team.alpha, team.users["member"], "waiting-a", status="Submitting", dlc_job_id="")
+    return found.pk
+
+
 def note_added(team, role, response):
     from jobs.models import JobNote
 
@@ -272,6 +294,13 @@ MATRIX: dict[str, list[Case]] = {
         Case("POST", lambda t: f"/api/v1/jobs/{job(t)}/notes", roles(403, 201, 201, 404, 401), json=True,
              data=lambda t: {"text": "matrix note"}, check=note_added),
     ],
+    # The job page's logs, pods and events for scripts (jobs.api_logs): whoever may see the job reads them.
+    "api/v1/jobs/<int:pk>/pods": [Case("GET", lambda t: f"/api/v1/jobs/{job(t)}/pods", API_READ)],
+    "api/v1/jobs/<int:pk>/pods/<str:pod_id>/log": [
+        Case("GET", lambda t: f"/api/v1/jobs/{archived(t)}/pods/ended-a-worker-0/log", API_READ)],
+    "api/v1/jobs/<int:pk>/pods/<str:pod_id>/log.txt": [
+        Case("GET", lambda t: f"/api/v1/jobs/{archived(t)}/pods/ended-a-worker-0/log.txt", API_READ)],
+    "api/v1/jobs/<int:pk>/events": [Case("GET", lambda t: f"/api/v1/jobs/{not_on_dlc(t)}/events", API_READ)],
     "jobs/<int:pk>/pods/<str:pod_id>/logs/download": [
         Case("GET", lambda t: f"/jobs/{job(t)}/pods/train-a-worker-0/logs/download", roles(502, 502, 502, 404))],
     "sweeps/": [Case("GET", lambda t: "/sweeps/", everyone(200, LOGIN))],

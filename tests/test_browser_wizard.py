@@ -40,7 +40,7 @@ def test_fill_every_section_fix_an_error_copy_the_request_submit_and_it_runs(sta
     page.fill("#id_basic-name", "bad name!")
     page.click("#id_environment-command")
     error = page.locator("#f-basic-name .error")
-    expect(error).to_contain_text("may contain only letters, digits")
+    expect(error).to_contain_text("may contain only ASCII letters (a-z, A-Z), digits")
     expect(page.locator("#id_basic-name")).to_have_attribute("aria-invalid", "true")
     page.fill("#id_basic-name", "wizard-e2e")
     page.click("#id_environment-command")

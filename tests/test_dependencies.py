@@ -140,7 +140,7 @@ def test_an_upstream_must_be_a_visible_job_of_the_same_workspace(team, teammate)
     Membership.objects.create(user=teammate, workspace=team.beta, role=Membership.VIEWER)
     elsewhere = api.post(url, {**pf.BODY, "run_after": team.other_job.pk}).json()["errors"]["run_after"][0]
     assert elsewhere.startswith(f"Job {team.other_job.pk} is in workspace Beta: a job can only run after a job")
-    for bad in ("soon", True, -3, {"id": 1}):
+    for bad in (-3, 0):
         errors = api.post(url, {**pf.BODY, "run_after": bad}).json()["errors"]
         assert list(errors) == ["run_after"] and "console id" in errors["run_after"][0], bad
     wrong_when = api.post(url, {**pf.BODY, "run_after": team.job.pk, "run_after_when": "sometimes"}).json()
@@ -149,6 +149,35 @@ def test_an_upstream_must_be_a_visible_job_of_the_same_workspace(team, teammate)
     both = api.post(url, {**pf.BODY, "JobType": "Nope", "run_after": team.other_job.pk}).json()["errors"]
     assert "run_after" in both and "JobType" in both
     assert not Job.objects.filter(display_name="train-a", owner=teammate).exclude(pk=team.job.pk).exists()
+
+
+@pytest.mark.parametrize("endpoint", ["/api/v1/jobs", "/api/v1/jobs/validate"])
+def test_run_after_is_held_to_the_documents_types(team, teammate, endpoint):
+    """QA: run_after "1" was taken (the document says integer), and run_after_when null or without run_after was
+    silently dropped. Strict as documented: run_after an integer or null (nullable: as if not sent); run_after_when
+    one of its enum (not nullable), and only with a run_after."""
+    api = Api(teammate)
+    url = f"{endpoint}?workspace={team.alpha.pk}"
+    before = Job.objects.count()
+    not_integer = ["Must be an integer: a job id (the number on its page), or null for none."]
+    for bad in (str(team.job.pk), "", "#1", 1.0, True, {"id": 1}, [team.job.pk]):
+        answer = api.post(url, {**pf.BODY, "run_after": bad})
+        assert answer.status_code == 400 and answer.json()["errors"] == {"run_after": not_integer}, bad
+    alone = ["Only with run_after: send the job to run after, or leave run_after_when out."]
+    for extra in ({"run_after_when": "ended"}, {"run_after_when": None},
+                  {"run_after": None, "run_after_when": "ended"}):
+        answer = api.post(url, {**pf.BODY, **extra})
+        assert answer.status_code == 400 and answer.json()["errors"] == {"run_after_when": alone}, extra
+    for when in (None, "", "Ended", 1):
+        answer = api.post(url, {**pf.BODY, "run_after": team.job.pk, "run_after_when": when})
+        assert answer.status_code == 400, when
+        assert answer.json()["errors"] == {"run_after_when": ["Choose one of: succeeded, ended."]}, when
+    assert Job.objects.count() == before, "nothing saved"
+    # Null is "not sent", as the document's nullable says: a job without an upstream.
+    made = api.post(url, {**pf.BODY, "run_after": None})
+    assert made.status_code == (200 if endpoint.endswith("validate") else 201), made.json()
+    if not endpoint.endswith("validate"):
+        assert made.json()["run_after"] is None and made.json()["status"] != st.WAITING
 
 
 def test_the_validate_endpoint_and_a_sweep_check_run_after_too(team, teammate):
@@ -188,7 +217,7 @@ def test_the_api_describes_run_after(team, teammate):
     from jobs.api_jobs import API_VERSION, openapi_document
 
     document = openapi_document("http://testserver")
-    assert API_VERSION == "1.14.0" and document["info"]["version"] == "1.14.0"
+    assert API_VERSION == "1.15.0" and document["info"]["version"] == "1.15.0"
     body = document["components"]["schemas"]["CreateJobBody"]["properties"]
     assert body["run_after_when"]["enum"] == ["succeeded", "ended"] and body["run_after"]["type"] == "integer"
     assert {"run_after", "run_after_when"} <= set(document["components"]["schemas"]["Job"]["properties"])

@@ -65,7 +65,7 @@ CASES: list[tuple[str, str, str, dict[str, Any], Any, dict[str, Any]]] = [
     ("name length", "257 characters", "public", {"basic__name": "n" * 257}, ("basic-name", "at most 256"), {}),
     ("name characters", "letters digits _ . -", "public", {"basic__name": "a.B_c-9"}, OK, {}),
     ("name characters", "space and !", "public", {"basic__name": "my job!"},
-     ("basic-name", "only letters, digits, '_', '.' and '-'"), {}),
+     ("basic-name", "only ASCII letters (a-z, A-Z), digits, '_', '.' and '-'"), {}),
     ("tag key prefix", "plain key", "public", {"basic__tags__0__key": "team", "basic__tags__0__value": "cv"}, OK,
      {"Settings.Tags": {"team": "cv"}}),
     ("tag key prefix", "aliyun prefix", "public", {"basic__tags__0__key": "aliyun-team"},

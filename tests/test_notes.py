@@ -4,6 +4,7 @@ a query more per page."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -241,6 +242,15 @@ def test_the_api_refuses_an_unknown_key_and_gives_the_new_notes_location(team):
     assert not JobNote.objects.exists()
     created = Api(team.users["member"]).post(url, {"text": "a"})
     assert created.status_code == 201 and created["Location"] == f"http://testserver{url}"
+
+
+@pytest.mark.parametrize("payload", [["text"], [{"text": "a"}], "a note", 5, None])
+def test_the_api_says_a_body_that_is_no_object_is_wrong_as_a_whole(team, payload):
+    """QA: a JSON array answered 400 at `text`, as if the text were missing, not the body the wrong shape."""
+    answer = Api(team.users["member"]).post(f"/api/v1/jobs/{team.job.pk}/notes", json.dumps(payload))
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == {"": ['The request body must be a JSON object: {"text": "..."}.']}
+    assert not JobNote.objects.exists()
 
 
 def test_the_api_refuses_an_unknown_query_parameter(team):

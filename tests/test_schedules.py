@@ -1147,7 +1147,7 @@ def test_the_edit_page_is_prefilled_asks_no_secret_and_says_errors_at_their_fiel
     assert 'type="password"' not in page and "secret_env__" not in page, "no secret is asked again"
     assert f'hx-get="{url}"' in page
     for data, field, said in (
-            ({"name": "bad name", "kind": "weekly", "at": "25:00"}, "name", "Only letters"),
+            ({"name": "bad name", "kind": "weekly", "at": "25:00"}, "name", "Only ASCII letters"),
             ({"name": "evals", "kind": "daily", "at": "02:00"}, "name", schedules.NAME_TAKEN),
             ({"name": "nightly", "kind": "weekly", "at": "02:00"}, "weekdays", "Choose at least one weekday."),
             ({"name": "nightly", "kind": "hourly", "every_hours": "200"}, "every_hours", "from 1 to 168"),

@@ -77,7 +77,7 @@ def test_invalid_form_is_refused_at_the_field_and_nothing_is_saved(stack, member
         headers={"Referer": create_url},
     )
     assert answer.status_code == 200
-    assert "may contain only letters, digits" in answer.text
+    assert "may contain only ASCII letters (a-z, A-Z), digits" in answer.text
     assert "The number of nodes must be at least 1." in answer.text
     assert Job.objects.count() == 0
 

@@ -83,7 +83,11 @@ CASES = [
     Case("name ok", {"basic.name": "a" * 256}),
     Case("name required", {"basic.name": "  "}, ("basic.name",), "Enter a job name"),
     Case("name too long", {"basic.name": "a" * 257}, ("basic.name",), "at most 256", wire="DisplayName"),
-    Case("name charset", {"basic.name": "my job!"}, ("basic.name",), "only letters", wire="DisplayName"),
+    Case("name charset", {"basic.name": "my job!"}, ("basic.name",), "only ASCII letters", wire="DisplayName"),
+    # QA: "é", "ü" and "中" are letters, which the message said it took; the rule (the SDK's) is ASCII: say so.
+    *(Case(f"name accented {name}", {"basic.name": name}, ("basic.name",),
+           "may contain only ASCII letters (a-z, A-Z), digits, '_', '.' and '-'.", wire="DisplayName")
+      for name in ("café", "über-run", "训练")),
     # ---- basic: tags ------------------------------------------------------------------------------------
     Case("tag ok", {"basic.tags": [{"key": "team-a_b.c", "value": "x,y"}, {"key": "", "value": ""}]}),
     Case("tag key aliyun", {"basic.tags": [{"key": "aliyun-x", "value": "1"}]}, ("basic.tags[0].key",),

@@ -124,7 +124,7 @@ def test_the_first_trial_the_rules_refuse_is_the_error(web):
 
 def test_an_invalid_job_and_a_bad_sweep_are_reported_together(web):
     html = web.post(URL, {**form_data(basic__name="bad name!"), "sweep": "1X = a, b"}).content.decode()
-    assert "may contain only letters, digits" in html
+    assert "may contain only ASCII letters (a-z, A-Z), digits" in html
     assert "not an environment variable name" in errors_at_the_sweep_field(html)
     assert Job.objects.count() == 0
 

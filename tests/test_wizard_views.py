@@ -83,7 +83,7 @@ def test_an_invalid_post_keeps_every_value_and_shows_errors_at_fields_and_in_a_s
     assert answer.status_code == 200 and Job.objects.count() == 0
     # Errors at their fields, each field marked invalid and described by its error.
     for name, message in [
-        ("basic-name", "may contain only letters, digits"),
+        ("basic-name", "may contain only ASCII letters (a-z, A-Z), digits"),
         ("basic-tags-0-key", "must not start with &#x27;aliyun&#x27;"),
         ("resources-roles-0-count", "at least 1"),
         ("environment-envs-0-key", "must not start with a digit"),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from django import forms
 
+from jobs.spec.rules import JOB_NAME_CHARSET
+
 SECTION = "basic"
 TITLE = "Basic information"
 DEPENDENT: tuple[str, ...] = ()  # nothing here changes which fields show
@@ -15,7 +17,7 @@ DEPENDENT: tuple[str, ...] = ()  # nothing here changes which fields show
 class Form(forms.Form):
     name = forms.CharField(
         label="Job name", required=False,
-        help_text="Easy to recognise. Letters, digits, '_', '.' and '-'; at most 256 characters.",
+        help_text=f"Easy to recognise. {JOB_NAME_CHARSET[0].upper()}{JOB_NAME_CHARSET[1:]}; at most 256 characters.",
     )
     description = forms.CharField(
         label="Task description", required=False, widget=forms.Textarea(attrs={"rows": 2}),

@@ -76,9 +76,9 @@ notes, inverse, hints_from_sections, defaults, prune_inapplicable, hidden_fields
 extract_secrets, fill_secrets, wire_path,
 field_for_path, parse_advanced, format_advanced, Context, Policy, SECRET_PATHS, SECRET_PLACEHOLDER,
 WIRE_SCHEMA, APPLICABLE, SECRET_ENV_PREFIX, looks_like_secret (the one rule of which names hold secrets),
-JOB_NAME_RE (a job name's characters), ENV_NAME_RE (an environment variable's name), RESERVED_ENVS (names DLC
-injects or the pod's processes need, DLC_INJECTED / PROCESS_CRITICAL), MAX_POD_COUNT, MAX_CPU, MAX_GPU,
-MAX_MEMORY_GIB, MAX_DURATION_DAYS (our bounds of a role's numbers and of durations).
+JOB_NAME_RE (a job name's characters; JOB_NAME_CHARSET says them), ENV_NAME_RE (an environment variable's name),
+RESERVED_ENVS (names DLC injects or the pod's processes need, DLC_INJECTED / PROCESS_CRITICAL), MAX_POD_COUNT,
+MAX_CPU, MAX_GPU, MAX_MEMORY_GIB, MAX_DURATION_DAYS (our bounds of a role's numbers and of durations).
 Error and note dicts map a path to messages; "" is the whole job. Decisions: docs/spec-notes.md.
 
 Layout: import from here (jobs.spec); the code lives in the small modules of this package.
@@ -129,12 +129,12 @@ from jobs.spec.forms import (
 from jobs.spec.from_body import hints_from_sections, inverse
 from jobs.spec.norm import format_advanced, parse_advanced
 from jobs.spec.paths import field_for_path, wire_path
-from jobs.spec.rules import ENV_NAME_RE, JOB_NAME_RE, RULES, validate_sections
+from jobs.spec.rules import ENV_NAME_RE, JOB_NAME_CHARSET, JOB_NAME_RE, RULES, validate_sections
 from jobs.spec.soft_rules import notes
 from jobs.spec.wire import WIRE_SCHEMA, build, sendable, strip_secrets
 
 __all__ = [
-    "ENV_NAME_RE", "JOB_NAME_RE", "DLC_INJECTED", "PROCESS_CRITICAL", "RESERVED_ENVS",
+    "ENV_NAME_RE", "JOB_NAME_CHARSET", "JOB_NAME_RE", "DLC_INJECTED", "PROCESS_CRITICAL", "RESERVED_ENVS",
     "MAX_CPU", "MAX_DURATION_DAYS", "MAX_GPU", "MAX_MEMORY_GIB", "MAX_POD_COUNT",
     "APPLICABLE", "FIELDS", "ROLE_APPLICABLE", "ROW_FIELDS", "RULES", "SECRET_ENV_PREFIX", "SECRET_PATHS",
     "SECRET_PLACEHOLDER", "SECTIONS", "WIRE_SCHEMA", "Context", "Policy", "build", "defaults",

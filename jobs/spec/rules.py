@@ -34,6 +34,9 @@ from jobs.spec.wire import _build
 # ---------------------------------------------------------------------------------------------------------
 
 JOB_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+# JOB_NAME_RE in words, for every message and help text about a job name (the wizard's, the API's, a schedule's):
+# "letters" alone reads as "é" and "中" too, which the SDK's rule ("digits, letters, _, . and -") does not take.
+JOB_NAME_CHARSET = "ASCII letters (a-z, A-Z), digits, '_', '.' and '-'"
 TAG_KEY_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 # One wording for the wizard, the API and the list's tag filter (jobs.tags): "letters" alone reads as "é" too.
 TAG_KEY_CHARSET = "ASCII letters (a-z, A-Z), digits, '-', '_' and '.'"
@@ -172,7 +175,7 @@ def _rule_basic(n: dict, ctx: Context, e: _Errors) -> None:
     elif len(name) > C.MAX_NAME_LENGTH:
         e.add("basic.name", f"The job name must be at most {C.MAX_NAME_LENGTH} characters.")
     elif not JOB_NAME_RE.fullmatch(name):
-        e.add("basic.name", "The job name may contain only letters, digits, '_', '.' and '-'.")
+        e.add("basic.name", f"The job name may contain only {JOB_NAME_CHARSET}.")
     tags = n["basic"]["tags"]
     limit = C.MAX_TAGS - ctx.reserved_tags
     if len(tags) > limit:
