@@ -448,8 +448,7 @@ def name_problem(name: str, env_names: set[str] = frozenset(), seen: set[str] = 
     if not name:
         return "the parameter name is missing before '='."
     if not spec.ENV_NAME_RE.fullmatch(name):
-        return (f"{name!r} is not an environment variable name: letters, digits and '_', not starting with a "
-                "digit.")
+        return f"{name!r} is not an environment variable name: {spec.ENV_NAME_CHARSET}."
     if name in seen:
         return f"{name} is named twice; put all its values on one line."
     if name in env_names:

@@ -248,9 +248,9 @@ CASES = [
     Case("21 envs", {"environment.envs": [{"key": f"V{i}", "value": "1"} for i in range(21)]},
          ("environment.envs",), "At most 20", wire="Envs"),
     Case("env key digit", {"environment.envs": [{"key": "1ABC", "value": "1"}]}, ("environment.envs[0].key",),
-         "must not start with a digit"),
+         "not starting with a digit"),
     Case("env key dash", {"environment.envs": [{"key": "A-B", "value": "1"}]}, ("environment.envs[0].key",),
-         "letters, digits and '_'", wire="Envs.A-B"),
+         "digits and '_'", wire="Envs.A-B"),
     Case("env key unique", {"environment.envs": [{"key": "A", "value": "1"}, {"key": "A", "value": "2"}]},
          ("environment.envs[1].key",), "set twice"),
     # Two Secret rows of one name: the same error, at the second row (the sealed value would be one of them).

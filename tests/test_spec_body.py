@@ -142,9 +142,9 @@ def test_a_second_roles_image_still_must_match_but_a_first_roles_trim_says_trim(
 
 def test_a_bad_variable_name_is_reported_at_that_variable():
     # Was one error at "Envs", naming none of them.
-    errors = spec.validate({**PUBLIC, "Envs": {"GOOD": "1", "9BAD": "2", "X": "3"}})
-    assert errors == {"Envs.9BAD": ["Variable names may contain letters, digits and '_', and must not start with a "
-                                    "digit."]}
+    errors = spec.validate({**PUBLIC, "Envs": {"GOOD": "1", "9BAD": "2", "X": "3", "KÉ": "4"}})
+    said = ["Variable names may contain only ASCII letters (a-z, A-Z), digits and '_', not starting with a digit."]
+    assert errors == {"Envs.9BAD": said, "Envs.KÉ": said}, "an accented letter is no ASCII letter, as it says"
 
 
 def test_a_bad_tag_is_reported_at_that_tag():

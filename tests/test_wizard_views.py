@@ -86,7 +86,7 @@ def test_an_invalid_post_keeps_every_value_and_shows_errors_at_fields_and_in_a_s
         ("basic-name", "may contain only ASCII letters (a-z, A-Z), digits"),
         ("basic-tags-0-key", "must not start with &#x27;aliyun&#x27;"),
         ("resources-roles-0-count", "at least 1"),
-        ("environment-envs-0-key", "must not start with a digit"),
+        ("environment-envs-0-key", "not starting with a digit"),
     ]:
         block = re.search(rf'<div class="field[^"]*invalid" id="f-{name}">(.*?)</div>\s*</div>', html, re.S)
         assert block and message in block.group(1), name

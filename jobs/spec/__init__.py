@@ -129,12 +129,13 @@ from jobs.spec.forms import (
 from jobs.spec.from_body import hints_from_sections, inverse
 from jobs.spec.norm import format_advanced, parse_advanced
 from jobs.spec.paths import field_for_path, wire_path
-from jobs.spec.rules import ENV_NAME_RE, JOB_NAME_CHARSET, JOB_NAME_RE, RULES, validate_sections
+from jobs.spec.rules import ENV_NAME_CHARSET, ENV_NAME_RE, JOB_NAME_CHARSET, JOB_NAME_RE, RULES, validate_sections
 from jobs.spec.soft_rules import notes
 from jobs.spec.wire import WIRE_SCHEMA, build, sendable, strip_secrets
 
 __all__ = [
-    "ENV_NAME_RE", "JOB_NAME_CHARSET", "JOB_NAME_RE", "DLC_INJECTED", "PROCESS_CRITICAL", "RESERVED_ENVS",
+    "ENV_NAME_CHARSET", "ENV_NAME_RE", "JOB_NAME_CHARSET", "JOB_NAME_RE", "DLC_INJECTED", "PROCESS_CRITICAL",
+    "RESERVED_ENVS",
     "MAX_CPU", "MAX_DURATION_DAYS", "MAX_GPU", "MAX_MEMORY_GIB", "MAX_POD_COUNT",
     "APPLICABLE", "FIELDS", "ROLE_APPLICABLE", "ROW_FIELDS", "RULES", "SECRET_ENV_PREFIX", "SECRET_PATHS",
     "SECRET_PLACEHOLDER", "SECTIONS", "WIRE_SCHEMA", "Context", "Policy", "build", "defaults",

@@ -41,6 +41,7 @@ TAG_KEY_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 # One wording for the wizard, the API and the list's tag filter (jobs.tags): "letters" alone reads as "é" too.
 TAG_KEY_CHARSET = "ASCII letters (a-z, A-Z), digits, '-', '_' and '.'"
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_NAME_CHARSET = "ASCII letters (a-z, A-Z), digits and '_', not starting with a digit"  # ENV_NAME_RE in words
 _COMMIT_RE = re.compile(r"[0-9a-fA-F]{7,40}")  # an abbreviated (git's default 7) or full SHA-1
 _ARN_RE = re.compile(r"acs:ram::(?P<account>[0-9]+):role/[A-Za-z0-9.\-]{1,64}")
 _OSS_URI_RE = re.compile(r"oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](\.[A-Za-z0-9.\-]+)?(/\S*)?")
@@ -386,7 +387,7 @@ def _rule_command_envs_libs(n: dict, ctx: Context, e: _Errors) -> None:
         if not key:
             e.add(kp, "Enter a variable name.")
         elif not ENV_NAME_RE.fullmatch(key):
-            e.add(kp, "Variable names may contain letters, digits and '_', and must not start with a digit.")
+            e.add(kp, f"Variable names may contain only {ENV_NAME_CHARSET}.")
         elif key in seen:
             e.add(kp, f"The variable {key} is set twice.")
         seen.add(key)
