@@ -100,7 +100,8 @@ API_VERSION = "1.15.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 #      (the whole log, masked text) and /events, for anyone who may see the job.
 #      Stricter, from a QA walk: run_after must be an integer or null (a string was taken) and run_after_when comes
 #      only with it; SecretEnvs refuses the mask ******** as Envs does; a clone's registry_password without a
-#      registry username is a 400 at it (was dropped), and is used when the username comes in changes; a clone's
+#      registry username is a 400 at it (was dropped), and is used when the username comes in changes; likewise its
+#      ray_redis_password is used for a RayJob and a 400 for another job type (was dropped); a clone's
 #      secret_envs errors are at secret_envs.<NAME>; a notes POST whose body is not an object is a 400 at "";
 #      another Authorization scheme's 401 says to use Bearer; the 429's message gives Retry-After's seconds.
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
@@ -799,6 +800,13 @@ def _clone(request: HttpRequest, source: Job) -> JsonResponse:
                                        "ImageConfig {\"Username\": ...} in changes, or leave registry_password out."]
     elif payload.get("registry_password") and "registry_password" not in reprompts:  # credentials given in changes
         put_registry_password(body, payload["registry_password"])
+    ray = payload.get("ray_redis_password")
+    if ray and "ray_redis_password" not in reprompts:  # a password the source had none of: dropped unsaid before
+        if body.get("JobType") == "RayJob":
+            put_ray_password(body, ray)
+        else:
+            errors["ray_redis_password"] = [f"Only a RayJob has a Ray Redis password, and this job is a "
+                                            f"{body.get('JobType') or 'job of no type'}: leave ray_redis_password out."]
     from jobs import templates_lib
 
     # The source's template locks hold for its clones: a locked field in `changes` (or a variable in secret_envs) is

@@ -878,6 +878,22 @@ def test_a_clone_whose_changes_drop_the_registry_username_refuses_the_password_i
     assert not Job.objects.filter(cloned_from_id=source).exists()
 
 
+def test_a_clones_ray_redis_password_is_used_for_a_ray_job_and_refused_for_another(team, api):
+    """QA: {"ray_redis_password": "pw"} on a clone of a job without one answered 201, the password silently
+    dropped. A RayJob takes it (sealed, never stored); another job type says it has none."""
+    refused = api["member"].post(f"/api/v1/jobs/{team.job.pk}/clone", {"ray_redis_password": "pw-ray"})
+    assert refused.status_code == 400 and list(refused.json()["errors"]) == ["ray_redis_password"], refused.json()
+    assert "Only a RayJob has a Ray Redis password" in refused.json()["errors"]["ray_redis_password"][0]
+    assert not Job.objects.filter(cloned_from=team.job).exists()
+    source = api["member"].post(f"/api/v1/jobs?workspace={team.alpha.pk}", {**_RAY, "DisplayName": "ray"})
+    assert source.status_code == 201, source.json()
+    made = api["member"].post(f"/api/v1/jobs/{source.json()['id']}/clone", {"ray_redis_password": "pw-ray"})
+    assert made.status_code == 201, made.json()
+    clone = Job.objects.get(pk=made.json()["id"])
+    assert secretbox.unseal(clone.sealed_secrets) == {"RayRedisPassword": "pw-ray"} and "pw-ray" not in made.text
+    assert "pw-ray" not in json.dumps(clone.body)
+
+
 def test_the_mask_is_refused_as_a_secret_value_as_it_is_in_envs(team, api):
     """QA: SecretEnvs {"WANDB_API_KEY": "********"} was sealed as the key, where Envs refuses the mask. One rule,
     one message."""
