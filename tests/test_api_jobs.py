@@ -411,7 +411,7 @@ def test_an_env_only_the_wide_rule_names_a_secret_is_sealed_not_exported_and_ask
     ({"SecretEnvs": {"A_KEY": ""}}, "SecretEnvs.A_KEY", "non-empty"),
     ({"Envs": {"A": "1"}, "SecretEnvs": {"A": "2"}}, "SecretEnvs.A", "in Envs too"),
     ({"Envs": {"WANDB_API_KEY": "********"}}, "Envs.WANDB_API_KEY", "send the value in SecretEnvs"),
-    ({"SecretEnvs": {"1BAD": "x"}}, "SecretEnvs.1BAD", "letters, digits"),  # where it was sent, not at Envs
+    ({"SecretEnvs": {"1BAD": "x"}}, "SecretEnvs.1BAD", "digits and '_'"),  # where it was sent, not at Envs
     # Bad Envs next to SecretEnvs are refused, not replaced by the secrets alone (the job would lose them unsaid).
     ({"Envs": ["EPOCHS=3"], "SecretEnvs": {"B_TOKEN": "x"}}, "Envs", "Must be an object"),
     ({"Envs": "EPOCHS=3", "SecretEnvs": {"B_TOKEN": "x"}}, "Envs", "Must be an object"),
