@@ -15,11 +15,6 @@ from tests.test_api_schedules import NIGHTLY
 
 
 @pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
-@pytest.fixture
 def member(team):
     return Api(team.users["member"])
 

@@ -13,17 +13,6 @@ from jobs.models import AuditEvent, Job, Membership
 from tests import portal_fixtures as pf
 from tests.support.api import Api
 
-
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
-@pytest.fixture
-def api(team):
-    return {name: Api(user) for name, user in team.users.items()}
-
-
 # --- list and get ----------------------------------------------------------------------------------------
 
 

@@ -28,16 +28,6 @@ from tests.support.waiting import wait_for
 ARCHIVED = [f"line {n}" for n in range(1, 1501)] + ["loss=0.5 WANDB_API_KEY=********", "done"]
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
-@pytest.fixture
-def api(team):
-    return {name: Api(user) for name, user in team.users.items()}
-
-
 def archived_job(team, lines: list[str] = ARCHIVED, name: str = "ended") -> Job:
     """An ended job of Alpha's member whose one pod's log the console archived (as logarchive writes it: masked)."""
     ended = datetime.now(UTC) - timedelta(hours=1)

@@ -13,17 +13,6 @@ import pytest
 from jobs.models import Job, Membership, PodLog, WorkspaceCost
 from tests import portal_fixtures as pf
 from tests.support import openapi_check
-from tests.support.api import Api
-
-
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
-@pytest.fixture
-def api(team):
-    return {name: Api(user) for name, user in team.users.items()}
 
 
 @pytest.fixture

@@ -65,16 +65,6 @@ def test_the_rules_are_the_wizards():
 # --- create -------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
-@pytest.fixture
-def api(team):
-    return {name: Api(user) for name, user in team.users.items()}
-
-
 def job_body(name="lr-grid", **changes):
     return {**pf.BODY, "DisplayName": name, "UserCommand": "python train.py --lr $LR --bs $BS", **changes}
 

@@ -15,11 +15,6 @@ from tests import portal_fixtures as pf
 from tests import test_authz_matrix as matrix
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
 def create_on_page(client, name="ci", **fields):
     """Post/Redirect/Get: the create answers with a redirect, and the page it leads to shows the token."""
     answer = client.post("/account/api", {"name": name, **fields})

@@ -14,11 +14,6 @@ from jobs.models import AuditEvent, Job
 from tests import portal_fixtures as pf
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
 def test_record_keeps_who_what_and_drops_secret_looking_details(team):
     event = audit.record(team.users["member"], "created", workspace=team.alpha, job=team.job,
                          registry_password="hunter2", api_token="dlcc_x", nested={"AccessKeySecret": "s3", "ok": 1},

@@ -29,11 +29,6 @@ SKIPPED = dependencies.SKIPPED
 
 
 @pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
-@pytest.fixture
 def teammate(team):
     return team.users["member"]
 

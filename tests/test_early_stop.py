@@ -148,11 +148,6 @@ def test_the_api_takes_the_same_rules_at_its_keys():
 # --- the API, the stop, the pages (database, no DLC) ---------------------------------------------------------------
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
 def _sweep(team, early: dict | None = None):
     payload = {"Job": {**pf.BODY, "DisplayName": "es", "UserCommand": "train --q $Q"},
                "Parameters": {"Q": ["a", "b", "c"]}} | ({"EarlyStopping": early} if early is not None else {})

@@ -16,16 +16,6 @@ from tests.support.api import Api
 from tests.support.threads import all_at_once
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
-@pytest.fixture
-def api(team):
-    return {name: Api(user) for name, user in team.users.items()}
-
-
 def post(api: Api, url: str, payload, key: str | None = "abc-123"):
     data = payload if isinstance(payload, str) else json.dumps(payload)
     headers = {"HTTP_IDEMPOTENCY_KEY": key} if key is not None else {}

@@ -26,11 +26,6 @@ resource_id=quota-123
 """
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
 def import_into_wizard(client, **data):
     answer = client.post("/jobs/import", {"format": "auto", "job_type": "TFJob", **data})
     assert answer.status_code == 302, answer.context["form"].errors if answer.context else answer

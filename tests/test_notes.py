@@ -20,11 +20,6 @@ from tests.support.api import Api
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
 def client(team, role):
     return pf.client_for(team.users[role])
 

@@ -13,11 +13,6 @@ from tests import portal_fixtures as pf
 from tests.support.wizard import credentials_file
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
 def set_policy(workspace, **values):
     WorkspacePolicy.objects.update_or_create(workspace=workspace, defaults=values)
 

@@ -17,11 +17,6 @@ from tests import portal_fixtures as pf
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
 def settings_data(workspace, **changes):
     data = {"name": workspace.name, "region": workspace.region, "endpoint": workspace.endpoint,
             "dlc_workspace_id": workspace.dlc_workspace_id, "credential_profile": workspace.credential_profile,

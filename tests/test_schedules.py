@@ -1450,9 +1450,10 @@ REGISTRY = "registry-SECRET-0xC0DE"
 RAY_REDIS = "ray-redis-SECRET-0xD00D"
 
 
-def password_schedule(team):
-    """A schedule whose job logs in to its registry and is a Ray job with a Redis password: both sealed."""
-    body = {**pf.BODY, "JobType": "RayJob",
+def password_schedule(team, **extra):
+    """The member's schedule whose job logs in to its registry and is a Ray job with a Redis password: both sealed
+    (with `extra` body fields, e.g. a secret variable)."""
+    body = {**pf.BODY, "JobType": "RayJob", **extra,
             "JobSpecs": [{**pf.BODY["JobSpecs"][0], "Type": "Head",
                           "ImageConfig": {"Username": "robot", "Password": REGISTRY}}],
             "Settings": {"AdvancedSettings": {"RayRedisPassword": RAY_REDIS}}}
@@ -1532,13 +1533,7 @@ def test_edit_config_keeps_a_sealed_password_given_empty(db):
 def sealed_schedule(team):
     """The member's schedule with every kind of sealed value: a secret variable, a registry login, a Ray Redis
     password."""
-    body = {**pf.BODY, "JobType": "RayJob", "Envs": {"EPOCHS": "3"}, "SecretEnvs": {"WANDB_API_KEY": WANDB},
-            "JobSpecs": [{**pf.BODY["JobSpecs"][0], "Type": "Head",
-                          "ImageConfig": {"Username": "robot", "Password": REGISTRY}}],
-            "Settings": {"AdvancedSettings": {"RayRedisPassword": RAY_REDIS}}}
-    schedule, errors = schedules.create(team.users["member"], team.alpha, body, daily())
-    assert not errors, errors
-    return schedule
+    return password_schedule(team, Envs={"EPOCHS": "3"}, SecretEnvs={"WANDB_API_KEY": WANDB})
 
 
 def demote(team, name="member"):

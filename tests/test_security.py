@@ -19,11 +19,6 @@ from tests.test_authz_matrix import MATRIX, routes
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
 def post_target(route: str, team):
     """A path and data for POSTing to route: the matrix's case (the one the admin may do), else the route."""
     for case in MATRIX.get(route, []):

@@ -13,11 +13,6 @@ from jobs.forms import wizard as glue
 from tests import portal_fixtures as pf
 
 
-@pytest.fixture
-def team(db):
-    return pf.make_team()
-
-
 def sections(**changes):
     s = spec.inverse(pf.BODY)
     for path, value in changes.items():
