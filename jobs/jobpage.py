@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -279,22 +279,25 @@ class Event:
     at: datetime | None
     text: str
 
+    @cached_property
+    def _parts(self) -> tuple[str | None, str | None, str]:
+        """(type, reason, message) of "[Type] Reason: message"; (None, None, the whole text) when not so written."""
+        match = _EVENT_PARTS.match(self.text)
+        return (match.group(1), match.group(2), match.group(3)) if match else (None, None, self.text)
+
     @property
     def kind(self) -> str | None:
         """The event's [Type] (Normal, Warning...), None when the text does not say one."""
-        match = _EVENT_PARTS.match(self.text)
-        return match.group(1) if match else None
+        return self._parts[0]
 
     @property
     def reason(self) -> str | None:
-        match = _EVENT_PARTS.match(self.text)
-        return match.group(2) if match else None
+        return self._parts[1]
 
     @property
     def message(self) -> str:
         """The text after its type and reason; all of it when it has none."""
-        match = _EVENT_PARTS.match(self.text)
-        return match.group(3) if match else self.text
+        return self._parts[2]
 
 
 # DLC writes each event as "<ISO 8601 UTC time> [Type] Reason: message".
