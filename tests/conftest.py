@@ -20,7 +20,8 @@ os.environ.setdefault("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
 # processes (they inherit this environment) and in this one (fixture_webhook_receivers_allowed below).
 os.environ.setdefault("DLC_WEBHOOK_ALLOWED_HOSTS", "127.0.0.1")
 
-pytest_plugins = ["tests.support.localdlc", "tests.support.browser", "tests.support.pages", "tests.support.teams"]
+pytest_plugins = ["tests.support.localdlc", "tests.support.browser", "tests.support.pages", "tests.support.teams",
+                  "tests.support.flushing"]
 
 PASSWORD = "correct-horse-battery"
 
