@@ -140,7 +140,13 @@ def schedule_take_over(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
         schedule = get_object_or_404(Schedule.objects.select_related("workspace", "owner"), pk=pk,
                                      workspace=workspace)
         return _take_over_page(request, workspace, schedule, owner_changed=True)
-    if dropped:
+    if dropped and not schedules.missing_values(schedule):  # only the optional Ray Redis password went
+        messages.warning(request, format_html(
+            "Schedule {} is yours now (it was {}); its runs start as you. It is disabled: {} was the previous "
+            "owner's and was dropped. Enable it to run its jobs without one, or type one again in "
+            '<a href="{}" class="schedule-take-over-config">Edit configuration</a> first.', schedule.name, previous,
+            schedules.sealed_words(dropped), _config_url(schedule)))
+    elif dropped:
         messages.warning(request, format_html(
             "Schedule {} is yours now (it was {}); its runs start as you. It is disabled: {} {} the previous "
             'owner\'s and {} dropped. Type {} again in <a href="{}" class="schedule-take-over-config">Edit '
@@ -160,6 +166,8 @@ def _take_over_page(request: HttpRequest, workspace: Workspace, schedule: Schedu
     return render(request, "jobs/schedule_take_over.html", {
         "workspace": workspace, "schedule": schedule, "sealed_words": schedules.sealed_words(sorted(sealed)),
         "sealed_count": len(sealed), "owned": schedules.keeps_sealed(request.user, schedule),
+        # Whether the job is refused without them (else only the optional Ray Redis password is sealed).
+        "sealed_required": bool(sealed.keys() & schedules.required_values(schedule)),
         "owner_changed": owner_changed},
         status=409 if owner_changed else 200)
 

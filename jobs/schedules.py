@@ -685,15 +685,21 @@ def sealed_paths(keys: Sequence[str]) -> list[str]:
             for key in keys]
 
 
+def required_values(schedule: Schedule) -> set[str]:
+    """The sealed values (take_secrets' names) without which its job is refused: its secret variables and the
+    password of its registry username. Not a Ray job's Redis password: the job runs without one."""
+    body = schedule.body or {}
+    envs = body.get("Envs") if isinstance(body.get("Envs"), dict) else {}
+    needed = {spec.SECRET_ENV_PREFIX + name for name, value in envs.items() if value == spec.SECRET_PLACEHOLDER}
+    return needed | (_still_needed(body) - {"RayRedisPassword"})
+
+
 def missing_values(schedule: Schedule) -> list[str]:
     """The sealed values its job needs and the schedule does not hold (take_secrets' names): a secret variable its
     Envs keeps as the placeholder, the password of its registry username. A run's check (check_body) refuses the
     job without them, so every run would be skipped; a take-over drops them. A Ray job's Redis password is optional
     (the job runs without one): never missing."""
-    body = schedule.body or {}
-    envs = body.get("Envs") if isinstance(body.get("Envs"), dict) else {}
-    needed = {spec.SECRET_ENV_PREFIX + name for name, value in envs.items() if value == spec.SECRET_PLACEHOLDER}
-    needed |= _still_needed(body) - {"RayRedisPassword"}
+    needed = required_values(schedule)
     if not needed:  # most schedules: nothing to unseal
         return []
     sealed = secretbox.unseal(schedule.sealed_secrets) if schedule.sealed_secrets else {}

@@ -1759,6 +1759,29 @@ def test_the_take_over_confirm_page_of_a_schedule_with_one_sealed_value_names_it
             "again.") in confirm
 
 
+def test_a_take_over_that_drops_only_the_ray_redis_password_says_the_schedule_may_be_enabled_at_once(db):
+    """A Ray job runs without a Redis password: the taken-over schedule is disabled (its runs would no longer use
+    the password its owner chose), but the admin is told it may be enabled as it is, and it may."""
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    body = {**pf.BODY, "JobType": "RayJob", "JobSpecs": [{**pf.BODY["JobSpecs"][0], "Type": "Head"}],
+            "Settings": {"AdvancedSettings": {"RayRedisPassword": RAY_REDIS}}}
+    schedule, errors = schedules.create(team.users["member"], team.alpha, body, daily())
+    assert not errors, errors
+    admin = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/schedules/{schedule.pk}/take-over"
+    confirm = " ".join(admin.get(url).content.decode().split())
+    assert ("This schedule has the Ray Redis password: it will be disabled: enable it again to run its jobs without "
+            "one, or type one in Edit configuration first.") in confirm
+    said = " ".join(admin.post(url, follow=True).content.decode().split())
+    assert ("It is disabled: the Ray Redis password was the previous owner's and was dropped. Enable it to run "
+            "its jobs without one, or type one again in") in said
+    assert "then enable it" not in said and "until it is typed again" not in confirm
+    row = Schedule.objects.get(pk=schedule.pk)
+    assert not row.enabled and schedules.set_enabled(team.users["admin"], row, True) is None and row.enabled
+
+
 def test_two_take_overs_at_once_are_ordered_by_the_row_lock_and_the_second_drops_nothing_more(transactional_db):
     """Two admins take the same schedule over from the same page: the first holds the schedule's row from its read
     to its save, so the second, sent meanwhile, waits, then takes it over from the first, who kept nothing sealed.
