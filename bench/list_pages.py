@@ -171,6 +171,29 @@ def _add_bare_view() -> None:
     get_resolver().url_patterns.insert(0, path(BARE_URL.lstrip("/"), login_required(_bare_request)))
 
 
+LEAST_URL = "/bench-least-page"
+_least_query: tuple[str, list[Any]] = ("SELECT 1", [])  # the floor query the least page runs (set per page kind)
+
+
+def _least_page(request):
+    from django.db import connection
+    from django.http import HttpResponse
+
+    with connection.cursor() as cursor:
+        cursor.execute(*_least_query)
+        rows = cursor.fetchall()
+    return HttpResponse("\n".join("\t".join(map(str, row)) for row in rows), content_type="text/plain")
+
+
+def _add_least_view() -> None:
+    """Serve LEAST_URL: the least a Django page showing the rows can be (the floor query, its rows as plain text,
+    no template), timed with no middleware (no session, no sign-in): beside the floor, what Django's request
+    handling alone adds, against which the page's "within 3x the floor" can be judged."""
+    from django.urls import get_resolver, path
+
+    get_resolver().url_patterns.insert(0, path(LEAST_URL.lstrip("/"), _least_page))
+
+
 def count_queries(client, params: dict[str, str]) -> tuple[int, int]:
     with QueryLog() as log:
         answer = client.get("/", params)
@@ -181,7 +204,7 @@ def count_queries(client, params: dict[str, str]) -> tuple[int, int]:
 def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
     from django.contrib.auth import get_user_model
     from django.db import connection
-    from django.test import Client
+    from django.test import Client, override_settings
 
     from jobs import listing
     from jobs.models import Job, Membership, Workspace
@@ -193,12 +216,16 @@ def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
           f"counts capped at {listing.count_cap():,}", flush=True)
     _time_fetches()
     _add_bare_view()
+    _add_least_view()
     workspace, _ = Workspace.objects.get_or_create(name="bench-list", defaults={"dlc_workspace_id": "ws-bench"})
     owners = seed.make_users(workspace)
     viewer, _ = get_user_model().objects.get_or_create(username="bench-viewer")
     Membership.objects.get_or_create(user=viewer, workspace=workspace, defaults={"role": Membership.VIEWER})
     client = Client(HTTP_HOST="localhost")  # an allowed host; the test client's default is not
     client.force_login(viewer)
+    least_client = Client(HTTP_HOST="localhost")
+    with override_settings(MIDDLEWARE=[]):
+        least_client.get(LEAST_URL)  # its handler loads the middleware (none) once, at its first request
 
     results: dict[tuple[str, int], float] = {}
     have = Job.objects.filter(workspace=workspace).count()
@@ -233,15 +260,25 @@ def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
                     cursor.execute(floor_sql(kind, pg, name_index), floor_params)
                     cursor.fetchall()
 
+            global _least_query
+            _least_query = (floor_sql(kind, pg, name_index), floor_params)
+
+            def least() -> None:
+                answer = least_client.get(LEAST_URL)
+                assert answer.status_code == 200, answer.status_code
+
             for _ in range(2):  # warm-up
                 view()
                 floor()
+                least()
             for figures in (view_ms, db_ms, rows_ms, counts_ms):
                 figures.clear()
             # Interleaved, so both see the same machine noise.
+            least_ms: list[float] = []
             for _ in range(runs):
                 view()
                 floor_ms += timed(floor, 1, warmup=0)
+                least_ms += timed(least, 1, warmup=0)
             queries, shown = count_queries(client, params)
             v50, f50, r50 = p50(view_ms), p50(floor_ms), p50(rows_ms)
             results[(kind, size)] = v50
@@ -251,6 +288,8 @@ def run(sizes: list[int], runs: int) -> dict[tuple[str, int], float]:
             record("list", f"{kind}: floor SQL p50", f50, "ms", size=size, db=db)
             record("list", f"{kind}: page / floor", v50 / f50, "x", size=size, db=db,
                    target=f"<={TARGET_FLOOR_RATIO:g}x", met=v50 / f50 <= TARGET_FLOOR_RATIO)
+            record("list", f"{kind}: least Django page / floor", p50(least_ms) / f50, "x", size=size, db=db,
+                   note=f"{p50(least_ms):.2f} ms: the floor query in a Django view, rows as text, no middleware")
             record("list", f"{kind}: rows query p50", r50, "ms", size=size, db=db)
             record("list", f"{kind}: rows query / floor", r50 / f50, "x", size=size, db=db,
                    target=f"<={TARGET_FLOOR_RATIO:g}x", met=r50 / f50 <= TARGET_FLOOR_RATIO)
