@@ -7,6 +7,7 @@ is an ISO 8601 UTC string, GetJob.RequestGPU is a number while JobItem.RequestGP
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import shutil
 import string
@@ -30,6 +31,9 @@ LIST_TEMPLATES_DEFAULT_PAGE_SIZE = 10
 MAX_PAGE_SIZE = 100
 MAX_LOG_LINES = 2000
 MAX_EVENTS = 2000
+_MAX_EPOCH = 253402300799  # 9999-12-31T23:59:59Z, the last time an ISO 8601 answer can show
+# There is one user: the UserId and Username every job shows. A ListJobs filter naming anyone else matches nothing.
+USER = "localdlc"
 _ID_CHARS = string.ascii_lowercase + string.digits
 # Time-bounded log reads bisect an index instead of scanning a pod's whole log (100k lines: ~70 ms a call).
 _LOG_INDEX = LogIndex()
@@ -50,24 +54,34 @@ def parse_time(value: str | None, field: str) -> float | None:
     if value in (None, ""):
         return None
     text = value.strip()
+    problem = f"'{value}' is not an ISO 8601 time such as 2026-01-02T03:04:05Z"
     try:
         number = float(text)
-        return number / 1000 if number > 1e11 else number
     except ValueError:
         pass
+    else:
+        seconds = number / 1000 if number > 1e11 else number
+        # float() also reads "nan", "inf" and 1e30: as a bound they silently matched nothing (or everything).
+        if not math.isfinite(seconds) or not 0 <= seconds <= _MAX_EPOCH:
+            raise invalid(field, problem + " or epoch seconds/milliseconds")
+        return seconds
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T", 1))
     except ValueError:
-        raise invalid(field, f"'{value}' is not an ISO 8601 time such as 2026-01-02T03:04:05Z") from None
+        raise invalid(field, problem) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
 
 
-def parse_bool(value: str | None) -> bool | None:
+def parse_bool(value: str | None, field: str) -> bool | None:
+    """The SDK sends a Boolean as true/false; anything else is refused, not read as false."""
     if value in (None, ""):
         return None
-    return value.strip().lower() in ("true", "1", "yes")
+    text = value.strip().lower()
+    if text not in ("true", "false"):
+        raise invalid(field, f"'{value}' is not a Boolean: use true or false")
+    return text == "true"
 
 
 def parse_int(query: dict[str, str], key: str, default: int, minimum: int = 0) -> int:
@@ -188,7 +202,7 @@ def render_job(doc: dict[str, Any], detail: bool = True, item: bool = False) -> 
         "RequestGPU": float(need[2]),
         "RequestMemory": float(need[1]),
         "RestartTimes": "0",
-        "UserId": "localdlc",
+        "UserId": USER,
         "TenantId": "localdlc",
         "ClusterId": "localdlc",
         "EnabledDebugger": False,
@@ -200,7 +214,7 @@ def render_job(doc: dict[str, Any], detail: bool = True, item: bool = False) -> 
         out.update({
             "RequestGPU": f"{need[2]:g}",
             "RequestMemory": f"{need[1]:g}Gi",
-            "Username": "localdlc",
+            "Username": USER,
             "ResourceQuotaName": doc.get("ResourceId") or "",
             "ResourceName": doc.get("ResourceId") or "",
             "NodeCount": str(len(doc.get("Pods", []))),
@@ -272,7 +286,7 @@ def create_job(ctx: Context, body: Any) -> dict[str, Any]:
 
 
 def get_job(ctx: Context, job_id: str, query: dict[str, str]) -> dict[str, Any]:
-    detail = parse_bool(query.get("NeedDetail"))
+    detail = parse_bool(query.get("NeedDetail"), "NeedDetail")
     return render_job(_get_doc(ctx, job_id), detail=detail is not False)
 
 
@@ -288,7 +302,7 @@ _TIME_FIELDS = {"GmtCreateTime": "created", "GmtFinishTime": "finished", "GmtRun
                 "GmtSubmittedTime": "submitted", "GmtModifiedTime": "modified"}
 # ListJobs filters that look inside a job's document (the others are columns of the store).
 _DOCUMENT_FILTERS = ("Accessibility", "TemplateId", "PipelineId", "Description", "UserCommandSearch", "ImageSearch",
-                     "ReasonSearch")
+                     "ReasonSearch", "ResourceQuotaName", "Username", "UserIdForFilter")
 
 
 def list_jobs(ctx: Context, query: dict[str, str]) -> dict[str, Any]:
@@ -323,7 +337,7 @@ def list_jobs(ctx: Context, query: dict[str, str]) -> dict[str, Any]:
             tags = json.loads(query["Tags"])
         except ValueError:
             raise invalid("Tags", "must be a JSON object of strings") from None
-        if not isinstance(tags, dict):
+        if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
             raise invalid("Tags", "must be a JSON object of strings")
     name = (query.get("DisplayName") or "").lower()
     job_types = {t.strip() for t in (query.get("JobType") or "").split(",") if t.strip()}
@@ -383,6 +397,14 @@ def list_jobs(ctx: Context, query: dict[str, str]) -> dict[str, Any]:
             return False
         if query.get("ReasonSearch") and query["ReasonSearch"].lower() not in (
                 (d.get("ReasonCode") or "") + " " + (d.get("ReasonMessage") or "")).lower():
+            return False
+        # Fuzzy, like DisplayName: the quota name an item shows is its ResourceId (render_job).
+        if query.get("ResourceQuotaName") and query["ResourceQuotaName"].lower() not in (
+                d.get("ResourceId") or "").lower():
+            return False
+        if query.get("Username") and query["Username"].lower() not in USER:
+            return False
+        if query.get("UserIdForFilter") and query["UserIdForFilter"] != USER:
             return False
         return True
 
@@ -458,7 +480,7 @@ def _find_pod(doc: dict[str, Any], pod_id: str, pod_uid: str | None) -> dict[str
 def get_pod_logs(ctx: Context, job_id: str, pod_id: str, query: dict[str, str]) -> dict[str, Any]:
     doc = _get_doc(ctx, job_id)
     pod = _find_pod(doc, pod_id, query.get("PodUid"))
-    download = parse_bool(query.get("DownloadToFile")) is True
+    download = parse_bool(query.get("DownloadToFile"), "DownloadToFile") is True
     max_lines = parse_int(query, "MaxLines", MAX_LOG_LINES, minimum=1)
     now = time.time()
     start = parse_time(query.get("StartTime"), "StartTime")
