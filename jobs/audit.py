@@ -18,12 +18,15 @@ from jobs.spec import looks_like_secret
 # Detail keys whose values are never recorded (registry passwords, tokens, AccessKeys, API keys): the one test
 # of a secret-looking name, shared with the wizard's warning on environment variables.
 _looks_secret = looks_like_secret
+# The console's own field names that read like a secret's but hold a name: a workspace's credentials profile names a
+# profile of the credentials file, whose keys stay there. Dropped, a rebinding to another profile went unaudited.
+NAMES_NOT_SECRETS = frozenset({"credential_profile"})
 
 
 def scrub(value: Any) -> Any:
     """A JSON-safe copy of value with secret-looking keys removed at any depth."""
     if isinstance(value, Mapping):
-        return {str(k): scrub(v) for k, v in value.items() if not _looks_secret(k)}
+        return {str(k): scrub(v) for k, v in value.items() if k in NAMES_NOT_SECRETS or not _looks_secret(k)}
     if isinstance(value, list | tuple | set | frozenset):
         return [scrub(v) for v in value]
     if value is None or isinstance(value, str | int | float | bool):

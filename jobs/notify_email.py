@@ -488,6 +488,9 @@ def _why_not(delivery: EmailDelivery, job: Job) -> str:
     prefs = NotificationPrefs.objects.filter(user=user).first()
     if why := _unmailable(user):
         return why
+    # Its log tail and likely cause are the workspace's: an owner removed from it since no longer reads them.
+    if not access.can(user, "view", workspace=job.workspace):
+        return "no longer a member of the workspace"
     pref = IDLE_PREF if is_idle(delivery.status) else PREF_OF_STATUS.get(delivery.status, "")
     if prefs is None or not getattr(prefs, pref, False):
         return "opted out"

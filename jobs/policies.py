@@ -11,6 +11,9 @@ from typing import Any
 from jobs import catalog, spec
 from jobs.models import Workspace, WorkspacePolicy
 
+# Tag slots of a job the console takes itself: the idempotency tag it adds to Settings.Tags.
+CONSOLE_TAGS = 1
+
 
 def policy_row(workspace: Workspace) -> WorkspacePolicy:
     """The workspace's stored policy (an unsaved empty one when none was ever saved)."""
@@ -67,7 +70,7 @@ def context_for(workspace: Workspace, *, with_specs: bool = True, hints: dict | 
         quotas=quotas_for(workspace),
         policy=policy_for(workspace),
         hints=hints,
-        reserved_tags=1,  # the idempotency tag the console adds to Settings.Tags
+        reserved_tags=CONSOLE_TAGS,
     )
 
 

@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -262,6 +262,13 @@ def test_connection(request: HttpRequest, ws: int) -> HttpResponse:
 # --- members ----------------------------------------------------------------------------------------------
 
 
+def _checked_again(form: Any) -> Any:
+    """A bound form whose save broke a unique rule (another post saved the same name since its check) validated anew:
+    the check that missed it now says so at its field."""
+    form.is_valid()
+    return form
+
+
 def _admin_count(workspace: Workspace) -> int:
     return Membership.objects.filter(workspace=workspace, role=Membership.ADMIN).count()
 
@@ -273,12 +280,16 @@ def members(request: HttpRequest, ws: int) -> HttpResponse:
     form = MemberAddForm(request.POST or None, workspace=workspace)
     if request.method == "POST" and form.is_valid():
         user, role = form.cleaned_data["username"], form.cleaned_data["role"]
-        with transaction.atomic():
-            Membership.objects.create(user=user, workspace=workspace, role=role)
-            audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="member-added",
-                         member=user.get_username(), role=role)
-        messages.success(request, f"{user.get_username()} added as {role}.")
-        return redirect("members", ws=workspace.pk)
+        try:
+            with transaction.atomic():
+                Membership.objects.create(user=user, workspace=workspace, role=role)
+                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="member-added",
+                             member=user.get_username(), role=role)
+        except IntegrityError:  # added by another post since the form's check (a double click): checked again
+            form = _checked_again(MemberAddForm(request.POST, workspace=workspace))
+        else:
+            messages.success(request, f"{user.get_username()} added as {role}.")
+            return redirect("members", ws=workspace.pk)
     # Each member's enabled schedules here, told before a removal or demotion would leave their runs skipped.
     rows = (Membership.objects.filter(workspace=workspace).select_related("user").order_by("user__username")
             .annotate(enabled_schedules=Count("user__job_schedules", filter=Q(
@@ -295,8 +306,13 @@ def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
     demotes themselves confirms first (`confirm=1`, a page without JS) and lands where they still may look."""
     workspace = access.get_workspace(request.user, ws, "manage")
     with transaction.atomic():
+        # The workspace's membership changes one at a time: locking only the changed row, two admins demoting each
+        # other at once each counted the other still admin and left no admin (PostgreSQL; SQLite queues writes).
+        Workspace.objects.select_for_update().only("pk").get(pk=workspace.pk)
+        # of=self: the member's user row stays unlocked (the audit event's actor key needs it: two admins changing
+        # each other's roles deadlocked on their user rows).
         membership = get_object_or_404(
-            Membership.objects.select_for_update().select_related("user"), pk=pk, workspace=workspace
+            Membership.objects.select_for_update(of=("self",)).select_related("user"), pk=pk, workspace=workspace
         )
         name = membership.user.get_username()
         last_admin = membership.role == Membership.ADMIN and _admin_count(workspace) <= 1
@@ -329,6 +345,8 @@ def member_update(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
                              member=name, role={"from": before, "to": membership.role})
                 _say_done(request, workspace, f"{name} is now {membership.role}.", name,
                           schedules.stranded(membership.user, workspace, membership.role), linked=True)
+            else:  # Change role with the role unchanged: said, as the other admin forms say it, not a silent reload
+                messages.info(request, f"Nothing changed: {name} is {role} already.")
     if steps_down:
         # The members page is for admins only: a 403 after "done" reads as a failure. A demoted admin still sees
         # the workspace's jobs, so the list shows that workspace.
@@ -506,10 +524,14 @@ def notifications(request: HttpRequest, ws: int) -> HttpResponse:
     workspace = access.get_workspace(request.user, ws, "manage")
     form = WebhookForm(request.POST or None, workspace=workspace)
     if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            webhook = form.save()
-            audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="webhook-added",
-                         webhook=_webhook_record(webhook))
+        try:
+            with transaction.atomic():
+                webhook = form.save()
+                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="webhook-added",
+                             webhook=_webhook_record(webhook))
+        except IntegrityError:  # its name taken by another post since the check (a double click)
+            return _notifications_page(request, workspace, _checked_again(WebhookForm(request.POST,
+                                                                                      workspace=workspace)))
         messages.success(request, f"Webhook {webhook.name} added.")
         return redirect("notifications", ws=workspace.pk)
     return _notifications_page(request, workspace, form)

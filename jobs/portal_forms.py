@@ -11,7 +11,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.core.validators import RegexValidator
 
-from jobs import access, catalog, export, notify, spec
+from jobs import access, catalog, export, notify, policies, spec
 from jobs.forms import environment
 from jobs.forms import wizard as glue
 from jobs.models import AuditEvent, Membership, Webhook, Workspace
@@ -305,10 +305,12 @@ class PolicyForm(forms.Form):
         return data
 
     def _check_tags(self, rows: list[dict[str, str]]) -> None:
-        # Tag keys and values follow the job's own tag rules, which live in jobs.spec.
+        # Tag keys and values follow the job's own tag rules, which live in jobs.spec, and so does their number with
+        # the console's own tag counted: 20 required keys made every job of the workspace impossible to create.
         sections = spec.defaults()
         sections["basic"]["tags"] = rows
-        problems = {p: m for p, m in spec.validate_sections(sections).items() if p.startswith("basic.tags")}
+        problems = {p: m for p, m in spec.validate_sections(sections, spec.Context(reserved_tags=policies.CONSOLE_TAGS))
+                    .items() if p.startswith("basic.tags")}
         if problems:
             raise forms.ValidationError(" ".join(m for ms in problems.values() for m in ms))
 
@@ -493,7 +495,8 @@ class TokenForm(forms.Form):
 class TemplateSaveForm(forms.Form):
     name = forms.CharField(max_length=100, help_text="Saving under an existing name adds a version.")
     description = forms.CharField(required=False, max_length=DESCRIPTION_MAX, widget=forms.Textarea(attrs={"rows": 2}),
-                                  help_text=f"What the template is for; at most {DESCRIPTION_MAX} characters.")
+                                  help_text=f"What the template is for; at most {DESCRIPTION_MAX} characters. For a "
+                                            "version of an existing template, left empty it keeps its description.")
     note = forms.CharField(required=False, max_length=200, help_text="What changed in this version.")
 
 

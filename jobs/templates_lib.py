@@ -297,19 +297,30 @@ def save(workspace: Workspace, user, name: str, sections: Mapping, *, descriptio
                     raise PermissionDenied(
                         f"The template '{name}' has locked fields; only a workspace admin can add versions."
                     )
+                described = {}
                 if not created:  # PostgreSQL: the next save of this template waits here, then sees this one's
-                    JobTemplate.objects.select_for_update().filter(pk=template.pk).first()
+                    template = JobTemplate.objects.select_for_update().get(pk=template.pk)
+                    # A description typed with a version is the template's now (it was dropped unsaid); left empty,
+                    # the template keeps its own.
+                    if description.strip() and description != template.description:
+                        described = {"description": {"from": template.description, "to": description}}
+                        template.description = description
+                        template.save(update_fields=["description"])
                 clean = strip_secrets(sections)
                 latest = template.versions.order_by("-number").first()
                 if latest is not None and same_content(latest.sections, clean):
+                    if described:
+                        audit.record(user, AuditEvent.TEMPLATE, workspace=workspace, job=source,
+                                     event="described", template=template.name, template_id=template.pk, **described)
                     latest.unchanged = True
+                    latest.described = bool(described)
                     return latest
                 number = (latest.number if latest else 0) + 1
                 version = JobTemplateVersion.objects.create(
                     template=template, number=number, sections=clean, note=note[:200], created_by=user,
                 )
-                audit.record(user, AuditEvent.TEMPLATE, workspace=workspace, job=source,
-                             event="saved", template=template.name, template_id=template.pk, version=number)
+                audit.record(user, AuditEvent.TEMPLATE, workspace=workspace, job=source, event="saved",
+                             template=template.name, template_id=template.pk, version=number, **described)
             version.unchanged = False
             return version
         except IntegrityError:
@@ -319,8 +330,9 @@ def save(workspace: Workspace, user, name: str, sections: Mapping, *, descriptio
 
 def unchanged_message(version: JobTemplateVersion) -> str:
     """What a save that made no new version says (save() returned the latest with `unchanged`)."""
+    described = " Its description is saved." if getattr(version, "described", False) else ""
     return (f"No change since version {version.number} of the template '{version.template.name}': "
-            "no new version was saved.")
+            f"no new version was saved.{described}")
 
 
 def set_locks(template: JobTemplate, user, paths: Iterable[str]) -> list[str]:

@@ -55,8 +55,15 @@ def test_add_a_webhook_and_send_a_test_in_place(stack, member, workspace, receiv
     assert json.loads(body)["event"] == "test"
     assert headers["X-DLC-Signature"] == "sha256=" + hmac.new(b"browser-secret", body, hashlib.sha256).hexdigest()
 
-    # Edit lands on its form, far below on a phone (QA: 2,737 px down at 390), its first field focused.
+    # On a phone the answer wraps as one box (QA: an inline box, its border broke into pieces at each line end).
     page.set_viewport_size({"width": 390, "height": 800})
+    card.locator("button", has_text="Send test").click()
+    answer = card.locator("[data-ok=true]", has_text="HTTP 200")
+    answer.wait_for()
+    assert answer.evaluate("e => e.getClientRects().length") == 1
+    assert answer.evaluate("e => e.getBoundingClientRect().height") > 30, "wrapped: the case this checks"
+
+    # Edit lands on its form, far below on a phone (QA: 2,737 px down at 390), its first field focused.
     card.locator("a.webhook-edit").click()
     expect(page.locator("#webhook-form h2")).to_have_text("Edit team-chat")
     expect(page.locator("#id_name")).to_be_focused()

@@ -571,6 +571,31 @@ def test_adding_a_webhook_seals_its_secret_and_is_audited_without_it(team):
     assert {"events", "signing"} <= set().union(*changes)
 
 
+def test_a_webhook_added_twice_at_once_is_added_once_and_the_second_form_says_so(transactional_db):
+    """QA: two posts of the Add form at once (a double click) both passed the name check before either saved, and the
+    second's insert broke the one-name rule: a 500. Refused at the name instead, asking for the URL and secret again
+    (never sent back to the page). The first waits at its save for the second (a bounded chance, not a sleep)."""
+    from jobs.models import Webhook
+    from tests.support.threads import second_while_first_saves
+
+    team = pf.make_team()
+    data = {"name": "ops", "url": "https://hooks.example.com/services/T0/B0", "events": ["Failed"], "enabled": "on",
+            "secret": "hush-hush"}
+
+    def add(client):  # signed in before: a sign-in's write would wait for the first save, and so miss the race
+        return lambda: client.post(f"/workspaces/{team.alpha.pk}/notifications", data)
+
+    answers = second_while_first_saves(add(pf.client_for(team.users["admin"])),
+                                       add(pf.client_for(team.users["admin"])), Webhook)
+    # Which one saves is the database's: SQLite queues the second behind the first, PostgreSQL lets it save first.
+    saved, refused = sorted(answers, key=lambda answer: answer.status_code, reverse=True)
+    assert (saved.status_code, refused.status_code) == (302, 200)
+    errors = refused.context["form"].errors
+    assert errors["name"] == ["This workspace already has a webhook of that name."]
+    assert errors["url"][0].startswith("Type the URL again") and errors["secret"][0].startswith("Type the signing")
+    assert Webhook.objects.filter(workspace=team.alpha, name="ops").count() == 1
+
+
 def webhook_rows_text() -> str:
     """Every column of every webhook row and audit event, as the database holds them."""
     from django.db import connection

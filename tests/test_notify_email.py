@@ -303,6 +303,29 @@ def test_opting_out_after_the_end_and_an_end_undone_send_nothing(team):
     assert not EmailDelivery.objects.filter(job=undone).exists()  # its real end is owed a mail anew
 
 
+def test_an_owner_removed_from_the_workspace_is_mailed_nothing_of_its_jobs(team):
+    """QA: a member removed from the workspace (a contractor gone, a person moved to another team) still got the
+    failure mail of a job they had started, with the last lines of its log and its likely cause, though every page
+    and token of that workspace is closed to them. A viewer still reads the job: made viewer, they keep the mail."""
+    from jobs import notify_email
+    from jobs.models import Membership
+    from jobs.notify_models import EmailDelivery
+
+    member = team.users["member"]
+    opt_in(member)
+    removed = ended(team.alpha, member, "Failed")
+    notify_email.owed([removed.pk])
+    Membership.objects.filter(user=member, workspace=team.alpha).delete()
+    notify_email.deliver(removed.pk)
+    assert mail.outbox == []
+    assert EmailDelivery.objects.get(job=removed).last_error == "no longer a member of the workspace"
+    Membership.objects.create(user=member, workspace=team.alpha, role="viewer")
+    demoted = ended(team.alpha, member, "Failed")
+    notify_email.owed([demoted.pk])
+    notify_email.deliver(demoted.pk)
+    assert [m.to for m in mail.outbox] == [["me@example.com"]]
+
+
 def test_a_failed_job_waits_for_its_log_archive_a_while(team, settings):
     from jobs import notify_email
     from jobs.notify_models import EmailDelivery

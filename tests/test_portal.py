@@ -13,6 +13,7 @@ import pytest
 
 from jobs.portal_forms import BINDING_FIELDS, SETTINGS_FIELDS
 from tests import portal_fixtures as pf
+from tests.support.threads import second_while_first_saves
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,6 +75,12 @@ def test_admin_edits_settings_and_the_change_is_audited(team):
     event = AuditEvent.objects.get(action="changed", workspace=team.alpha)
     assert event.actor_name == "admin"
     assert event.details["changes"]["region"] == {"from": "cn-hangzhou", "to": "cn-shanghai"}
+    # QA: the credentials profile's name read like a secret to the audit's scrubber, which dropped it: a rebinding
+    # to another team's profile alone left a "settings" event with no change in it.
+    assert event.details["changes"]["credential_profile"] == {"from": "", "to": "team-a"}
+    admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha, credential_profile="team-b"))
+    event = AuditEvent.objects.filter(action="changed", workspace=team.alpha).latest("id")
+    assert event.details["changes"] == {"credential_profile": {"from": "team-a", "to": "team-b"}}
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
@@ -351,6 +358,39 @@ def test_adding_an_unknown_or_existing_user_is_an_error_at_the_field(team):
     assert "already a member" in existing.context["form"].errors["username"][0]
 
 
+def test_a_member_added_twice_at_once_is_added_once_and_the_second_form_says_so(transactional_db):
+    """QA: two posts of the Add form at once (a double click, two admins) both passed the "already a member" check
+    before either saved, and the second's insert broke the one-membership rule: a 500. The first waits at its save
+    for the second (a bounded chance, not a sleep)."""
+    from jobs.models import Membership
+
+    team = pf.make_team()
+    newcomer = type(team.users["admin"]).objects.create_user("newcomer")
+    admin, other = pf.client_for(team.users["admin"]), pf.client_for(team.users["admin"])
+
+    def add(client):
+        return lambda: client.post(f"/workspaces/{team.alpha.pk}/members", {"username": "newcomer", "role": "member"})
+
+    answers = second_while_first_saves(add(admin), add(other), Membership)
+    # Which one saves is the database's: SQLite queues the second behind the first, PostgreSQL lets it save first.
+    saved, refused = sorted(answers, key=lambda answer: answer.status_code, reverse=True)
+    assert (saved.status_code, refused.status_code) == (302, 200)
+    assert refused.context["form"].errors["username"] == ["'newcomer' is already a member of this workspace."]
+    assert Membership.objects.filter(user=newcomer, workspace=team.alpha).count() == 1
+
+
+def test_change_role_with_the_role_unchanged_says_nothing_changed(team):
+    """QA: Change role with the member's own role reloaded the page without a word (every other admin form says
+    "Nothing changed."), nor audited anything."""
+    from jobs.models import AuditEvent
+
+    admin = pf.client_for(team.users["admin"])
+    member = team.memberships["member"]
+    answer = admin.post(f"/workspaces/{team.alpha.pk}/members/{member.pk}", {"role": member.role}, follow=True)
+    assert "Nothing changed: member is member already." in answer.text
+    assert not AuditEvent.objects.filter(workspace=team.alpha, details__event="member-role").exists()
+
+
 def test_the_last_admin_cannot_be_removed_or_demoted(team):
     from jobs.models import Membership
 
@@ -367,6 +407,27 @@ def test_the_last_admin_cannot_be_removed_or_demoted(team):
     admin.post(url, {"role": "member", "confirm": "1"})
     mine.refresh_from_db()
     assert mine.role == "member"
+
+
+def test_two_admins_demoting_each_other_at_once_leave_the_workspace_one_admin(transactional_db):
+    """QA: each admin's request locked only the membership it changed and counted the admins before the other's
+    change was committed, so both saw two admins and both demotions went through: a workspace with no admin left (on
+    PostgreSQL; SQLite's write transactions already queue). The first request waits at its save for the second (a
+    bounded chance, not a sleep); with the workspace's membership changes in turn, the second finds the first done and
+    keeps its sender, then the last admin."""
+    from jobs.models import Membership
+
+    team = pf.make_team()
+    Membership.objects.filter(pk=team.memberships["member"].pk).update(role="admin")
+    admin, other = pf.client_for(team.users["admin"]), pf.client_for(team.users["member"])
+
+    def demote(client, membership):
+        return lambda: client.post(f"/workspaces/{team.alpha.pk}/members/{membership.pk}", {"role": "member"})
+
+    second_while_first_saves(demote(admin, team.memberships["member"]), demote(other, team.memberships["admin"]),
+                             Membership)
+    admins = Membership.objects.filter(workspace=team.alpha, role="admin")
+    assert list(admins.values_list("user__username", flat=True)) == ["admin"]
 
 
 def test_an_admin_confirms_stepping_down_and_lands_on_a_page_they_may_see(team):
@@ -524,6 +585,24 @@ def test_bad_guardrails_are_refused_at_the_field(team, data, field):
     assert answer.status_code == 200
     assert field in answer.context["form"].errors
     assert not WorkspacePolicy.objects.filter(workspace=team.alpha).exists()
+
+
+def test_guardrails_hold_no_more_tags_than_a_job_may_carry_beside_the_consoles_own(team):
+    """QA: 20 required tag keys were saved, while a job may carry 19 of its own (the console adds its submission tag):
+    every job of the workspace was then refused, by the wizard and the API alike. Said at the field, in the job's own
+    words; 19 are saved."""
+    from jobs import policies
+
+    admin = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/policy"
+    base = {"allowed_sources": ["public"], "max_duration_unit": "days"}
+    keys = [f"k{i}" for i in range(20)]
+    errors = admin.post(url, {**base, "required_tag_keys": "\n".join(keys)}).context["form"].errors
+    assert errors["required_tag_keys"] == ["At most 19 tags are allowed."]
+    errors = admin.post(url, {**base, "default_tags": "\n".join(f"{k}=v" for k in keys)}).context["form"].errors
+    assert errors["default_tags"] == ["At most 19 tags are allowed."]
+    assert admin.post(url, {**base, "required_tag_keys": "\n".join(keys[:19])}).status_code == 302
+    assert policies.policy_for(team.alpha).required_tag_keys == tuple(keys[:19])
 
 
 def test_guardrail_messages_say_how_prefixes_and_the_duration_cap_work(team):

@@ -59,6 +59,30 @@ def test_saving_under_the_same_name_adds_a_version_and_is_audited(team):
     assert events[1]["version"] == 2
 
 
+def test_a_description_typed_with_a_new_version_is_the_templates_and_audited(team):
+    """QA: saving a version of an existing template with a new description (the save page and the wizard offer the
+    box) kept the old description without a word. Left empty, the template keeps its own."""
+    from jobs.models import AuditEvent
+
+    member = team.users["member"]
+    templates_lib.save(team.alpha, member, "nightly", sections(), description="first try")
+    v2 = templates_lib.save(team.alpha, member, "nightly", sections(**{"environment.command": "echo two"}),
+                            description="nightly evaluation, 8 GPUs")
+    v2.template.refresh_from_db()
+    assert v2.template.description == "nightly evaluation, 8 GPUs"
+    saved = AuditEvent.objects.filter(action="template").latest("id").details
+    assert saved["description"] == {"from": "first try", "to": "nightly evaluation, 8 GPUs"}
+    templates_lib.save(team.alpha, member, "nightly", sections(**{"environment.command": "echo three"}))
+    v2.template.refresh_from_db()
+    assert v2.template.description == "nightly evaluation, 8 GPUs", "an empty box keeps it"
+    same = templates_lib.save(team.alpha, member, "nightly", sections(**{"environment.command": "echo three"}),
+                              description="only the words change")
+    v2.template.refresh_from_db()
+    assert (same.unchanged, v2.template.description) == (True, "only the words change")
+    assert templates_lib.unchanged_message(same).endswith("no new version was saved. Its description is saved.")
+    assert AuditEvent.objects.filter(action="template").latest("id").details["event"] == "described"
+
+
 def test_viewers_cannot_save_and_members_cannot_lock(team):
     with pytest.raises(PermissionDenied):
         templates_lib.save(team.alpha, team.users["viewer"], "x", sections())
