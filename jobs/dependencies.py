@@ -13,6 +13,10 @@ before it was sent) has no outcome to run after: its dependents are skipped what
 
 Should the upstream be deleted from the console's database (run_after SET NULL), a Waiting job is skipped too: the
 console cannot know how that job ended, and a training run on top of an unknown preprocessing is the worse surprise.
+
+A dependent is submitted only if it may still be created when it is released (release_refusal): its owner may still
+create jobs in the workspace and the workspace's budget is not spent, as a schedule's run is checked when it starts.
+Otherwise it ends "Submit failed" (NOT_RELEASED) without being sent, and can be edited and submitted again.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -41,6 +46,7 @@ assert WHEN.keys() == dict(Job.RUN_AFTER_CHOICES).keys()
 SKIPPED = "Console.UpstreamNotSucceeded"
 CANCELLED = "Console.CancelledBeforeSubmit"  # jobs.lifecycle._cancel_unsent
 NEVER_RAN = frozenset({SKIPPED, CANCELLED})
+NOT_RELEASED = "Console.NotReleased"  # submit_error's Code of a dependent that could no longer be created
 # The form's and the API's field names.
 FIELD, WHEN_FIELD = "run_after", "run_after_when"
 WAIT, GO, NEVER = "wait", "go", "never"
@@ -189,13 +195,14 @@ def initial_status(upstream: Job | None, when: str) -> str:
 class Released:
     submitted: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
+    refused: list[int] = field(default_factory=list)  # not submitted: release_refusal
 
     def __bool__(self) -> bool:
-        return bool(self.submitted or self.skipped)
+        return bool(self.submitted or self.skipped or self.refused)
 
 
 _UPSTREAM_FIELDS = ("run_after__id", "run_after__status", "run_after__reason_code", "run_after__display_name")
-_FIELDS = ("id", "workspace_id", "display_name", "status", "run_after_id", "run_after_when")
+_FIELDS = ("id", "workspace_id", "owner_id", "display_name", "status", "run_after_id", "run_after_when")
 
 
 def release(upstream_ids: Iterable[int]) -> Released:
@@ -210,21 +217,55 @@ def release(upstream_ids: Iterable[int]) -> Released:
         waiting = list(Job.objects.filter(run_after_id__in=chunk, status=st.WAITING).select_related("run_after")
                        .only(*_FIELDS, *_UPSTREAM_FIELDS).order_by("pk"))
         for job in waiting:
-            skipped = _settle(job, job.run_after, done)
-            if skipped:
+            if _settle(job, job.run_after, done):
                 pending.append(job.pk)
     return done
 
 
 def _settle(job: Job, upstream: Job | None, done: Released) -> bool:
-    """Release one Waiting job by its upstream's state; True when it was skipped (its dependents are next)."""
+    """Release one Waiting job by its upstream's state; True when it ended unsent (its dependents are next)."""
     verdict = decide(upstream, job.run_after_when)
-    if verdict == GO and _start(job):
-        done.submitted.append(job.pk)
+    if verdict == GO:
+        if why := release_refusal(job):
+            if _refuse(job, upstream, why):
+                done.refused.append(job.pk)
+                return True
+        elif _start(job):
+            done.submitted.append(job.pk)
     elif verdict == NEVER and _skip(job, upstream):
         done.skipped.append(job.pk)
         return True
     return False
+
+
+def release_refusal(job: Job) -> str:
+    """Why a Waiting job whose condition now holds may not be submitted ("": it may). It was checked when it was
+    made, but may wait for hours: its owner may since have been removed from the workspace or made a viewer, or
+    the workspace's budget spent. A create would be refused then, and so is this job, as a schedule's run is."""
+    from jobs import costs
+    from jobs.schedules import owner_refusal
+
+    owner = get_user_model().objects.filter(pk=job.owner_id).first() if job.owner_id else None
+    workspace = Workspace.objects.get(pk=job.workspace_id)
+    if owner is None:
+        return "The job's owner no longer has an account."
+    return owner_refusal(owner, workspace) or costs.refusal(workspace) or ""
+
+
+def _refuse(job: Job, upstream: Job, why: str) -> bool:
+    from jobs import lifecycle
+
+    message = f"Not submitted when upstream job {upstream.pk} ({upstream.display_name}) ended: {why}"
+    with transaction.atomic():
+        if not Job.objects.filter(pk=job.pk, status=st.WAITING).update(
+                status=st.SUBMIT_FAILED, submit_error={"Code": NOT_RELEASED, "Message": message},
+                sealed_secrets="", finished_at=timezone.now()):
+            return False  # released (or stopped) by someone else meanwhile
+        workspace = Workspace.objects.get(pk=job.workspace_id)
+        audit.record(None, "stopped", workspace=workspace, job=job, result="refused, never submitted",
+                     upstream=upstream.pk, reason=why)
+        lifecycle.enqueue_notify(job.workspace_id, [job.pk])
+    return True
 
 
 def _start(job: Job) -> bool:
@@ -274,11 +315,12 @@ def release_owed() -> Released:
     owed = list(Job.objects.filter(status=st.WAITING)
                 .filter(Q(run_after__isnull=True) | Q(run_after__status__in=st.TERMINAL))
                 .select_related("run_after").only(*_FIELDS, *_UPSTREAM_FIELDS).order_by("pk")[:500])
-    skipped = [job.pk for job in owed if _settle(job, job.run_after, done)]
-    if skipped:
-        more = release(skipped)
+    ended = [job.pk for job in owed if _settle(job, job.run_after, done)]
+    if ended:
+        more = release(ended)
         done.submitted += more.submitted
         done.skipped += more.skipped
+        done.refused += more.refused
     return done
 
 

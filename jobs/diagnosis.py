@@ -178,6 +178,9 @@ REFUSALS = {
                                         "fixes the workspace's credentials."),
     "SignatureDoesNotMatch": ("", "The console's credentials for this workspace are not valid: an admin fixes "
                                   "the workspace's credentials."),
+    dependencies.NOT_RELEASED: ("", "It waited for its upstream job and could no longer be created when that ended "
+                                    "(the message says why: its owner's role in the workspace, or the budget). "
+                                    "Once that is settled, edit it and submit it again."),
 }
 SECTION_TITLES = {"basic": "Basic information", "environment": "Environment", "resources": "Resources",
                   "vpc": "VPC", "fault_tolerance": "Fault tolerance & diagnosis", "ram_role": "RAM role"}

@@ -115,7 +115,7 @@ def sweep_stuck() -> int:
     age = timedelta(seconds=settings.DLC_SWEEP_AGE)
     idempotency.prune()
     released = dependencies.release_owed()
-    owed = len(released.submitted) + len(released.skipped)
+    owed = len(released.submitted) + len(released.skipped) + len(released.refused)
     for task, job_ids in [
         (submit_job, lifecycle.stuck_jobs(age)),
         (stop_job, lifecycle.unsent_stops(age)),

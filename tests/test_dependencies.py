@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 import requests
+from django.utils import timezone
 
 from jobs import dependencies, lifecycle, listing
 from jobs import status as st
@@ -262,6 +264,61 @@ def test_a_failed_upstream_skips_succeeded_dependents_down_the_chain(team, djang
     events = AuditEvent.objects.filter(job__in=[train, evaluate, report], action="stopped")
     assert events.count() == 3 and {e.actor_name for e in events} == {"system"}
     assert not dependencies.release([upstream.pk, train.pk, evaluate.pk]), "run twice: nothing more"
+
+
+@pytest.mark.parametrize("change", ["removed", "made viewer", "deactivated"])
+def test_a_dependent_whose_owner_may_no_longer_create_jobs_is_not_submitted_when_released(
+        team, change, django_capture_on_commit_callbacks):
+    """Checked when it was made, a Waiting job may wait for hours: an owner removed from the workspace (or made a
+    viewer, or deactivated) since must not have it sent, as a schedule's run is not. It ends Submit failed, saying
+    why; its dependents are decided as after any submit failure (another owner's "ended" one is submitted)."""
+    member = team.users["member"]
+    train = waiting(team, team.job, "train")
+    evaluate = waiting(team, train, "evaluate")
+    cleanup = pf.make_job(team.alpha, team.users["admin"], "cleanup", status=st.WAITING, dlc_job_id="", pods=[],
+                          run_after=train, run_after_when="ended")
+    if change == "removed":
+        Membership.objects.filter(user=member, workspace=team.alpha).delete()
+        said = "The owner, member, may no longer create jobs in this workspace."
+    elif change == "made viewer":
+        Membership.objects.filter(user=member, workspace=team.alpha).update(role=Membership.VIEWER)
+        said = "The owner, member, may no longer create jobs in this workspace."
+    else:
+        member.is_active = False
+        member.save(update_fields=["is_active"])
+        said = "The owner, member, is deactivated."
+    end(team.job, "Succeeded")
+    with django_capture_on_commit_callbacks(execute=False) as enqueued:
+        done = dependencies.release([team.job.pk])
+    assert (done.refused, done.skipped, done.submitted) == ([train.pk], [evaluate.pk], [cleanup.pk])
+    train, evaluate, cleanup = reload(train, evaluate, cleanup)
+    assert (train.status, train.dlc_job_id, train.sealed_secrets) == (st.SUBMIT_FAILED, "", "")
+    assert train.submit_error == {"Code": dependencies.NOT_RELEASED, "Message": (
+        f"Not submitted when upstream job {team.job.pk} (train-a) ended: {said}")}
+    assert train.finished_at is not None
+    assert (evaluate.status, evaluate.reason_code) == ("Stopped", SKIPPED)
+    assert cleanup.status == st.SUBMITTING
+    assert len(enqueued) == 1, "the cleanup's submit, nothing for the refused job"
+    event = AuditEvent.objects.get(job=train, action="stopped")
+    assert event.details["result"] == "refused, never submitted" and event.details["reason"] == said
+    assert not dependencies.release([team.job.pk, train.pk]), "run twice: nothing more"
+
+
+def test_a_dependent_released_after_the_budget_is_spent_is_not_submitted(team, django_capture_on_commit_callbacks):
+    from tests.test_costs import ran, set_prices
+
+    train = waiting(team, team.job, "train")
+    set_prices(team, monthly_budget="0", refuse_when_spent=True)
+    ran(team, "spent", started=timezone.now() - timedelta(hours=1))
+    end(team.job, "Succeeded")
+    with django_capture_on_commit_callbacks(execute=False):
+        done = dependencies.release([team.job.pk])
+    assert done.refused == [train.pk] and not done.submitted
+    (train,) = reload(train)
+    assert train.status == st.SUBMIT_FAILED and "budget for" in train.submit_error["Message"]
+    page = " ".join(pf.client_for(team.users["member"]).get(f"/jobs/{train.pk}").content.decode().split())
+    assert "The console could not send this job to DLC." in page and dependencies.NOT_RELEASED in page
+    assert "Once that is settled, edit it and submit it again." in page, "the likely cause's advice"
 
 
 @pytest.fixture
