@@ -28,7 +28,8 @@ def validate_job(request: HttpRequest) -> JsonResponse:
     """Run exactly the create's checks (POST /api/v1/jobs: jobs.spec with the workspace's guardrails, WorkspaceId,
     SecretEnvs, run_after, ?template= locks) on a CreateJob body, saving nothing.
 
-    200 {"valid": true, "notes": {...}, "can_create": bool[, "cannot_create": "<the create's 403 message>"]} or
+    200 {"valid": true, "notes": {"<wire path>": [...]}, "can_create": bool[, "cannot_create": "<the create's 403
+    message>"]} or
     400 {"errors": {"<wire path, e.g. JobSpecs[0].PodCount>": [...]}}.
     The workspace is chosen as the create chooses it (api_jobs.request_workspace): ?workspace=<id>, else the
     caller's only one, else the one whose DLC workspace is the body's WorkspaceId; else 400 with `candidates`.
@@ -48,8 +49,13 @@ def validate_job(request: HttpRequest) -> JsonResponse:
                                                     locks=locks)
     if checked is None:
         return JsonResponse({"errors": errors}, status=400)
-    answer = {"valid": True, "notes": spec.notes(spec.inverse(checked.wire), checked.context),
-              "can_create": True}
+    # The notes at wire paths, as the errors are: a section path (environment.storages[0].uri) names no field of
+    # the body it is about (DataSources[1].Uri when a dataset comes first).
+    sections = spec.inverse(checked.wire)
+    notes: dict[str, list[str]] = {}
+    for path, messages in spec.notes(sections, checked.context).items():
+        notes.setdefault(spec.wire_path(path, sections), []).extend(messages)
+    answer = {"valid": True, "notes": notes, "can_create": True}
     try:  # a viewer's or a read-only token's valid body would still be the create's 403: say so, and why
         access.require(request.api_user, "create", workspace=workspace)
     except PermissionDenied as refused:

@@ -104,6 +104,8 @@ API_VERSION = "1.15.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 #      ray_redis_password is used for a RayJob and a 400 for another job type (was dropped); a clone's
 #      secret_envs errors are at secret_envs.<NAME>; a notes POST whose body is not an object is a 400 at "";
 #      another Authorization scheme's 401 says to use Bearer; the 429's message gives Retry-After's seconds.
+#      The dry run's notes are keyed by wire path, as its errors are (were section paths such as vpc.vpc_id or
+#      environment.storages[0].uri, which name no field of the body).
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
@@ -1124,7 +1126,8 @@ def openapi_document(server: str) -> dict[str, Any]:
                 "parameters": [ws_param, *template_params],
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/CreateJobBody"}}}},
-                "responses": {"200": {"description": "Valid: `notes` are the wizard's remarks on the job; "
+                "responses": {"200": {"description": "Valid: `notes` are the wizard's remarks on the job, keyed by "
+                                                     "wire path as errors are; "
                                                      "`can_create` false (a viewer, a read-only token): the create "
                                                      "would answer 403 with `cannot_create`.",
                                       "content": {"application/json": {"schema": {

@@ -75,6 +75,23 @@ def test_errors_are_keyed_by_wire_path(api):
     assert unknown == {"Turbo": ["Not supported by this console (unknown field or not sent by the wizard)."]}
 
 
+def test_notes_are_keyed_by_wire_path_like_errors(api):
+    # Were keyed by the wizard's section paths: vpc.vpc_id, environment.storages[0].uri (here DataSources[1].Uri, as a
+    # dataset comes first), environment.envs[0].key, resources.spot_price: no field of the body an API caller sent.
+    body = {**VALID, "JobSpecs": [{**VALID["JobSpecs"][0], "SpotSpec": {"SpotStrategy": "SpotWithPriceLimit",
+                                                                       "SpotPriceLimit": 0.01}}],
+            "DataSources": [{"DataSourceId": "d-1", "MountPath": "/mnt/d"},
+                            {"Uri": "nas://0a1b.cn-hangzhou/data", "MountPath": "/mnt/nas"}],
+            "Envs": {"RANK": "1"}}
+    answer = post(api, body)
+    assert answer.status_code == 200, answer.json()
+    notes = answer.json()["notes"]
+    assert set(notes) == {"DataSources[0].DataSourceId", "DataSources[1].Uri", "Envs.RANK", "JobSpecs[0].SpotSpec",
+                          "JobSpecs[0].SpotSpec.SpotPriceLimit", "UserVpc.VpcId"}, notes
+    assert any("mount target" in m for m in notes["DataSources[1].Uri"])
+    assert notes["Envs.RANK"] == ["RANK is set by DLC itself; your value overrides it."]
+
+
 @pytest.mark.parametrize("text", ["{", "", "[1, 2", "\ud800", "null"])
 def test_bad_json_is_a_clear_400(api, text):
     answer = api.post(URL, text.encode("utf-8", "surrogatepass"), content_type="application/json")

@@ -214,6 +214,26 @@ def test_remove_by_keyboard_keeps_the_focus_in_the_list(stack, member, page):
     expect(page.locator("#add-tags")).to_be_focused()
 
 
+def test_errors_quoting_a_long_value_wrap_inside_a_phone_wide_page(stack, member, page):
+    """QA at 390 px: a refused form whose messages quote what was typed without a break in it ("The tag key 'kkk…'
+    is used twice", 128 characters) made the page 1118 px wide, the whole wizard with it."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/jobs/new")
+    for _ in range(2):
+        page.click("#add-tags")
+        settle(page)
+    key = "k" * 128  # the longest tag key, twice
+    page.fill("#id_basic-tags-0-key", key)
+    page.fill("#id_basic-tags-1-key", key)
+    page.click("#wizard-form .actions button[type=submit]")
+    settle(page)
+    expect(page.locator("#f-basic-tags-1-key .error")).to_contain_text(f"The tag key '{key}' is used twice.")
+    expect(page.locator(".error-summary")).to_contain_text(key)
+    wider = page.evaluate("Math.max(0, document.documentElement.scrollWidth - window.innerWidth)")
+    assert wider == 0, f"the refused wizard is {wider} px wider than 390 px"
+
+
 def test_a_secret_variable_turns_into_a_password_field_survives_row_changes_and_reaches_the_pod(stack, member, page):
     import hashlib
 

@@ -1011,6 +1011,29 @@ def test_validate_body_spot_rules():
     assert "UserVpc.VpcId" in spec.validate(spot, specs)  # resource type derived from the instance catalog
 
 
+@pytest.mark.parametrize("field, value, message", [
+    ("spot_price", "1e400", "The maximum price is too large."),
+    ("spot_price", "cheap", "The maximum price must be a number."),
+    ("spot_discount", "40.5", "The discount must be a whole percentage from 10 to 90."),
+])
+def test_a_bid_that_does_not_parse_gets_one_message_not_also_missing(field, value, message):
+    # Was that message and "Enter the maximum price (CNY per minute)." / "Choose the maximum discount (10% to 90%).":
+    # a bid the user typed is not missing.
+    s = base()
+    s["resources"].update(source="spot", bid_method="price" if field == "spot_price" else "discount",
+                          **{field: value})
+    assert spec.validate_sections(s) == {f"resources.{field}": [message]}
+
+
+@pytest.mark.parametrize("bid, message", [
+    ({"SpotPriceLimit": 1e20}, "The maximum price is too large."),
+    ({"SpotDiscountLimit": 0.405}, "The discount must be a whole percentage from 10 to 90."),
+])
+def test_a_bid_the_api_sends_out_of_range_gets_one_message(bid, message):
+    body = _with(spec.build(base()), "JobSpecs[0].SpotSpec", {"SpotStrategy": "SpotWithPriceLimit", **bid})
+    assert spec.validate(body) == {f"JobSpecs[0].SpotSpec.{next(iter(bid))}": [message]}
+
+
 def test_validate_body_accepts_empty_fields_and_rejects_non_objects():
     body = dict(SEED_QUOTA_BODY, Description="", DataSources=[], Envs={}, Settings={}, CustomEnvs=[])
     assert spec.validate(body) == {}
@@ -1169,6 +1192,52 @@ def test_parse_advanced(text, parsed):
     assert spec.parse_advanced(text) == (parsed, "")
     if parsed:
         assert spec.parse_advanced(spec.format_advanced(parsed))[0] == parsed
+
+
+@pytest.mark.parametrize("text, key, next_line", [
+    ("createSvcForAllWorkers=true\ncustomPortNumPerWorker=100", "createSvcForAllWorkers",
+     " (customPortNumPerWorker=…)"),
+    ("RayRedisAddress=redis.internal:6379\r\nRayRedisPassword=hunter2", "RayRedisAddress", " (RayRedisPassword=…)"),
+    ("RayRedisPassword=hunter2\nmore-of-it", "RayRedisPassword", ""),  # a secret is never quoted
+    ("RayRedisPassword=it's\nRayRedisAddress=r:6379", "RayRedisPassword", " (RayRedisAddress=…)"),  # a lone quote
+])
+def test_advanced_entries_on_separate_lines_are_refused_not_run_together(text, key, next_line):
+    # [004] plain text: "virgülle (,) ayrılmış bir dize ... anahtar=değer" (a string separated by commas, each entry
+    # key=value). The field is a textarea: entries typed one per line were one value, so RayRedisAddress was sent as
+    # "redis.internal:6379\nRayRedisPassword=hunter2" and the password never set (a boolean got "must be true or
+    # false").
+    parsed, message = spec.parse_advanced(text)
+    assert parsed is None
+    assert message == (f"The value of '{key}' runs onto the next line{next_line}: separate entries with commas, "
+                       "e.g. createSvcForAllWorkers=true,customPortNumPerWorker=100, or write a JSON object.")
+    assert not any(secret in message for secret in ("hunter2", "more-of-it", "it's"))
+    # A line break after a comma, or inside {...} (a RayRuntimeEnv written over lines), separates nothing.
+    assert spec.parse_advanced("a=b,\nc=d") == ({"a": "b", "c": "d"}, "")
+    assert spec.parse_advanced("RayRuntimeEnv={pip: r.txt,\n env_vars: {a: b}}") == (
+        {"RayRuntimeEnv": "{pip: r.txt,\n env_vars: {a: b}}"}, "")
+    # A value with a line break (a job made through the API) is written back as JSON, so its clone still parses.
+    assert spec.parse_advanced(spec.format_advanced({"RayRedisAddress": "a\nb"})) == ({"RayRedisAddress": "a\nb"}, "")
+    sections = base()
+    sections["resources"].update(framework="Ray", advanced=text, roles=[
+        {"role": "Head", "count": 1, "instance_type": "ecs.g7.xlarge"},
+        {"role": "Worker", "count": 1, "instance_type": "ecs.g7.xlarge"}])
+    assert spec.validate_sections(sections)["resources.advanced"] == [message]
+
+
+@pytest.mark.parametrize("text", ["RayRedisAddress=r:6379,RayRedisPassword=hunter2,tail",
+                                  "RayRedisPassword=hunter2,tail,RayRedisAddress=r:6379"])
+def test_a_comma_in_a_password_is_refused_without_quoting_the_password(text):
+    # Was "Expected key=value entries ...; got 'tail'.": the page echoed part of RayRedisPassword, which it never shows
+    # (the field is not written back into pages).
+    parsed, message = spec.parse_advanced(text)
+    assert parsed is None
+    assert message == ("The value of 'RayRedisPassword' has a comma in it, which ends an entry in key=value text: "
+                       'write the settings as a JSON object instead, e.g. {"RayRedisPassword": "..."}.')
+    assert spec.parse_advanced('{"RayRedisPassword": "hunter2,tail"}') == ({"RayRedisPassword": "hunter2,tail"}, "")
+    assert spec.parse_advanced("RayRedisPassword=hunter2,RayRedisAddress=r:6379") == (
+        {"RayRedisPassword": "hunter2", "RayRedisAddress": "r:6379"}, "")
+    assert spec.parse_advanced("foo") == (
+        None, "Expected key=value entries separated by commas (or a JSON object); got 'foo'.")
 
 
 def test_requirements_path_is_sent_as_its_folder():

@@ -195,6 +195,27 @@ def test_an_unknown_oversold_type_names_the_value_to_send():
     assert spec.validate({**QUOTA, "Settings": {"OversoldType": "AcceptQuotaOverSold"}}) == {}
 
 
+@pytest.mark.parametrize("strategy", ["Auto", "intelligent", "spread", "centralized"])
+def test_an_unknown_scheduling_strategy_names_the_wire_values(strategy):
+    # Was "Choose one of: intelligent, centralized, spread." (the wizard's words): sending one of them was refused
+    # again ("intelligent": "it would be dropped"; "spread": "it would be sent as \"Spread\"").
+    assert spec.validate({**PUBLIC, "SchedulingStrategy": strategy}) == {"SchedulingStrategy": [
+        "SchedulingStrategy is 'Binpack' (Centralized) or 'Spread' (Spread), or left out for Intelligent (the "
+        "default)."]}
+    for sent in ("Binpack", "Spread"):
+        assert spec.validate({**PUBLIC, "SchedulingStrategy": sent}) == {}
+
+
+@pytest.mark.parametrize("route", ["public", "private", "eth9"])
+def test_an_unknown_default_route_names_the_wire_values(route):
+    # Was "Choose one of: public, private." (the wizard's words), which the API refused again.
+    vpc = {"VpcId": "vpc-1", "SecurityGroupId": "sg-1"}
+    assert spec.validate({**PUBLIC, "UserVpc": {**vpc, "DefaultRoute": route}}) == {"UserVpc.DefaultRoute": [
+        "DefaultRoute is 'eth0' (public gateway) or 'eth1' (private gateway), or left out."]}
+    for sent in ("eth0", "eth1"):
+        assert spec.validate({**PUBLIC, "UserVpc": {**vpc, "DefaultRoute": sent}}) == {}
+
+
 def test_credential_inject_off_says_to_leave_credential_config_out():
     errors = spec.validate({**PUBLIC, "CredentialConfig": {"EnableCredentialInject": False}})
     assert errors == {"CredentialConfig.EnableCredentialInject": [

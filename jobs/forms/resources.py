@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 
 from jobs import catalog as C
-from jobs.forms.widgets import KeepingSelect, choices
+from jobs.forms.widgets import KeepingSelect, NumberField, choices
 
 SECTION = "resources"
 TITLE = "Resources"
@@ -58,7 +58,7 @@ class Form(forms.Form):
         widget=KeepingSelect(choices=[("", "Choose a discount"), *((str(d), f"{d}%") for d in C.SPOT_DISCOUNTS)]),
         help_text="Of the instance type's market price.",
     )
-    spot_price = forms.FloatField(label="Maximum price (CNY per minute)", required=False, widget=_number())
+    spot_price = NumberField(label="Maximum price (CNY per minute)", required=False, widget=_number())
     max_duration = forms.IntegerField(label="Maximum duration", required=False, widget=forms.NumberInput(),
                                       help_text="Jobs that run longer are stopped automatically.")
     max_duration_unit = forms.CharField(label="Unit", required=False,
@@ -91,10 +91,10 @@ class RoleForm(forms.Form):
     role = forms.CharField(label="Role", required=False)
     count = forms.IntegerField(label="Nodes", required=False, widget=forms.NumberInput())
     instance_type = forms.CharField(label="Instance type", required=False)
-    cpu = forms.FloatField(label="CPU cores", required=False, widget=_number())
+    cpu = NumberField(label="CPU cores", required=False, widget=_number())
     gpu = forms.IntegerField(label="GPUs", required=False, widget=forms.NumberInput())
-    memory_gib = forms.FloatField(label="Memory (GiB)", required=False, widget=_number())
-    shared_memory_gib = forms.FloatField(label="Shared memory (GiB)", required=False, widget=_number())
+    memory_gib = NumberField(label="Memory (GiB)", required=False, widget=_number())
+    shared_memory_gib = NumberField(label="Shared memory (GiB)", required=False, widget=_number())
     node_names = forms.CharField(label="Nodes to run on", required=False,
                                  help_text="Node names separated by commas.")
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from django import forms
+
+from jobs.spec.base import _too_large
 
 
 class KeepingSelect(forms.Select):
@@ -20,3 +25,18 @@ class KeepingSelect(forms.Select):
 def choices(mapping: dict[str, str], blank: str | None = None) -> list[tuple[str, str]]:
     items = [(str(value), label) for value, label in mapping.items()]
     return [("", blank), *items] if blank is not None else items
+
+
+class NumberField(forms.FloatField):
+    """A FloatField that leaves a correctly written number too large for a float ("1e400", 400 digits) to jobs.spec,
+    whose message says it is too large and gives the bound (spec-notes D27), where Django says "Enter a number."."""
+
+    def to_python(self, value: Any) -> float | str | None:
+        number = super().to_python(value)
+        if number == math.inf and _too_large(str(value), whole=False):
+            return str(value).strip()  # jobs.spec reads the text and reports it as too large
+        return number
+
+    def validate(self, value: Any) -> None:
+        if not isinstance(value, str):
+            super().validate(value)

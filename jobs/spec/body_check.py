@@ -30,6 +30,14 @@ _WIRE_CHOICES = (
      f"SpotStrategy must be '{C.SPOT_STRATEGY}'; the bid only takes effect with it."),
     (r"DataSources\[\d+\]\.MountAccess", tuple(C.MOUNT_ACCESS.values()),
      "MountAccess is 'RO' (read-only) or 'RW' (read-write), or left out for the dataset's default."),
+    # The wizard's own words for these two (intelligent, public, ...) are no wire values: naming them would send
+    # an API caller to a second refusal.
+    (r"SchedulingStrategy", tuple(v for v in C.SCHEDULING_POLICIES.values() if v),
+     f"SchedulingStrategy is '{C.SCHEDULING_POLICIES['centralized']}' (Centralized) or "
+     f"'{C.SCHEDULING_POLICIES['spread']}' (Spread), or left out for Intelligent (the default)."),
+    (r"UserVpc\.DefaultRoute", tuple(C.GATEWAY_ROUTES.values()),
+     f"DefaultRoute is '{C.GATEWAY_ROUTES['public']}' (public gateway) or '{C.GATEWAY_ROUTES['private']}' "
+     "(private gateway), or left out."),
 )
 
 

@@ -31,6 +31,7 @@ from jobs.spec.base import (
     _text,
     _too_large,
     loads_json,
+    looks_like_secret,
     storable_problems,
     storable_text,
 )
@@ -296,13 +297,14 @@ def _norm_ram_role(s: Mapping, e: _Errors) -> dict:
     }
 
 
-def _split_top_level(text: str, sep: str) -> list[str]:
-    """Split on sep outside {...} / [...] / quotes, so RayRuntimeEnv={pip: x, env_vars: {...}} survives."""
+def _split_top_level(text: str, sep: str, quotes: bool = True) -> list[str]:
+    """Split on sep outside {...} / [...] / quotes, so RayRuntimeEnv={pip: x, env_vars: {...}} survives.
+    quotes=False: a quote protects nothing (a password's lone apostrophe must not hide the line break after it)."""
     parts, depth, quote, current = [], 0, "", []
     for ch in text:
         if quote:
             quote = "" if ch == quote else quote
-        elif ch in "\"'":
+        elif quotes and ch in "\"'":
             quote = ch
         elif ch in "{[":
             depth += 1
@@ -333,15 +335,30 @@ def parse_advanced(value: Any) -> tuple[dict | None, str]:
             return None, "The JSON must be an object of parameter names to values."
         return _storable_advanced(parsed)
     result: dict[str, str] = {}
+    previous = ""
     for item in _split_top_level(text, ","):
         if not item.strip():
             continue
         key, sep, val = item.partition("=")
         key = key.strip()
+        # After a secret's entry (RayRedisPassword=ab,cd), text without '=' is the rest of the secret: never quoted.
+        if looks_like_secret(previous) and not sep:
+            return None, (f"The value of '{previous}' has a comma in it, which ends an entry in key=value text: write "
+                          f"the settings as a JSON object instead, e.g. {{\"{previous}\": \"...\"}}.")
+        previous = key
         if not sep or not key:
             return None, f"Expected key=value entries separated by commas (or a JSON object); got '{item.strip()}'."
         if key in result:
             return None, f"'{key}' is given twice."
+        # The field is a textarea, so entries typed one per line reach here as one value: refused, as a Redis address
+        # or a password would otherwise be sent with the next lines in it, and the settings on them never set.
+        lines = [line for line in _split_top_level(val.strip(), "\n", quotes=False) if line.strip()]
+        if len(lines) > 1:
+            # Only the next line's key is quoted: a value may be a password (RayRedisPassword).
+            after, sep, _value = lines[1].partition("=")
+            then = f" ({after.strip()[:40]}=…)" if sep and after.strip() else ""
+            return None, (f"The value of '{key}' runs onto the next line{then}: separate entries with commas, e.g. "
+                          "createSvcForAllWorkers=true,customPortNumPerWorker=100, or write a JSON object.")
         result[key] = val.strip()
     return _storable_advanced(result) if result else (None, "")
 
@@ -364,7 +381,7 @@ def _inside(where: str, message: str) -> str:
 def format_advanced(settings: Mapping) -> str:
     """The inverse of parse_advanced(): `k=v,...` when that format can carry the values, else JSON."""
     plain = all(
-        isinstance(v, str) and not re.search(r"[,={}\[\]\"']", k + v) and v == v.strip() and v
+        isinstance(v, str) and not re.search(r"[,={}\[\]\"'\r\n]", k + v) and v == v.strip() and v
         for k, v in settings.items()
     ) and all(k == k.strip() and k for k in settings)
     if plain:

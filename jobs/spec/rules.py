@@ -509,14 +509,17 @@ def _rule_spot(n: dict, e: _Errors) -> None:
         e.add("resources.bid_method", "Choose a bid method: by discount or by price.")
     elif res["bid_method"] == "price" and lingjun:
         e.add("resources.bid_method", "Lingjun preemptible resources only support bidding by discount.")
+    # A value that did not parse (or was too large) is None with its own message already: not also "missing".
     if res["bid_method"] == "discount":
         if res["spot_discount"] is None:
-            e.add("resources.spot_discount", "Choose the maximum discount (10% to 90%).")
+            if not e.has("resources.spot_discount"):
+                e.add("resources.spot_discount", "Choose the maximum discount (10% to 90%).")
         elif res["spot_discount"] not in C.SPOT_DISCOUNTS:
             e.add("resources.spot_discount", "The discount must be one of 10%, 20%, ... 90%.")
     if res["bid_method"] == "price":
         if res["spot_price"] is None:
-            e.add("resources.spot_price", "Enter the maximum price (CNY per minute).")
+            if not e.has("resources.spot_price"):
+                e.add("resources.spot_price", "Enter the maximum price (CNY per minute).")
         elif res["spot_price"] <= 0:
             e.add("resources.spot_price", "The maximum price must be greater than 0.")
     if lingjun:
