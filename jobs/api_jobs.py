@@ -718,8 +718,14 @@ def _patch(request: HttpRequest, pk: int) -> JsonResponse:
     payload, bad = json_body(request)
     if bad:
         return bad
-    if not isinstance(payload, dict) or set(payload) != {"priority"}:
+    if not isinstance(payload, dict):
         return bad_request({"": ['Send {"priority": <1-9>}: priority is the one field that can be changed.']})
+    # Each other key at its own path, as every body of the API says it ("Priority", "DisplayName": not changed).
+    errors = unknown_fields(payload, ["priority"])
+    if "priority" not in payload:
+        errors["priority"] = ['Send {"priority": <1-9>}: priority is the one field that can be changed.']
+    if errors:
+        return bad_request(errors)
     try:
         priority.change_priority(request.api_user, target, payload["priority"], typed=True)
     except priority.PriorityError as err:

@@ -184,7 +184,7 @@ def early_stopping(given: Any, trials: int | None = None) -> tuple[early_stop.Se
         errors[f"{EARLY_STOPPING}.Metric"] = ["Required: the metric the rule compares (as METRIC lines name it)."]
         return None, errors
     found, problems = early_stop.parse({field: given.get(key) for key, field in early_stop.API_KEYS.items()},
-                                       trials=trials)
+                                       trials=trials, typed=True)
     by_field = {field: key for key, field in early_stop.API_KEYS.items()}
     errors.update({f"{EARLY_STOPPING}.{by_field[field]}": messages for field, messages in problems.items()})
     return (None, errors) if errors else (found, {})

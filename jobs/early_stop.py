@@ -81,10 +81,13 @@ def as_json(sweep) -> dict[str, Any] | None:
     return {"Metric": found.metric, "Goal": found.goal, "AfterSucceeded": found.after, "NotBeforeStep": found.step}
 
 
-def _whole(value: Any, low: int, high: int, what: str) -> tuple[int | None, str | None]:
-    """(number, None) of a whole number low..high given as text (a form) or a JSON integer, or (None, why not)."""
+def _whole(value: Any, low: int, high: int, what: str, typed: bool = False) -> tuple[int | None, str | None]:
+    """(number, None) of a whole number low..high given as text (a form) or a JSON integer, or (None, why not).
+    `typed` (JSON): a JSON integer only, as the API's document says: "3" would hide a client's type error."""
     if isinstance(value, bool) or not isinstance(value, int | str):
         return None, f"{what} must be a whole number from {low:,} to {high:,}."
+    if typed and isinstance(value, str):
+        return None, f"{what} must be a JSON integer from {low:,} to {high:,}, not the string {value[:24]!r}."
     text = str(value).strip()
     if not (text.isascii() and text.lstrip("+").isdigit()) or len(text) > 20:  # int("²") raises
         return None, f"{what} must be a whole number from {low:,} to {high:,}, not {text[:24]!r}."
@@ -98,13 +101,14 @@ def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def parse(given: Mapping[str, Any], *, trials: int | None = None) -> tuple[Settings | None, dict[str, list[str]]]:
+def parse(given: Mapping[str, Any], *, trials: int | None = None,
+          typed: bool = False) -> tuple[Settings | None, dict[str, list[str]]]:
     """(settings, errors keyed by FIELDS) of the early-stopping fields (the wizard's names; the API maps its keys
     to them). A blank metric with N and S blank too is no early stopping; N or S without a metric is an error at
     the metric (the numbers would be ignored without a word). A blank goal is the metric's default (min for a loss
     or an error, as the ranking's); blank N and S their defaults. `trials`: the sweep's number of trials when known
     (grid size or Trials): an N the sweep can never reach is an error, and a blank N on a sweep too small for the
-    default is the largest that can fire (trials - 1)."""
+    default is the largest that can fire (trials - 1). `typed`: the API's JSON, whose numbers must be JSON integers."""
     from jobs import scalars
 
     metric = given.get(METRIC_FIELD)
@@ -130,12 +134,12 @@ def parse(given: Mapping[str, Any], *, trials: int | None = None) -> tuple[Setti
             (AFTER_FIELD, DEFAULT_AFTER, 1, sweeps.max_trials(), "After N succeeded trials"),
             (STEP_FIELD, DEFAULT_STEP, 0, scalars.MAX_STEP - 1, "Not before step")):
         raw = given.get(field)
-        if _blank(raw):
+        if _blank(raw) and not (typed and raw is not None):  # in JSON, "" is a string where a number belongs
             # A blank N on a sweep of 2-3 trials could never fire at 3: it becomes the most that can (trials - 1).
             small = field == AFTER_FIELD and trials is not None and 1 < trials <= default
             numbers[field] = trials - 1 if small else default
             continue
-        numbers[field], problem = _whole(raw, low, high, what)
+        numbers[field], problem = _whole(raw, low, high, what, typed)
         if problem:
             errors[field] = [problem]
         elif field == AFTER_FIELD and trials is not None and numbers[field] > trials - 1:

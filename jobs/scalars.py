@@ -314,11 +314,12 @@ def chart(name: str, points: Points, summary: Summary) -> Chart:
     pad = (summary.max - summary.min) * 0.05 or abs(summary.max) * 0.05 or 1.0
     low, high = summary.min - pad, summary.max + pad
     first_step = points[0][0]
-    line, last_x, last_y = jobmetrics.polyline([(float(s), v) for s, v in points], first_step,
-                                               max(points[-1][0], first_step + 1), low, high)
+    # The steps across; a metric printed at one step only (a final test score) is drawn in the middle, not at the
+    # left edge, where the box cut its dot in half and the chart looked empty.
+    x0, x1 = (first_step, points[-1][0]) if points[-1][0] > first_step else (first_step - 1, first_step + 1)
+    line, last_x, last_y = jobmetrics.polyline([(float(s), v) for s, v in points], x0, x1, low, high)
     bands = [jobmetrics.Band(x, width, _hover_text(points, int(first), int(last)))
-             for x, width, first, last in jobmetrics.strips([float(s) for s, _ in points], first_step,
-                                                            max(points[-1][0], first_step + 1))]
+             for x, width, first, last in jobmetrics.strips([float(s) for s, _ in points], x0, x1)]
     return Chart(name, line, last_x, last_y, fmt(summary.last), fmt(summary.min), fmt(summary.max), summary.count,
                  first_step, summary.last_step, fmt(high), fmt(low), bands)
 

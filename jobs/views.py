@@ -412,7 +412,7 @@ def job_metrics(request: HttpRequest, pk: int) -> HttpResponse:
     if context["range"] is not None and job.dlc_job_id:
         context["window"], context["charts"] = jobmetrics.read_shared(job, context["range"])
         context["failure"] = jobmetrics.failure(context["charts"])
-    return render(request, "jobs/_metrics.html", context)
+    return _section(request, "jobs/_metrics.html", context, "Monitoring", "monitoring")
 
 
 @login_required
@@ -423,7 +423,17 @@ def job_scalars(request: HttpRequest, pk: int) -> HttpResponse:
     first; a failed read is said in place."""
     job = access.get_job(request.user, pk)
     view = scalars.section(job, request.GET.get("pod", "")[:256])
-    return render(request, "jobs/_scalars.html", {"job": job, "view": view, "examples": scalars.FORMAT_EXAMPLES})
+    context = {"job": job, "view": view, "examples": scalars.FORMAT_EXAMPLES}
+    return _section(request, "jobs/_scalars.html", context, "Training metrics", "training-metrics")
+
+
+def _section(request: HttpRequest, partial: str, context: dict, heading: str, anchor: str) -> HttpResponse:
+    """A job page section loaded in place (htmx), or, without JavaScript (the page's <noscript> link, a time range
+    link), the same section on a page of its own rather than a bare fragment."""
+    if wants_partial(request):
+        return render(request, partial, context)
+    return render(request, "jobs/section_page.html",
+                  {**context, "partial": partial, "heading": heading, "anchor": anchor})
 
 
 # The id of the log panel's search form: its requests come with it (HX-Trigger), and their answer sets the URL.

@@ -145,6 +145,19 @@ def test_the_api_takes_the_same_rules_at_its_keys():
     assert "Must be an object" in api_sweeps.early_stopping("loss")[1]["EarlyStopping"][0]
 
 
+@pytest.mark.parametrize(("key", "value"), [("AfterSucceeded", "2"), ("AfterSucceeded", ""), ("NotBeforeStep", " +5 ")])
+def test_the_api_takes_json_integers_only_as_its_document_says(key, value):
+    # The wizard's text fields take "2"; in JSON a string would hide a client's type error (as run_after's, QA).
+    found, errors = api_sweeps.early_stopping({"Metric": "loss", key: value})
+    assert found is None and errors == {f"EarlyStopping.{key}": [
+        f"{'After N succeeded trials' if key == 'AfterSucceeded' else 'Not before step'} must be a JSON integer "
+        f"from {'1 to 50' if key == 'AfterSucceeded' else '0 to 9,007,199,254,740,991'}, not the string {value!r}."]}
+    assert api_sweeps.early_stopping({"Metric": "loss", "AfterSucceeded": 2, "NotBeforeStep": 5}) == (
+        Settings("loss", "min", 2, 5), {})
+    assert early_stop.parse({METRIC_FIELD: "loss", AFTER_FIELD: "2", STEP_FIELD: " +5 "}) == (
+        Settings("loss", "min", 2, 5), {}), "the form's text is still read"
+
+
 # --- the API, the stop, the pages (database, no DLC) ---------------------------------------------------------------
 
 
@@ -187,6 +200,10 @@ def test_the_wizard_says_numbers_without_a_metric_and_an_unreachable_n_at_their_
 
     html = post(**{METRIC_FIELD: "", AFTER_FIELD: "5", STEP_FIELD: "7"}).content.decode()
     assert 'id="err-sweep_stop_metric"' in html and "Name the metric, or clear these" in html
+    # The messages name the fields by their labels (QA: the label said "After N trials have succeeded").
+    assert "After N succeeded trials and Not before step are ignored" in html
+    assert '<label for="id_sweep_stop_after">After N succeeded trials</label>' in html
+    assert '<label for="id_sweep_stop_step">Not before step</label>' in html
     html = post(**{METRIC_FIELD: "loss", AFTER_FIELD: "10"}).content.decode()
     assert "the sweep has 2 trials" in html and "Use at most 1." in html
     assert not Sweep.objects.exists(), "nothing launched"

@@ -183,7 +183,15 @@ def test_the_api_refuses_bad_bodies_at_the_field_and_read_only_tokens(team):
     _, reader = apitokens.create_token(team.users["member"], "ro", read_only=True)
     answer = patch(writer, f"/api/v1/jobs/{job.pk}", {"priority": 12})
     assert answer.status_code == 400 and "from 1 (lowest)" in answer.json()["errors"]["priority"][0]
+    # An unknown key is said at its path, as every body of the API says it (QA: it was said at "", keyless).
     answer = patch(writer, f"/api/v1/jobs/{job.pk}", {"priority": 5, "DisplayName": "x"})
+    assert answer.status_code == 400 and answer.json()["errors"] == {
+        "DisplayName": ["Unknown field; the fields are: priority."]}
+    answer = patch(writer, f"/api/v1/jobs/{job.pk}", {"Priority": 5})
+    assert answer.status_code == 400 and answer.json()["errors"] == {
+        "Priority": ["Unknown field; the fields are: priority."],
+        "priority": ['Send {"priority": <1-9>}: priority is the one field that can be changed.']}
+    answer = patch(writer, f"/api/v1/jobs/{job.pk}", [5])
     assert answer.status_code == 400 and "priority is the one field" in answer.json()["errors"][""][0]
     answer = pf.client_for().patch(f"/api/v1/jobs/{job.pk}", data="{", content_type="application/json",
                                    HTTP_AUTHORIZATION=f"Bearer {writer}")

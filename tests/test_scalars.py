@@ -108,7 +108,9 @@ def test_summary_and_chart_fit_the_box():
     assert min(xy, key=lambda p: p[1])[0] == 0 and max(xy, key=lambda p: p[1])[0] == 400  # 2.0 top, 0.5 bottom
     assert (chart.last, chart.low, chart.high, chart.last_step) == ("0.75", "0.5", "2", 30)
     flat = scalars.chart("lr", [(0, 0.1)], scalars.summarize([(0, 0.1)]))  # one point, one value: no error
-    assert flat.points == "0,70"
+    # In the middle of the box: at its left edge the box cut the dot in half and the chart looked empty (QA).
+    assert flat.points == "300,70" and (flat.last_x, flat.last_y) == (300, 70)
+    assert [(b.x, b.width, b.text) for b in flat.bands] == [(0, 600, "step 0: 0.1")]
 
 
 
@@ -325,6 +327,19 @@ def test_the_page_loads_the_section_lazily_and_a_job_without_metric_lines_gets_t
     html = client.get(f"/jobs/{job.pk}/scalars", **HTMX).content.decode()
     assert 'id="scalars-none"' in html and "METRIC step=100 loss=0.3142 acc=0.81" in html
     assert "hx-trigger" not in html
+
+
+@pytest.mark.integration
+def test_without_javascript_the_section_opens_as_a_page_of_its_own(client, people, ws):
+    job = Job.objects.create(workspace=ws, owner=people["alice"], display_name="quiet", status="Succeeded",
+                             dlc_job_id="dlc-not-there", finished_at=timezone.now(), logs_archived_at=timezone.now())
+    client.force_login(people["alice"])
+    page = client.get(f"/jobs/{job.pk}").content.decode()
+    assert f'<noscript><p><a id="scalars-page" href="/jobs/{job.pk}/scalars">' in page
+    html = client.get(f"/jobs/{job.pk}/scalars").content.decode()  # the link followed without JavaScript
+    assert html.startswith("<!doctype html>") and f'<a href="/jobs/{job.pk}#training-metrics">Back to quiet</a>' in html
+    assert 'id="scalars-none"' in html
+    assert not client.get(f"/jobs/{job.pk}/scalars", **HTMX).content.decode().lstrip().startswith("<!doctype")
 
 
 @pytest.mark.integration

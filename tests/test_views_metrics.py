@@ -91,6 +91,19 @@ def test_the_page_loads_the_section_lazily_and_an_active_job_refreshes(client, p
     assert f'hx-get="/jobs/{job.pk}/metrics?range=15m" hx-trigger="every 10s"' in html
 
 
+def test_without_javascript_the_section_opens_as_a_page_of_its_own(client, people, ran):
+    client.force_login(people["alice"])
+    page = client.get(f"/jobs/{ran.pk}").content.decode()
+    link = re.search(r'<noscript><p><a id="metrics-page" href="([^"]+)"', page).group(1)
+    html = client.get(link).content.decode()  # a plain GET, as a browser without JavaScript follows the link
+    assert html.startswith("<!doctype html>") and f'<a href="/jobs/{ran.pk}#monitoring">Back to burn</a>' in html
+    assert 'id="chart-CpuCoreUsage"' in html and "<polyline" in html
+    # Its time ranges are links, which open the same page with that range.
+    ranged = client.get(f"/jobs/{ran.pk}/metrics?range=1h").content.decode()
+    assert ranged.startswith("<!doctype html>") and 'class="current" aria-current="true">Last hour<' in ranged
+    assert not client.get(link, **HTMX).content.decode().lstrip().startswith("<!doctype"), "htmx gets the fragment"
+
+
 def submitted(ws, people) -> Job:
     """A job row DLC is said to know (no call is made before the range is checked or the endpoint refuses)."""
     return Job.objects.create(workspace=ws, owner=people["alice"], display_name="row", status="Running",
