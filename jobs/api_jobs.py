@@ -25,7 +25,7 @@ from jobs.apitokens import api_view
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Workspace
 from jobs.spec.base import MAX_NESTING, loads_json, storable_problems
 
-API_VERSION = "1.15.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
+API_VERSION = "1.16.0"  # 1.1: /api/v1/workspaces rows gained effective_role and read_only; 1.2: PATCH a job's priority
 # 1.3: sweeps (/api/v1/sweeps) and a workspace's usage report (/api/v1/workspaces/{id}/usage), jobs.api_sweeps
 # 1.4: scheduled (recurring) jobs (/api/v1/schedules), jobs.api_schedules
 # 1.5: job dependencies: run_after and run_after_when in a create body and in a job (jobs.dependencies)
@@ -104,8 +104,12 @@ API_VERSION = "1.15.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 #      ray_redis_password is used for a RayJob and a 400 for another job type (was dropped); a clone's
 #      secret_envs errors are at secret_envs.<NAME>; a notes POST whose body is not an object is a 400 at "";
 #      another Authorization scheme's 401 says to use Bearer; the 429's message gives Retry-After's seconds.
-#      The dry run's notes are keyed by wire path, as its errors are (were section paths such as vpc.vpc_id or
-#      environment.storages[0].uri, which name no field of the body).
+# 1.16: from QA walks: the dry run's notes are keyed by wire path, as its errors are (were section paths such as
+#      vpc.vpc_id or environment.storages[0].uri, which name no field of the body); a job PATCH's unknown keys are
+#      errors at each key and a missing priority at `priority` (all were at ""); EarlyStopping's AfterSucceeded and
+#      NotBeforeStep, and a sweep's Search.Trials and Search.Seed, are JSON integers only (a string was taken);
+#      SchedulingStrategy and UserVpc.DefaultRoute errors name the wire values; AdvancedSettings text with an
+#      entry running onto the next line is refused.
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "

@@ -119,7 +119,15 @@ def _search(search: Any, errors: dict[str, list[str]]) -> tuple[str | None, Any,
         for key in ("Trials", "Seed"):
             if search.get(key) is not None:
                 errors[f"{SEARCH}.{key}"] = ["Only for a random search: a grid runs every combination of the values."]
-    return method, search.get("Trials"), search.get("Seed")
+    counts = {}
+    for key in ("Trials", "Seed"):
+        # JSON integers, as the document says (the wizard's text boxes are sweeps.parse_form's strings): "20" would
+        # hide a client's type error.
+        if isinstance(search.get(key), str) and f"{SEARCH}.{key}" not in errors:
+            errors[f"{SEARCH}.{key}"] = [f"Must be a JSON integer, not the string {search[key][:24]!r}."]
+        else:
+            counts[key] = search.get(key)
+    return method, counts.get("Trials"), counts.get("Seed")
 
 
 def _parameter(name: str, raw: Any, method: str, taken: set[str], seen: set[str]) \

@@ -191,7 +191,7 @@ def test_the_openapi_document_describes_schedules(db):
     from jobs import api_jobs
 
     doc = api_jobs.openapi_document("http://x")
-    assert doc["info"]["version"] == "1.15.0"
+    assert doc["info"]["version"] == "1.16.0"
     assert {"get", "post"} <= set(doc["paths"]["/api/v1/schedules"])
     patch = doc["paths"]["/api/v1/schedules/{id}"]["patch"]
     assert patch["requestBody"]["content"]["application/json"]["schema"] == {

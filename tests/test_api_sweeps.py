@@ -313,7 +313,7 @@ def test_usage_periods_and_access(team, api):
 
 def test_the_openapi_document_describes_sweeps_and_usage(db):
     doc = pf.client_for().get("/api/v1/openapi.json").json()
-    assert doc["info"]["version"] == "1.15.0"  # 1.6 cron, 1.7 stop, 1.8 costs, 1.9 checks, 1.10-1.15 more
+    assert doc["info"]["version"] == "1.16.0"  # 1.6 cron, 1.7 stop, 1.8 costs, 1.9 checks, 1.10-1.16 more
     paths = doc["paths"]
     assert {"get", "post"} <= set(paths["/api/v1/sweeps"])
     assert "get" in paths["/api/v1/sweeps/{id}"] and "post" in paths["/api/v1/sweeps/{id}/stop"]
@@ -421,7 +421,9 @@ def test_a_distribution_makes_a_random_search_without_a_method_and_a_seed_is_dra
     ({"A": {"Distribution": "int", "Min": 1, "Max": 2}}, {"Trials": 3}, "Search.Trials",
      "only 2 combinations, fewer than the 3 trials asked"),
     (None, {"Method": "random", "Trials": 5, "Seed": -1}, "Search.Seed", "whole number from 0"),
-    (None, {"Method": "random", "Trials": 5, "Seed": "x"}, "Search.Seed", "whole number from 0"),
+    (None, {"Method": "random", "Trials": 5, "Seed": "x"}, "Search.Seed", "a JSON integer, not the string 'x'."),
+    (None, {"Method": "random", "Trials": 5, "Seed": "7"}, "Search.Seed", "a JSON integer, not the string '7'."),
+    (None, {"Method": "random", "Trials": "5"}, "Search.Trials", "Must be a JSON integer, not the string '5'."),
     (None, {"Method": "annealing", "Trials": 5}, "Search.Method", 'Must be "grid" or "random"'),
     (None, {"Method": "random", "Trials": 5, "Budget": 1}, "Search.Budget",
      "Unknown field; the fields are: Method, Trials, Seed."),

@@ -214,7 +214,7 @@ def test_the_api_describes_run_after(team, teammate):
     from jobs.api_jobs import API_VERSION, openapi_document
 
     document = openapi_document("http://testserver")
-    assert API_VERSION == "1.15.0" and document["info"]["version"] == "1.15.0"
+    assert API_VERSION == "1.16.0" and document["info"]["version"] == "1.16.0"
     body = document["components"]["schemas"]["CreateJobBody"]["properties"]
     assert body["run_after_when"]["enum"] == ["succeeded", "ended"] and body["run_after"]["type"] == "integer"
     assert {"run_after", "run_after_when"} <= set(document["components"]["schemas"]["Job"]["properties"])

@@ -223,7 +223,7 @@ def test_the_openapi_document_describes_the_patch():
     assert schema["properties"]["priority"] == {"type": "integer", "minimum": 1, "maximum": 9,
                                                 "description": "1 lowest, 9 highest."}
     assert {"200", "400", "403", "409", "502"} <= set(patch_doc["responses"])
-    assert doc["info"]["version"] == "1.15.0"
+    assert doc["info"]["version"] == "1.16.0"
 
 
 # -- against a real localdlc ---------------------------------------------------------------------------------
