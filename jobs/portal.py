@@ -186,6 +186,13 @@ logout = SignOutView.as_view()
 # --- workspaces -------------------------------------------------------------------------------------------
 
 
+def _checked_again(form: Any) -> Any:
+    """A bound form whose save broke a unique rule (another post saved the same name since its check) validated anew:
+    the check that missed it now says so at its field."""
+    form.is_valid()
+    return form
+
+
 @login_required
 @require_GET
 def workspace_list(request: HttpRequest) -> HttpResponse:
@@ -200,11 +207,15 @@ def workspace_create(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only a console superuser creates workspaces.")
     form = WorkspaceCreateForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            workspace = form.save()
-            Membership.objects.create(user=request.user, workspace=workspace, role=Membership.ADMIN)
-            audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="workspace-created",
-                         settings={f: form.cleaned_data.get(f) for f in form.Meta.fields})
+        try:
+            with transaction.atomic():
+                workspace = form.save()
+                Membership.objects.create(user=request.user, workspace=workspace, role=Membership.ADMIN)
+                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="workspace-created",
+                             settings={f: form.cleaned_data.get(f) for f in form.Meta.fields})
+        except IntegrityError:  # its name taken by another post since the check (a double click): checked again
+            form = _checked_again(WorkspaceCreateForm(request.POST, user=request.user))
+            return render(request, "portal/workspace_new.html", {"form": form})
         messages.success(request, f"Workspace {workspace.name} created; you are its admin.")
         return redirect("workspace_settings", ws=workspace.pk)
     return render(request, "portal/workspace_new.html", {"form": form})
@@ -221,13 +232,18 @@ def workspace_settings(request: HttpRequest, ws: int) -> HttpResponse:
     before = _settings_of(workspace)
     form = WorkspaceSettingsForm(request.POST or None, instance=workspace, user=request.user)
     if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            workspace = form.save()
-            syncstate.retry_soon(workspace)  # a sync backing off after failures tries the saved settings now
-            changed = audit.changes(before, _settings_of(workspace))
-            if changed:
-                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="settings",
-                             changes=changed)
+        try:
+            with transaction.atomic():
+                workspace = form.save()
+                syncstate.retry_soon(workspace)  # a sync backing off after failures tries the saved settings now
+                changed = audit.changes(before, _settings_of(workspace))
+                if changed:
+                    audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="settings",
+                                 changes=changed)
+        except IntegrityError:  # renamed to a name another post took since the check: checked again, as saved
+            workspace = access.get_workspace(request.user, ws, "manage")  # the form's copy holds the refused values
+            form = _checked_again(WorkspaceSettingsForm(request.POST, instance=workspace, user=request.user))
+            return render(request, "portal/settings.html", {"workspace": workspace, "form": form, "tab": "settings"})
         messages.success(request, "Workspace settings saved." if changed else "Nothing changed.")
         return redirect("workspace_settings", ws=workspace.pk)
     return render(request, "portal/settings.html", {"workspace": workspace, "form": form, "tab": "settings"})
@@ -260,13 +276,6 @@ def test_connection(request: HttpRequest, ws: int) -> HttpResponse:
 
 
 # --- members ----------------------------------------------------------------------------------------------
-
-
-def _checked_again(form: Any) -> Any:
-    """A bound form whose save broke a unique rule (another post saved the same name since its check) validated anew:
-    the check that missed it now says so at its field."""
-    form.is_valid()
-    return form
 
 
 def _admin_count(workspace: Workspace) -> int:
@@ -537,23 +546,33 @@ def notifications(request: HttpRequest, ws: int) -> HttpResponse:
     return _notifications_page(request, workspace, form)
 
 
+def _edit_form(request: HttpRequest, webhook: Webhook, workspace: Workspace) -> WebhookForm:
+    form = WebhookForm(request.POST or None, instance=webhook, workspace=workspace)
+    form.fields["name"].widget.attrs["autofocus"] = True  # Edit's anchor shows the form; typing goes into it
+    return form
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def webhook_edit(request: HttpRequest, ws: int, pk: int) -> HttpResponse:
     workspace, webhook = _webhook(request, ws, pk)
     before = _webhook_record(webhook)
-    form = WebhookForm(request.POST or None, instance=webhook, workspace=workspace)
-    form.fields["name"].widget.attrs["autofocus"] = True  # Edit's anchor shows the form; typing goes into it
+    form = _edit_form(request, webhook, workspace)
     if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            webhook = form.save()
-            changed = audit.changes(before, _webhook_record(webhook))
-            if form.cleaned_data.get("secret"):
-                changed["signing"] = {"from": before["signing"], "to": "new"}
-            if changed:
-                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="webhook-changed",
-                             webhook=webhook.name, changes=changed)
-            resumed = _resumed(webhook) if webhook.enabled and not before["enabled"] else ""
+        try:
+            with transaction.atomic():
+                webhook = form.save()
+                changed = audit.changes(before, _webhook_record(webhook))
+                if form.cleaned_data.get("secret"):
+                    changed["signing"] = {"from": before["signing"], "to": "new"}
+                if changed:
+                    audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="webhook-changed",
+                                 webhook=webhook.name, changes=changed)
+                resumed = _resumed(webhook) if webhook.enabled and not before["enabled"] else ""
+        except IntegrityError:  # renamed to a name another post took since the check: checked again, as saved
+            _workspace, webhook = _webhook(request, ws, pk)  # the form's copy holds the refused values
+            return _notifications_page(request, workspace, _checked_again(_edit_form(request, webhook, workspace)),
+                                       editing=webhook)
         messages.success(request, (f"Webhook {webhook.name} saved." if changed else "Nothing changed.") + resumed)
         return redirect("notifications", ws=workspace.pk)
     return _notifications_page(request, workspace, form, editing=webhook)

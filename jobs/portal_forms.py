@@ -33,12 +33,20 @@ BINDING_FIELDS = ("region", "endpoint", "dlc_workspace_id", "credential_profile"
 QUOTA_KINDS = {"general": ("general", False), "general-2.0": ("general", True), "lingjun": ("lingjun", False)}
 _quota_id = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 QUOTA_EXAMPLE = "quota12345, general, Team GPUs"  # commas between the parts: a name may hold spaces
+# A quota's name is a label of the console's own (DLC's API never takes it; the reference gives no limit): bounded as
+# Alibaba Cloud bounds its resources' names (ECS instance names: at most 128 characters). Unbounded, a 5,000-character
+# name was saved, offered in the wizard and written into the audit log whole.
+QUOTA_NAME_MAX = 128
 
 
 class QuotaListField(forms.CharField):
-    """Quotas as lines `<quota id>, <general | general-2.0 | lingjun>, <name>`: easier to paste than JSON."""
+    """Quotas as lines `<quota id>, <general | general-2.0 | lingjun>, <name>`: easier to paste than JSON.
+
+    `kept`: the quotas already saved, {id: name}; a saved name longer than QUOTA_NAME_MAX (stored before the limit)
+    stays valid for its quota, so the workspace's other settings still save."""
 
     widget = forms.Textarea(attrs={"rows": 4, "placeholder": QUOTA_EXAMPLE})
+    kept: Mapping[str, str] = {}
 
     def prepare_value(self, value: Any) -> str:
         if isinstance(value, list):
@@ -63,9 +71,12 @@ class QuotaListField(forms.CharField):
             if parts[0] in seen:
                 raise forms.ValidationError(f"Line {number}: quota {parts[0]} is listed twice.")
             seen.add(parts[0])
+            name = parts[2] if len(parts) > 2 else ""
+            if len(name) > QUOTA_NAME_MAX and self.kept.get(parts[0]) != name:
+                raise forms.ValidationError(f"Line {number}: the quota name is {len(name):,} characters long; at most "
+                                            f"{QUOTA_NAME_MAX} are allowed.")
             kind, gc2 = QUOTA_KINDS[parts[1]]
-            quotas.append({"id": parts[0], "name": parts[2] if len(parts) > 2 else "", "resource_type": kind,
-                           "general_computing_2_0": gc2})
+            quotas.append({"id": parts[0], "name": name, "resource_type": kind, "general_computing_2_0": gc2})
         return quotas
 
 
@@ -94,7 +105,8 @@ class WorkspaceSettingsForm(BindingCheck):
 
     quotas = QuotaListField(
         label="Resource quotas", required=False,
-        help_text=f"One per line: quota ID, type (general, general-2.0 or lingjun) and name, separated by commas, "
+        help_text=f"One per line: quota ID, type (general, general-2.0 or lingjun) and name (at most "
+                  f"{QUOTA_NAME_MAX} characters), separated by commas, "
                   f"e.g. {QUOTA_EXAMPLE}. The wizard offers them, and the rules that depend on a quota's kind "
                   "(Lingjun, General Computing 2.0) use them.",
     )
@@ -117,6 +129,8 @@ class WorkspaceSettingsForm(BindingCheck):
         self.fields["endpoint"].validators.append(_endpoint)
         self.fields["dlc_workspace_id"].validators.append(_dlc_workspace)
         self.fields["credential_profile"].validators.append(_profile)
+        saved = self.instance.quotas if isinstance(self.instance.quotas, list) else []
+        self.fields["quotas"].kept = {str(q.get("id")): q.get("name") for q in saved if isinstance(q, Mapping)}
 
     def clean_role_arn(self) -> str:
         from jobs.spec.rules import role_arn_problem
@@ -211,11 +225,19 @@ class MemberAddForm(forms.Form):
 
     def clean_username(self):
         name = self.cleaned_data["username"].strip()
-        user = get_user_model().objects.filter(username=name, is_active=True).first()
+        active = get_user_model().objects.filter(is_active=True)
+        # Names are matched ignoring case as SSO signs people in (jobs.sso): "alice" adds the user Alice. The exact
+        # spelling first, for users made twice before that rule.
+        user = active.filter(username=name).first()
+        if user is None:
+            twins = list(active.filter(username__iexact=name)[:2])
+            if len(twins) > 1:
+                raise forms.ValidationError(f"Several users are named '{name}' but for case: type the name exactly.")
+            user = next(iter(twins), None)
         if user is None:
             raise forms.ValidationError(f"There is no active user named '{name}'.")
         if Membership.objects.filter(workspace=self.workspace, user=user).exists():
-            raise forms.ValidationError(f"'{name}' is already a member of this workspace.")
+            raise forms.ValidationError(f"'{user.get_username()}' is already a member of this workspace.")
         return user
 
 

@@ -596,6 +596,40 @@ def test_a_webhook_added_twice_at_once_is_added_once_and_the_second_form_says_so
     assert Webhook.objects.filter(workspace=team.alpha, name="ops").count() == 1
 
 
+def test_two_webhooks_renamed_to_one_name_at_once_keep_their_names_and_the_second_form_says_so(transactional_db):
+    """QA: two Edit posts renaming two webhooks to one name at once both passed the name check before either saved,
+    and the second's update broke the one-name rule: a 500. Refused at the name instead, the URL and secret typed
+    asked for again (never sent back to the page); the refused webhook keeps its name, URL and secret. The first
+    waits at its save for the second (a bounded chance, not a sleep)."""
+    from jobs.models import Webhook
+    from tests.support.threads import second_while_first_saves
+
+    team = pf.make_team()
+    hooks = [make_webhook(team.alpha, f"https://hooks.example.com/{name}", name=name, secret=f"{name}-secret")
+             for name in ("chat", "pager")]
+    data = {"name": "ops", "url": "https://hooks.example.com/services/T0/B0", "events": ["Failed"], "enabled": "on",
+            "secret": "hush-hush"}
+
+    def rename(client, webhook):  # signed in before: a sign-in's write would wait for the first save
+        return lambda: client.post(f"/workspaces/{team.alpha.pk}/notifications/{webhook.pk}", data)
+
+    answers = second_while_first_saves(rename(pf.client_for(team.users["admin"]), hooks[0]),
+                                       rename(pf.client_for(team.users["admin"]), hooks[1]), Webhook)
+    # Which one saves is the database's: SQLite queues the second behind the first, PostgreSQL lets it save first.
+    saved, refused = sorted(answers, key=lambda answer: answer.status_code, reverse=True)
+    assert (saved.status_code, refused.status_code) == (302, 200)
+    errors = refused.context["form"].errors
+    assert errors["name"] == ["This workspace already has a webhook of that name."]
+    assert errors["url"] == ["Type the URL again: it is never sent back to the page. Left empty, the current URL "
+                             "stays."]
+    assert errors["secret"][0].startswith("Type the signing secret again")
+    kept = Webhook.objects.get(pk=refused.context["editing"].pk)  # the form stays on the refused webhook's Edit
+    assert f"Edit {kept.name}</h2>" in refused.text and "/services/T0/B0" not in refused.text
+    assert (kept.real_url(), kept.secret()) == (f"https://hooks.example.com/{kept.name}", f"{kept.name}-secret")
+    assert sorted(Webhook.objects.filter(workspace=team.alpha).values_list("name", flat=True)) == sorted(
+        ["ops", kept.name])
+
+
 def webhook_rows_text() -> str:
     """Every column of every webhook row and audit event, as the database holds them."""
     from django.db import connection

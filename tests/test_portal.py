@@ -136,6 +136,92 @@ def test_a_workspace_admin_is_refused_a_taken_name_without_being_told_whose(team
     assert team.alpha.name == "Alpha"
 
 
+def test_a_workspace_created_twice_at_once_is_created_once_and_the_second_form_says_so(transactional_db):
+    """QA: a superuser's double click on Create both passed the name check before either saved, and the second's
+    insert broke the one-name rule: a 500. Refused at the name instead (and at the binding the first now has). The
+    first waits at its save for the second (a bounded chance, not a sleep)."""
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Membership, Workspace
+
+    root = get_user_model().objects.create_superuser("root", password=None)
+    data = {"name": "Gamma", "backend": "dlc", "region": "cn-beijing", "endpoint": "", "dlc_workspace_id": "ws-1",
+            "credential_profile": "", "role_arn": ""}
+
+    def create(client):  # signed in before: a sign-in's write would wait for the first save, and so miss the race
+        return lambda: client.post("/workspaces/new", data)
+
+    answers = second_while_first_saves(create(pf.client_for(root)), create(pf.client_for(root)), Workspace)
+    # Which one saves is the database's: SQLite queues the second behind the first, PostgreSQL lets it save first.
+    saved, refused = sorted(answers, key=lambda answer: answer.status_code, reverse=True)
+    assert (saved.status_code, refused.status_code) == (302, 200)
+    errors = refused.context["form"].errors
+    assert errors["name"] == ["The workspace 'Gamma' has this name (names may not differ only in case)."]
+    assert "already bound to the console workspace 'Gamma'" in errors["dlc_workspace_id"][0]
+    gamma = Workspace.objects.get(name="Gamma")
+    assert list(Membership.objects.filter(workspace=gamma).values_list("user__username", "role")) == [
+        ("root", "admin")]
+
+
+def test_two_workspaces_renamed_to_one_name_at_once_keep_their_names_and_the_second_form_says_so(
+        transactional_db):
+    """QA: two admins renaming their workspaces to one name at once both passed the name check before either saved,
+    and the second's update broke the one-name rule: a 500. Refused at the name instead; the other settings typed
+    with it are shown again, the refused workspace keeps its name. The first waits at its save for the second."""
+    from jobs.models import AuditEvent, Workspace
+
+    team = pf.make_team()
+
+    def rename(user, workspace):  # signed in before: a sign-in's write would wait for the first save
+        client = pf.client_for(user)
+        return lambda: client.post(f"/workspaces/{workspace.pk}/settings", settings_data(workspace, name="Shared"))
+
+    answers = second_while_first_saves(rename(team.users["admin"], team.alpha),
+                                       rename(team.users["other"], team.beta), Workspace)
+    saved, refused = sorted(answers, key=lambda answer: answer.status_code, reverse=True)
+    assert (saved.status_code, refused.status_code) == (302, 200)
+    assert refused.context["form"].errors["name"] == [
+        "Another workspace has this name (names may not differ only in case)."]
+    assert 'value="Shared"' in refused.text, "what was typed is kept for fixing"
+    kept = Workspace.objects.get(pk=refused.context["workspace"].pk)
+    assert kept.name in ("Alpha", "Beta")
+    assert sorted(Workspace.objects.values_list("name", flat=True)) == sorted(["Shared", kept.name])
+    assert not AuditEvent.objects.filter(workspace=kept, details__event="settings").exists()
+
+
+def test_a_quota_name_is_at_most_128_characters_and_one_saved_longer_still_shows_and_keeps_saving(team):
+    """QA: a 5,000-character quota name was accepted and written into the audit log. DLC's API never takes a quota's
+    name and the reference gives no limit: the console bounds it at 128, as Alibaba Cloud bounds its resources'
+    names. Refused at the field, by line and length, nothing saved; a name saved longer before the limit still
+    shows, in the settings and the wizard, and the other settings still save beside it."""
+    from jobs.models import AuditEvent, Workspace
+
+    admin = pf.client_for(team.users["admin"])
+    url, long = f"/workspaces/{team.alpha.pk}/settings", "N" * 5000
+    answer = admin.post(url, settings_data(team.alpha, name="Alpha team",
+                                           quotas=f"q1, general, ok\nq2, lingjun, {long}"))
+    assert answer.status_code == 200
+    assert answer.context["form"].errors["quotas"] == [
+        "Line 2: the quota name is 5,000 characters long; at most 128 are allowed."]
+    assert 'id="field-quotas"' in answer.text and "at most 128 characters" in answer.text
+    team.alpha.refresh_from_db()
+    assert (team.alpha.name, team.alpha.quotas) == ("Alpha", [])
+    assert not AuditEvent.objects.filter(workspace=team.alpha).exists()
+    assert admin.post(url, settings_data(team.alpha, quotas=f"q1, general, {'N' * 128}")).status_code == 302
+
+    # Saved before the limit (or through the Django admin's JSON): shown whole, and kept as it is.
+    Workspace.objects.filter(pk=team.alpha.pk).update(quotas=[
+        {"id": "q2", "name": long, "resource_type": "lingjun", "general_computing_2_0": False}])
+    assert long in admin.get(url).text and long in admin.get(f"/jobs/new?_workspace={team.alpha.pk}").text
+    assert admin.post(url, settings_data(team.alpha, name="Alpha team", quotas=f"q2, lingjun, {long}")
+                      ).status_code == 302
+    team.alpha.refresh_from_db()
+    assert team.alpha.name == "Alpha team" and team.alpha.quotas[0]["name"] == long
+    for quotas in (f"q2, lingjun, {long}x", f"q2, lingjun, {long}\nq3, general, {long}"):  # changed, or another's
+        refused = admin.post(url, settings_data(team.alpha, quotas=quotas))
+        assert "at most 128 are allowed" in refused.context["form"].errors["quotas"][0], quotas
+
+
 def test_settings_page_is_for_admins_only(team):
     assert pf.client_for(team.users["member"]).get(f"/workspaces/{team.alpha.pk}/settings").status_code == 403
     assert pf.client_for(team.users["other"]).get(f"/workspaces/{team.alpha.pk}/settings").status_code == 404
@@ -757,18 +843,74 @@ def test_remote_user_switch_turns_on_the_proxy_header_middleware():
     assert "ProxyRemoteUserMiddleware" not in plain
 
 
-def test_proxy_header_signs_the_user_in(team, settings):
+@pytest.fixture(name="sso")
+def fixture_sso(settings):
+    """The settings DLC_REMOTE_USER=1 makes, with the user name in X-Auth-User."""
     settings.DLC_REMOTE_USER_HEADER = "X-Auth-User"
     settings.MIDDLEWARE = [*settings.MIDDLEWARE[:settings.MIDDLEWARE.index(
         "django.contrib.auth.middleware.AuthenticationMiddleware") + 1], "jobs.sso.ProxyRemoteUserMiddleware",
         *settings.MIDDLEWARE[settings.MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1:]]
     settings.AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.RemoteUserBackend",
                                         "django.contrib.auth.backends.ModelBackend"]
+
+
+def test_proxy_header_signs_the_user_in(team, sso):
     client = pf.client_for()
     assert client.get("/").status_code == 302
     page = client.get("/", HTTP_X_AUTH_USER="member")
     assert page.status_code == 200 and page.context["user"].username == "member"
     assert "Alpha" in page.text
+
+
+def signed_in_as(client, name: str) -> str | None:
+    """Who a request with the proxy's header `name` is signed in as (None: nobody, the sign-in page)."""
+    page = client.get("/", HTTP_X_AUTH_USER=name)
+    return page.context["user"].username if page.status_code == 200 else None
+
+
+def test_proxy_user_names_are_matched_ignoring_case_and_a_new_user_keeps_the_first_spelling(team, sso):
+    """QA: with SSO, a proxy passing `Member` (typed so at the identity provider, which ignores case) made a second
+    user beside `member`, with no workspace, jobs or tokens; `Carol` then `carol`, two new users. One user each now,
+    matched ignoring case, made with the first spelling seen."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects
+    count = users.count()
+    client = pf.client_for()
+    page = client.get("/", HTTP_X_AUTH_USER="Member")
+    assert page.status_code == 200 and page.context["user"].pk == team.users["member"].pk
+    assert "Alpha" in page.text
+    assert signed_in_as(client, "MEMBER") == "member", "the same session goes on"
+    assert signed_in_as(pf.client_for(), "Carol") == "Carol"
+    assert signed_in_as(pf.client_for(), "carol") == "Carol"
+    assert users.count() == count + 1
+    # An admin adding them by name is not told there is no such user either.
+    admin = pf.client_for(team.users["admin"])
+    added = admin.post(f"/workspaces/{team.alpha.pk}/members", {"username": "CAROL", "role": "viewer"})
+    assert added.status_code == 302
+    assert team.alpha.memberships.filter(user__username="Carol", role="viewer").exists()
+
+
+def test_users_made_twice_before_case_matching_keep_signing_in_and_a_deactivated_one_is_not_made_anew(team, sso):
+    """Users made twice before names were matched ignoring case each keep signing in under their own spelling; a third
+    spelling signs in as the older active one. A deactivated user's sign-in under another spelling is refused, not
+    answered with a new, active user."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects
+    older, newer = users.create_user("Dave"), users.create_user("dave")
+    assert [signed_in_as(pf.client_for(), name) for name in ("Dave", "dave", "DAVE")] == ["Dave", "dave", "Dave"]
+    admin, add = pf.client_for(team.users["admin"]), {"username": "DAVE", "role": "member"}
+    assert admin.post(f"/workspaces/{team.alpha.pk}/members", add).context["form"].errors["username"] == [
+        "Several users are named 'DAVE' but for case: type the name exactly."]
+    users.filter(pk=older.pk).update(is_active=False)
+    assert signed_in_as(pf.client_for(), "DAVE") == "dave"
+    assert admin.post(f"/workspaces/{team.alpha.pk}/members", add).status_code == 302
+    assert team.alpha.memberships.filter(user=newer).exists()
+    users.filter(pk=team.users["viewer"].pk).update(is_active=False)
+    count = users.count()
+    assert signed_in_as(pf.client_for(), "Viewer") is None
+    assert users.count() == count
 
 
 # --- time zone ---------------------------------------------------------------------------------------------
