@@ -21,6 +21,7 @@ from jobs import tags as tagging
 from jobs.models import Job
 
 MIN_JOBS, MAX_JOBS = 2, 6
+METRICS_KEY = "scalars"  # the training metrics' group, after the configuration's
 _MAX_JUNK_SHOWN, _MAX_JUNK_CHARS = 5, 40
 
 # How the job page's tables are compared: the column naming a row, and the word before it. Datasets and storage
@@ -72,12 +73,23 @@ class Comparison:
     problem: str = ""  # why there is no table
 
     @property
-    def rows_total(self) -> int:
-        return sum(len(g.rows) for g in self.groups)
+    def differences_label(self) -> str:
+        """What "Only …" counts: the training metrics' rows are among them when there are any, and say so."""
+        return self._counted("differences", differing=True)
 
     @property
-    def rows_differing(self) -> int:
-        return sum(r.differs for g in self.groups for r in g.rows)
+    def rows_label(self) -> str:
+        return self._counted("rows", differing=False)
+
+    def _counted(self, noun: str, *, differing: bool) -> str:
+        # "configuration differences (5)" counted 3 configuration rows and 2 metric rows (QA): each is named.
+        counts = {g.key: sum(r.differs or not differing for r in g.rows) for g in self.groups}
+        metrics = counts.pop(METRICS_KEY, None)
+        configuration = sum(counts.values())
+        if metrics is None:
+            return f"configuration {noun} ({configuration})"
+        return (f"{noun} ({configuration + metrics}: {configuration} configuration, {metrics} training "
+                f"metric{'' if metrics == 1 else 's'})")
 
     def shown(self, all_rows: bool) -> list[Group]:
         """The groups with the rows to show: all of them, or only those that differ (groups left empty go)."""
@@ -162,7 +174,7 @@ def metric_groups(jobs: list[Job]) -> list[Group]:
         values = [scalars.fmt(mine[name].last) if name in mine else None for mine in found]
         cells = [Cell(value, "mono", value != values[0]) for value in values]
         rows.append(Row(name, cells, any(c.changed for c in cells)))
-    return [Group("scalars", "Training metrics (last value)", rows)] if rows else []
+    return [Group(METRICS_KEY, "Training metrics (last value)", rows)] if rows else []
 
 
 def _column(job: Job) -> Column:

@@ -7,6 +7,7 @@ as typed and the reason at the field.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -19,7 +20,10 @@ from jobs import access, notes
 from jobs.api_jobs import json_body, query_errors, unknown_fields
 from jobs.apitokens import api_view
 from jobs.models import Job
+from jobs.spec.base import text_problem
 from jobs.views import wants_partial
+
+_NUL_PROBLEM = text_problem("\x00")  # json_body's words for a NUL, at any path
 
 
 def _note_id(text: str) -> int | None:
@@ -101,7 +105,7 @@ def api_job_notes(request: HttpRequest, pk: int) -> JsonResponse:
     job = access.get_job(request.api_user, pk, "note")
     payload, bad = json_body(request)
     if bad:
-        return bad
+        return _in_notes_words(bad)
     if not isinstance(payload, dict):  # the body as a whole is wrong, not its text: at "", as api_jobs says it
         return JsonResponse({"errors": {"": ['The request body must be a JSON object: {"text": "..."}.']}},
                             status=400)
@@ -117,6 +121,17 @@ def api_job_notes(request: HttpRequest, pk: int) -> JsonResponse:
     answer = JsonResponse(notes.note_json(note), status=201)
     answer["Location"] = request.build_absolute_uri(reverse("api_job_notes", args=[job.pk]))
     return answer
+
+
+def _in_notes_words(bad: JsonResponse) -> JsonResponse:
+    """json_body's 400 with a NUL in the text said as the form and notes.clean_text say it: json_body refuses what
+    no field can store in any body, before the note's own rules are asked, in the API's general words."""
+    body = json.loads(bad.content)
+    said = body.get("errors", {}).get("text") if isinstance(body.get("errors"), dict) else None
+    if not said or _NUL_PROBLEM not in said:
+        return bad
+    body["errors"]["text"] = [notes.NUL_MESSAGE if message == _NUL_PROBLEM else message for message in said]
+    return JsonResponse(body, status=bad.status_code)
 
 
 def note_paths(err: dict[str, Any], validation: dict[str, Any]) -> dict[str, Any]:

@@ -395,7 +395,8 @@ def job_events(request: HttpRequest, pk: int) -> HttpResponse:
             events = jobpage.events(dlc.get_job_events(job.workspace, job.dlc_job_id))
         except dlc.DLCError as err:
             error = err
-    return render(request, "jobs/_events.html", {"job": job, "events": events, "error": error})
+    return _section(request, "jobs/_events.html", {"job": job, "events": events, "error": error}, "Events",
+                    "events-section")
 
 
 @login_required
@@ -427,13 +428,15 @@ def job_scalars(request: HttpRequest, pk: int) -> HttpResponse:
     return _section(request, "jobs/_scalars.html", context, "Training metrics", "training-metrics")
 
 
-def _section(request: HttpRequest, partial: str, context: dict, heading: str, anchor: str) -> HttpResponse:
+def _section(request: HttpRequest, partial: str, context: dict, heading: str, anchor: str,
+             script: str = "") -> HttpResponse:
     """A job page section loaded in place (htmx), or, without JavaScript (the page's <noscript> link, a time range
-    link), the same section on a page of its own rather than a bare fragment."""
+    link), the same section on a page of its own rather than a bare fragment. `script`: the static JS the section
+    needs when JavaScript is on there after all (the job page loads it in its head)."""
     if wants_partial(request):
         return render(request, partial, context)
     return render(request, "jobs/section_page.html",
-                  {**context, "partial": partial, "heading": heading, "anchor": anchor})
+                  {**context, "partial": partial, "heading": heading, "anchor": anchor, "script": script})
 
 
 # The id of the log panel's search form: its requests come with it (HX-Trigger), and their answer sets the URL.
@@ -458,7 +461,13 @@ def _log_panel(request: HttpRequest, job: Job, pod: jobpage.PodRow | None, *, he
     """The log panel; `head`: an archived log read from its start ("From the start"), else its end."""
     query, query_error = _log_query(request)
     typed = request.GET.get("q", "").strip()
-    context = {"job": job, "pod": pod, "pods": jobpage.pods(job), "q": query, "q_typed": typed,
+    # Where the panel's plain links and its search form go (what works without JavaScript, or in a new tab): the
+    # job page, which loads the panel; on the panel's own page (no JavaScript), that page again, at the log's end
+    # (#log-end, in the box: without JavaScript nothing else scrolls the box to its newest lines).
+    partial = wants_partial(request)
+    page = reverse("job_detail" if partial else "job_logs", args=[job.pk])
+    context = {"job": job, "pod": pod, "pods": jobpage.pods(job), "q": query, "q_typed": typed, "page": page,
+               "page_anchor": "logs" if partial else "log-end",
                "q_error": query_error, "log_search_form": LOG_SEARCH_FORM, "error": None,
                "following": False, "retrying": False, "chunk": podlogs.Chunk([])}
     if pod is not None:
@@ -469,7 +478,7 @@ def _log_panel(request: HttpRequest, job: Job, pod: jobpage.PodRow | None, *, he
             # Without a first view there is no cursor to tail from: the panel itself asks again.
             context["error"], context["retrying"] = err, job.is_active and pod.live
         context["following"] = podlogs.following(job, pod, context["chunk"].cursor)
-    response = render(request, "jobs/_logs.html", context)
+    response = _section(request, "jobs/_logs.html", context, "Logs", "logs", script="js/logpanel.js")
     if pod is not None and request.htmx and request.htmx.trigger == LOG_SEARCH_FORM:
         # The URL says the search (as the pod tabs push ?pod=), so a reload or a shared link shows it again.
         response["HX-Push-Url"] = _log_page_url(job, pod.pod_id, typed)
@@ -479,7 +488,8 @@ def _log_panel(request: HttpRequest, job: Job, pod: jobpage.PodRow | None, *, he
 @login_required
 @require_GET
 def job_logs(request: HttpRequest, pk: int) -> HttpResponse:
-    """The log panel for the pod asked for (?pod=), else the first one; waits for pods while none run."""
+    """The log panel for the pod asked for (?pod=), else the first one; waits for pods while none run. Without
+    JavaScript (the job page's <noscript> link), the panel on a page of its own."""
     job = access.get_job(request.user, pk)
     pods = jobpage.pods(job)
     wanted = request.GET.get("pod", "")
@@ -492,7 +502,7 @@ def job_logs(request: HttpRequest, pk: int) -> HttpResponse:
 def pod_logs(request: HttpRequest, pk: int, pod_id: str) -> HttpResponse:
     """Without `since`: the whole panel. With `since=<cursor>`: the lines logged after it (the live tail). With
     `upto` or `until`: the lines before those shown ("Load older lines"). With `from=start`: an archived log's first
-    lines ("From the start")."""
+    lines ("From the start"); the whole panel is a page of its own when asked without JavaScript."""
     job = access.get_job(request.user, pk)
     pod = jobpage.find_pod(job, pod_id)
     if pod is None and "since" in request.GET:

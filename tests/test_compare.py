@@ -271,5 +271,10 @@ def test_training_metrics_are_a_group_of_last_values_one_row_per_name(client, pe
     html = client.get(url(a.pk, b.pk, c.pk)).content.decode()
     assert 'id="compare-scalars"' in html and "Training metrics (last value)" in html
     assert page_rows(html)["loss"] == (True, ["0.25", "0.125", "—"])
+    # The counts say what they count: the same configurations, two metric rows differing (QA: "Only configuration
+    # differences (2)" counted the metric rows as configuration).
+    assert "<strong>Only differences (2: 0 configuration, 2 training metrics)</strong>" in html
+    total = sum(len(group.rows) for group in result.groups[:-1])
+    assert f'id="show-all">All rows ({total + 2}: {total} configuration, 2 training metrics)</a>' in html
     assert not compare.metric_groups([c]), "no metrics, no group"
 

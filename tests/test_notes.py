@@ -137,6 +137,23 @@ def test_a_refused_note_keeps_what_was_typed_and_says_why_at_the_field(team, hea
     assert empty.status_code == 200 and "cannot be empty" in empty.content.decode()
 
 
+def test_a_nul_in_the_text_is_said_in_one_wording_by_the_form_the_api_and_clean_text(team):
+    # QA: the form said Django's "Null characters are not allowed.", the API its general NUL message at "text".
+    with pytest.raises(notes.NoteError) as refused:
+        notes.clean_text("a\x00b")
+    assert refused.value.message == notes.NUL_MESSAGE
+    for headers in (HTMX, {}):
+        html = client(team, "member").post(f"/jobs/{team.job.pk}/notes", {"text": "a\x00b"}, **headers).content.decode()
+        assert f'id="note-error" role="alert">{notes.NUL_MESSAGE}' in html and "Null characters" not in html
+    answer = Api(team.users["member"]).post(f"/api/v1/jobs/{team.job.pk}/notes", {"text": "a\x00b"})
+    assert answer.status_code == 400 and answer.json()["errors"] == {"text": [notes.NUL_MESSAGE]}
+    assert not JobNote.objects.exists()
+    mine = note_on(team, text="kept")
+    html = client(team, "member").post(f"/jobs/{team.job.pk}/notes/{mine.pk}", {"text": "a\x00b"}).content.decode()
+    assert f'id="note-error-{mine.pk}" role="alert">{notes.NUL_MESSAGE}' in html
+    assert JobNote.objects.get().text == "kept"
+
+
 def test_edit_and_delete_from_the_card(team):
     note = note_on(team)
     member = client(team, "member")

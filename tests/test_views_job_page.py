@@ -420,6 +420,21 @@ def test_events_of_a_job_dlc_does_not_know_yet(client, people, ws):
     assert "DLC does not know this job yet" in html and 'hx-trigger="every 5s"' in html
 
 
+def test_without_javascript_the_events_open_as_a_page_of_their_own(client, people, ws):
+    # QA: without JavaScript the Events card said "Loading events…" for ever (it loads by htmx).
+    job = on_localdlc(ws, people["alice"], "echo done", name="evented")
+    client.force_login(people["alice"])
+    page = client.get(f"/jobs/{job.pk}").content.decode()
+    assert f'<noscript><p><a id="events-page" href="/jobs/{job.pk}/events">Open the events</a>' in page
+    html = client.get(f"/jobs/{job.pk}/events").content.decode()  # the link followed without JavaScript
+    assert html.startswith("<!doctype html>") and "<title>Events · evented · DLC Console</title>" in html
+    assert f'<a href="/jobs/{job.pk}#events-section">Back to evented</a>' in html
+    assert re.search(r'<section class="card" id="events-section">\s*<div id="events">', html)
+    assert re.search(r"<li><time [^>]*>[^<]+</time> \[Normal\] Created", html), html
+    fragment = client.get(f"/jobs/{job.pk}/events", **HTMX).content.decode()
+    assert fragment.lstrip().startswith('<div id="events"'), "htmx still gets the fragment"
+
+
 # --- logs --------------------------------------------------------------------------------------------------
 
 THIRTY = "for i in $(seq 1 30); do echo line-$i; done; echo '<script>alert(1)</script> & more'"
@@ -727,11 +742,11 @@ def test_a_long_archived_log_opens_from_its_start_in_one_click_and_the_note_foll
     pod = job.pods[0]["PodId"]
     client.force_login(people["alice"])
     panel = client.get(f"/jobs/{job.pk}/logs", **HTMX).text
-    start = re.search(r'<button [^>]*hx-get="([^"]*from=start[^"]*)"[^>]*>Read from the start</button>', panel)
+    start = re.search(r'<a href="([^"]*from=start[^"]*)" hx-get="\1"[^>]*>Read from the start</a>', panel)
     assert start, "the note offers the start"
     first = client.get(unescape(start.group(1)), **HTMX).text
     assert lines_of(first) == [(i, str(i)) for i in range(1, 5001)]
-    assert "Showing the first 5000 lines; 2000 later lines not shown: " in first and "Go to the end</button>" in first
+    assert "Showing the first 5000 lines; 2000 later lines not shown: " in first and "Go to the end</a>" in first
     assert 'data-stick="no"' in first, "opened at its start, the box is not scrolled to its end"
     searched = client.get(f"/jobs/{job.pk}/pods/{pod}/logs", {"from": "start", "q": "99"}, **HTMX).text
     assert [n for n, _ in lines_of(searched)] == [i for i in range(1, 7001) if "99" in str(i)]
@@ -739,6 +754,67 @@ def test_a_long_archived_log_opens_from_its_start_in_one_click_and_the_note_foll
     assert [n for n, _ in lines_of(older)] == list(range(1001, 6001))
     assert '<div class="muted" id="log-note" hx-swap-oob="true">' in older
     assert "1000 earlier lines not shown here: “Load older lines” at the top shows them." in older
+
+
+def test_without_javascript_the_logs_open_as_a_page_whose_links_and_search_work(client, people, ws):
+    """QA: without JavaScript the Logs card said "Loading logs…" for ever. The job page's <noscript> link opens the
+    panel on a page of its own, where the search, the pod tabs, the download and "Read from the start" / "Go to
+    the end" are plain requests that open that page again; "Load older lines" says it needs JavaScript."""
+    job = on_localdlc(ws, people["alice"], "seq 1 7000", name="no-js-logs")
+    assert logarchive.archive(job.pk) == 1
+    pod = job.pods[0]["PodId"]
+    client.force_login(people["alice"])
+    page = client.get(f"/jobs/{job.pk}", {"pod": pod, "q": "99"}).content.decode()
+    link = re.search(r'<noscript><p><a id="logs-page" href="([^"]+)">Open the logs</a>', page)
+    # The pod and the search kept; #log-end, at the end of the box, scrolls it to the newest lines (no JavaScript).
+    assert link and unescape(link.group(1)) == f"/jobs/{job.pk}/logs?pod={pod}&q=99#log-end"
+
+    html = client.get(f"/jobs/{job.pk}/logs", {"pod": pod}).content.decode()
+    assert html.startswith("<!doctype html>") and "<title>Logs · no-js-logs · DLC Console</title>" in html
+    assert f'<a href="/jobs/{job.pk}#logs">Back to no-js-logs</a>' in html
+    assert [n for n, _ in lines_of(html)] == list(range(6001, 7001)) and '<span id="log-end"></span></div>' in html
+    # The search form and its Clear link come back to this page, not to the job page that needs JavaScript.
+    assert f'<form class="logsearch" id="log-search" method="get" action="/jobs/{job.pk}/logs#log-end"' in html
+    assert f'id="log-download" href="/jobs/{job.pk}/pods/{pod}/logs/download" download>' in html
+    searched = client.get(f"/jobs/{job.pk}/logs", {"pod": pod, "q": "699"}).content.decode()  # the form sent
+    assert searched.startswith("<!doctype html>")
+    assert [n for n, _ in lines_of(searched)] == [i for i in range(1, 7001) if "699" in str(i)]
+    clear = re.search(r'<a href="([^"]+)" hx-get="[^"]+" hx-target="#log-panel" [^>]*>Clear search</a>', searched)
+    assert unescape(clear.group(1)) == f"/jobs/{job.pk}/logs?pod={pod}#log-end"
+    # "Load older lines" does nothing without JavaScript: hidden then (.js-only), and a line says where they are.
+    assert '<noscript><style>.js-only { display: none !important; }</style></noscript>' in html
+    assert re.search(r'<button type="button" class="link js-only" id="log-older-load"', html)
+    assert "Earlier lines load here with JavaScript; without it, “Download full log” has them all." in html
+    # "Read from the start" and "Go to the end" are links: without JavaScript they open this page at that end.
+    start = unescape(re.search(r'<a href="([^"]*from=start[^"]*)"[^>]*>Read from the start</a>', html).group(1))
+    first = client.get(start).content.decode()
+    assert first.startswith("<!doctype html>") and lines_of(first)[:2] == [(1, "1"), (2, "2")]
+    end = unescape(re.search(r'<a href="([^"]+)"[^>]*>Go to the end</a>', first).group(1))
+    assert end == f"/jobs/{job.pk}/pods/{pod}/logs#log-end"
+    last = client.get(end).content.decode()
+    assert last.startswith("<!doctype html>") and lines_of(last)[-1] == (7000, "7000")
+    # The tabs go to this page from any of its addresses (a relative "?pod=" from ?from=start named the wrong pod).
+    assert re.search(rf'<h1>Logs <small>job {job.pk}</small></h1>', last)
+
+    # With JavaScript nothing changes: the job page's panel is a fragment whose plain links go to the job page.
+    panel = client.get(f"/jobs/{job.pk}/logs", {"pod": pod}, **HTMX).content.decode()
+    assert panel.lstrip().startswith('<div id="log-panel"') and "<!doctype" not in panel
+    assert f'method="get" action="/jobs/{job.pk}#logs"' in panel
+
+
+def test_without_javascript_a_log_that_updates_itself_says_to_reload(client, people, ws):
+    job = make_job(ws, people["alice"], dlc_job_id="dlc-nojs", created_at=timezone.now() - timedelta(minutes=5),
+                   pods=[{"PodId": "dlc-nojs-worker-0", "Type": "Worker", "Status": "Running"},
+                         {"PodId": "dlc-nojs-worker-1", "Type": "Worker", "Status": "Running"}])
+    client.force_login(people["alice"])
+    html = client.get(f"/jobs/{job.pk}/pods/dlc-nojs-worker-1/logs").content.decode()
+    # localdlc has no such job: "trying again", which only JavaScript does (as it follows a log that reads).
+    assert html.startswith("<!doctype html>") and "; trying again." in html
+    assert ('<noscript><span class="muted" id="log-tail-nojs">Without JavaScript this log does not update by '
+            'itself: reload this page for newer lines.</span></noscript>') in html
+    tabs = re.findall(r'<a href="([^"]+)" hx-get="[^"]+" hx-target="#log-panel"[^>]*id="log-tab-', html)
+    assert [unescape(t) for t in tabs] == [f"/jobs/{job.pk}/logs?pod=dlc-nojs-worker-{i}#log-end" for i in (0, 1)], \
+        "a tab names its pod from any address of the page (a relative ?pod= on /pods/<pod>/logs kept that pod)"
 
 
 def test_a_bad_older_lines_request_is_a_400_with_a_message(client, people, ws, localdlc):
@@ -863,6 +939,8 @@ def test_a_job_without_pods_waits_for_them(client, people, ws):
     client.force_login(people["alice"])
     html = client.get(f"/jobs/{job.pk}/logs", **HTMX).content.decode()
     assert "Logs appear once a pod starts" in html and 'hx-trigger="every 2s"' in html
+    page = client.get(f"/jobs/{job.pk}/logs").content.decode()  # without JavaScript: no asking every 2 s
+    assert "<noscript> Without JavaScript, reload this page to see whether one has.</noscript>" in page
 
 
 def test_times_dlc_sends_that_no_calendar_has_are_shown_as_unknown_not_a_500(client, people, ws):
@@ -969,7 +1047,7 @@ def test_pod_links_push_the_pods_url_and_the_page_opens_the_pod_it_names(client,
                 f'hx-push-url="/jobs/{job.pk}?pod={pod}#logs">Logs<span class="visually-hidden"> of Worker {pod[-1]}'
                 '</span></a>') in page
     panel = client.get(f"/jobs/{job.pk}/pods/dlc-two-worker-1/logs", **HTMX).content.decode()
-    tabs = re.findall(r'<a href="\?pod=([^"#]+)#logs"[^>]*hx-push-url="([^"]+)"', panel)
+    tabs = re.findall(rf'<a href="/jobs/{job.pk}\?pod=([^"#]+)#logs"[^>]*hx-push-url="([^"]+)"', panel)
     assert tabs == [(p, f"/jobs/{job.pk}?pod={p}#logs") for p in ("dlc-two-worker-0", "dlc-two-worker-1")]
     # Ids: htmx gives the keyboard focus back to the chosen tab after the panel is swapped.
     assert re.findall(r'id="log-tab-([^"]+)">', panel) == ["dlc-two-worker-0", "dlc-two-worker-1"]
@@ -980,7 +1058,8 @@ def test_pod_links_push_the_pods_url_and_the_page_opens_the_pod_it_names(client,
     assert loader.startswith(f"/jobs/{job.pk}/logs?pod=dlc-two-worker-1&")
     panel = client.get(loader, **HTMX).content.decode()
     assert "dlc-two-worker-1" in head_of(panel)
-    assert re.search(r'href="\?pod=dlc-two-worker-1#logs"[^>]*class="current" aria-current="true"', panel)
+    assert re.search(rf'href="/jobs/{job.pk}\?pod=dlc-two-worker-1#logs"[^>]*class="current" aria-current="true"',
+                     panel)
 
     # A pod the job does not have (gone, mistyped, hostile): the default pod's log, never an error page.
     for wanted in ("no-such-pod", "<script>x</script>", "x" * 5000, ""):
@@ -1005,3 +1084,47 @@ def test_the_log_box_opens_at_its_end_and_follows_only_a_reader_at_the_end(clien
     since = podlogs.encode_cursor(timezone.now() - timedelta(seconds=30))
     chunk = client.get(f"/jobs/{job.pk}/pods/dlc-s-worker-0/logs?since={since}", **HTMX).content.decode()
     assert 'hx-swap="beforeend"' in tail_of(chunk) and "scroll:" not in chunk
+
+
+@pytest.mark.integration
+@pytest.mark.browser
+def test_without_javascript_chromium_opens_the_logs_at_their_end_and_searches_them(stack, workspace, member, settings,
+                                                                                   playwright_driver):
+    """The no-JavaScript path in Chromium (QA: "Loading logs…" for ever), at a laptop's and a phone's width."""
+    import tempfile
+
+    from playwright.sync_api import expect
+
+    from tests.conftest import PASSWORD
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, sign_in
+
+    settings.LOCALDLC_CREDENTIALS_FILE = str(stack.credentials_file)  # as tests.support.pages.submit_to_stack
+    job = on_localdlc(workspace, member, "seq 1 2500", name="no-js-chromium")
+    assert logarchive.archive(job.pk) == 1
+    with tempfile.TemporaryDirectory() as profile:
+        context = playwright_driver.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, java_script_enabled=False)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(15_000)
+            sign_in(page, stack.url, member.username, PASSWORD)
+            for width in (1280, 390):
+                page.set_viewport_size({"width": width, "height": 844})
+                page.goto(f"{stack.url}/jobs/{job.pk}")
+                expect(page.locator("#events-page")).to_be_visible()
+                page.click("#logs-page")
+                box = page.locator("#log-lines")
+                expect(box.locator(".ln").last).to_have_text("25002500")  # its number, then its text
+                # At its end without JavaScript (#log-end), the newest line in view; no dead button.
+                assert box.evaluate("b => b.scrollHeight - b.scrollTop - b.clientHeight") < 2
+                expect(page.locator("#log-older-load")).to_be_hidden()
+                expect(page.locator("#log-older-nojs")).to_be_visible()
+                page.fill("#log-q", "2499")
+                page.click("#log-search button[type=submit]")
+                expect(box.locator(".ln")).to_have_count(1)
+                assert page.url.startswith(f"{stack.url}/jobs/{job.pk}/logs?")
+                assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+                page.click("text=Back to no-js-chromium")
+                expect(page.locator("#logs-page")).to_be_visible()
+        finally:
+            context.close()
