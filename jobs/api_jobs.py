@@ -109,7 +109,7 @@ API_VERSION = "1.16.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 #      errors at each key and a missing priority at `priority` (all were at ""); EarlyStopping's AfterSucceeded and
 #      NotBeforeStep, and a sweep's Search.Trials and Search.Seed, are JSON integers only (a string was taken);
 #      SchedulingStrategy and UserVpc.DefaultRoute errors name the wire values; AdvancedSettings text with an
-#      entry running onto the next line is refused.
+#      entry running onto the next line is refused; a note's text with a NUL is refused in the notes' own words.
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
