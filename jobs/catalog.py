@@ -35,6 +35,7 @@ RESOURCE_TYPES = {"general": "General Computing", "lingjun": "Lingjun Intelligen
 SOURCES = {"public": "Public Resources", "quota": "Resource Quota", "spot": "Preemptible Resources"}
 IMAGE_TYPES = {"official": "Alibaba Cloud Image", "custom": "Custom Image", "address": "Image Address"}
 DATASET_KINDS = {"custom": "Custom Dataset", "public": "Public Dataset"}
+READ_ONLY_DATASET_KINDS = frozenset({"public"})  # mounted read-only, never read-write or by default [000][004]
 STORAGE_TYPES = {
     "oss": "OSS",
     "nas": "General-purpose NAS",
@@ -45,6 +46,10 @@ STORAGE_TYPES = {
 LIBS_MODES = {"none": "None", "list": "Select from List", "requirements": "Directory of requirements.txt"}
 CODE_MODES = {"none": "None", "git": "Online configuration", "upload": "Local Upload"}
 BID_METHODS = {"discount": "By discount", "price": "By price"}
+# Lingjun preemptible resources bid by discount only and need a VPC with a vSwitch (and a security group) [004]:
+# jobs.spec's rules refuse anything else, and the wizard offers and says only this.
+LINGJUN_SPOT_BID_METHODS = ("discount",)
+NEEDS_USER_VPC = frozenset({("lingjun", "spot")})  # (resource type, source) whose jobs need VpcId and SwitchId
 GATEWAYS = {"public": "Public Gateway", "private": "Private Gateway"}
 RAM_ROLE_MODES = {"none": "Does Not Associate Role", "default": "Default Role of PAI", "custom": "Custom Role"}
 DURATION_UNITS = {"minutes": 1, "hours": 60, "days": 1440}

@@ -54,7 +54,7 @@ from jobs.views import current_workspace, save_and_enqueue, show_workspace
 # A change of one of these choices re-renders other sections too (their fields or notes depend on it).
 ALSO_RENDER = {
     "resources-resource_type": ("environment", "vpc", "fault_tolerance"),
-    "resources-source": ("fault_tolerance",),
+    "resources-source": ("vpc", "fault_tolerance"),
     "resources-framework": ("environment",),
 }
 
@@ -664,7 +664,9 @@ def wizard_section(request: HttpRequest, name: str) -> HttpResponse:
                        "estimate": _estimate(wizard, start, _sweep_input(request.POST))
                        if "resources" in {name, *(v.name for v in also)} else None,
                        "suggest": _suggest(wizard, start, {name, *(v.name for v in also)})})
-    if wizard.action in ("add", "remove", "refresh"):
+    # A row's choice can change what the page posts (a public dataset's Access becomes read-only): the API panel's
+    # refresh, started by the same change, may have read the form before this swap, so it is asked again.
+    if wizard.action in ("add", "remove", "refresh") or glue.row_dependent(trigger):
         response["HX-Trigger"] = "wizard-changed"
     return response
 

@@ -189,6 +189,48 @@ def test_a_template_with_locked_roles_shows_no_row_buttons_and_says_locked(stack
     expect(page.locator("#cost-estimate")).to_contain_text("for each of 2 trials (9.00 CNY per hour in all)")
 
 
+def test_the_wizard_offers_only_what_the_server_takes_for_lingjun_spot_and_a_public_dataset(stack, member, page):
+    """Audit: Lingjun spot offered the bid "By price", the vSwitch help said "Optional" where it is required, and a
+    public dataset stayed on Access "Dataset default": all three refused by the server only at Submit."""
+    sign_in(page, stack.url, member.username, PASSWORD)
+    start_job(page, stack.url, "public-dataset-e2e", "echo hi")
+    switch_help = page.locator("#f-vpc-switch_id .help")
+    expect(switch_help).to_have_text("Empty lets the system pick one by inventory. Lingjun preemptible resources "
+                                     "require one.")
+    page.check("input[name=resources-source][value=spot]")
+    settle(page)
+    expect(page.locator("input[name=resources-bid_method]")).to_have_count(2)
+    page.check("input[name=resources-resource_type][value=lingjun]")
+    settle(page)
+    expect(page.locator("input[name=resources-bid_method]")).to_have_count(1)
+    expect(page.locator("input[name=resources-bid_method][value=price]")).to_have_count(0)
+    expect(switch_help).to_have_text("Required for Lingjun preemptible resources.")
+    page.check("input[name=resources-source][value=public]")  # the VPC section follows the source too
+    settle(page)
+    expect(switch_help).to_contain_text("Empty lets the system pick one")
+    page.check("input[name=resources-resource_type][value=general]")
+    settle(page)
+
+    page.click("button[name=_add][value=datasets]")
+    settle(page)
+    page.fill("#id_environment-datasets-0-id", "d-public")
+    page.fill("#id_environment-datasets-0-mount_path", "/mnt/public")
+    access = page.locator("#id_environment-datasets-0-read_only")
+    expect(access).to_have_value("")
+    page.select_option("#id_environment-datasets-0-kind", "public")
+    settle(page)
+    expect(access).to_have_value("true")
+    expect(access.locator("option")).to_have_count(1)
+    expect(page.locator("#id_environment-datasets-0-id")).to_have_value("d-public")
+    expect(page.locator("#api-json")).to_contain_text('"MountAccess": "RO"', timeout=20_000)
+    page.select_option("#id_resources-roles-0-instance_type", "ecs.g6.large")
+    settle(page)
+    page.click("#wizard-form .actions button[type=submit]")
+    page.wait_for_url(re.compile(r"/jobs/\d+$"))
+    job = Job.objects.get(display_name="public-dataset-e2e")
+    assert job.body["DataSources"] == [{"DataSourceId": "d-public", "MountPath": "/mnt/public", "MountAccess": "RO"}]
+
+
 def test_remove_by_keyboard_keeps_the_focus_in_the_list(stack, member, page):
     sign_in(page, stack.url, member.username, PASSWORD)
     page.goto(f"{stack.url}/jobs/new")

@@ -163,6 +163,51 @@ def test_dependent_fields_follow_the_source_and_hidden_values_never_reach_the_bo
     assert "Priority" not in job.body and "EnableDSWDev" not in str(job.body)
 
 
+def test_choosing_lingjun_preemptible_resources_offers_only_the_discount_bid_and_says_the_vswitch_is_required(web):
+    """Audit: Lingjun spot offered "By price" (always refused) and the vSwitch help said "Optional" (required there).
+    Picking the source re-renders the VPC section too, so its help follows without a page load."""
+    url = reverse("wizard_section", args=["resources"])
+    data = form_data("spot", resources__resource_type="lingjun", resources__bid_method="")
+    html = web.post(url, data, HTTP_HX_REQUEST="true", HTTP_HX_TRIGGER_NAME="resources-source").content.decode()
+    assert re.findall(r'name="resources-bid_method" value="(\w+)"', html) == ["discount"]
+    vpc = re.search(r'<section id="sec-vpc"[^>]*hx-swap-oob="true".*?</section>', html, re.S).group(0)
+    assert re.search(r'id="f-vpc-switch_id">.*?<div class="help">Required for Lingjun preemptible resources.</div>',
+                     vpc, re.S)
+    general = web.post(url, form_data("spot", resources__bid_method=""), HTTP_HX_REQUEST="true",
+                       HTTP_HX_TRIGGER_NAME="resources-source").content.decode()
+    assert re.findall(r'name="resources-bid_method" value="(\w+)"', general) == ["discount", "price"]
+    assert "Optional" not in general and "Lingjun preemptible resources require one." in general
+    # Without JavaScript, a bid by price posted for Lingjun is still refused at its field (the safety net).
+    refused = web.post(URL, form_data("spot", resources__resource_type="lingjun", resources__bid_method="price",
+                                      resources__spot_price="1", vpc__vpc_id="vpc-a", vpc__switch_id="vsw-a",
+                                      vpc__security_group_id="sg-a")).content.decode()
+    assert re.search(r'id="f-resources-bid_method">.*?only support bidding by discount', refused, re.S)
+    assert Job.objects.count() == 0
+
+
+def test_choosing_a_public_dataset_limits_access_to_read_only_and_refreshes_the_api_panel(web):
+    """Audit: a public dataset kept Access on "Dataset default", which the server refuses."""
+    url = reverse("wizard_section", args=["environment"])
+    data = form_data(environment__datasets__0__kind="public", environment__datasets__0__id="d-pub",
+                     environment__datasets__0__read_only="", environment__datasets__0__mount_path="/mnt/pub")
+    answer = web.post(url, data, HTTP_HX_REQUEST="true", HTTP_HX_TRIGGER_NAME="environment-datasets-0-kind")
+    html = answer.content.decode()
+    access = re.search(r'<select name="environment-datasets-0-read_only"[^>]*>(.*?)</select>', html, re.S).group(1)
+    assert re.findall(r'<option value="(\w*)"', access) == ["true"]
+    assert 'class="error"' not in html, "nobody touched Access yet"
+    # The swap changes what the form posts: the API panel is asked to refresh after it.
+    assert answer["HX-Trigger"] == "wizard-changed"
+    kind = re.search(r'<select name="environment-datasets-0-kind"[^>]*>', html).group(0)
+    assert f'hx-post="{url}"' in kind
+    # Without JavaScript: Submit before "Apply choices" is refused at Access, and the page offers read-only only.
+    refused = web.post(URL, data).content.decode()
+    assert re.search(r'id="f-environment-datasets-0-read_only">.*?only be mounted read-only', refused, re.S)
+    access = re.search(r'<select name="environment-datasets-0-read_only"[^>]*>(.*?)</select>', refused, re.S)
+    assert re.findall(r'<option value="(\w*)"', access.group(1)) == ["true"]
+    web.post(URL, {**data, "environment-datasets-0-read_only": "true"})
+    assert Job.objects.get().body["DataSources"][0]["MountAccess"] == "RO"
+
+
 def test_leaving_a_section_validates_it_and_only_it(web):
     url = reverse("wizard_section", args=["basic"])
     data = form_data(basic__name="", environment__command="")

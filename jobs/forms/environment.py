@@ -90,20 +90,24 @@ class Form(forms.Form):
             image.widget.attrs["placeholder"] = "registry.example.com/team/train:1.0"
 
 
+ACCESS = {"": "Dataset default", "true": "Read-only (RO)", "false": "Read-write (RW)"}
+
+
 class DatasetForm(forms.Form):
     kind = forms.CharField(label="Dataset type", required=False,
                            widget=KeepingSelect(choices=choices(C.DATASET_KINDS)))
     id = forms.CharField(label="Dataset", required=False, help_text="Dataset ID, e.g. d-abc123.")
     version = forms.CharField(label="Version", required=False)
-    read_only = forms.CharField(
-        label="Access", required=False,
-        widget=KeepingSelect(choices=[("", "Dataset default"), ("true", "Read-only (RO)"),
-                                      ("false", "Read-write (RW)")]),
-    )
+    read_only = forms.CharField(label="Access", required=False,
+                                widget=KeepingSelect(choices=choices(ACCESS), labels=ACCESS))
     mount_path = forms.CharField(label="Mount path", required=False, help_text="e.g. /mnt/data")
 
     def __init__(self, *args, ui: dict | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        if str(self.data.get(self.add_prefix("kind")) or "") in C.READ_ONLY_DATASET_KINDS:
+            # A public dataset mounts read-only: the only option, so the browser selects it (no "Dataset default",
+            # which jobs.spec refuses). Read-write chosen before stays shown, with the rule's message at it.
+            self.fields["read_only"].widget.choices = [("true", ACCESS["true"])]
 
 
 class StorageForm(forms.Form):
@@ -157,4 +161,6 @@ def secret_value_name(prefix: str, key: str) -> str:
 
 
 ROWS = {"datasets": DatasetForm, "storages": StorageForm, "envs": EnvForm}
+# Row choices that change the row's other fields, as DEPENDENT's do the section's: the dataset type limits Access.
+ROW_DEPENDENT = {"datasets": ("kind",)}
 ROW_LABELS = {"datasets": "Dataset", "storages": "Storage", "envs": "Variable"}

@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 
 from jobs import catalog as C
-from jobs.forms.widgets import KeepingSelect, NumberField, choices
+from jobs.forms.widgets import KeepingRadioSelect, KeepingSelect, NumberField, choices
 
 SECTION = "resources"
 TITLE = "Resources"
@@ -52,7 +52,7 @@ class Form(forms.Form):
     scheduling_policy = forms.CharField(label="Scheduling policy", required=False,
                                         widget=forms.RadioSelect(choices=choices(SCHEDULING_LABELS)))
     bid_method = forms.CharField(label="Bid price", required=False,
-                                 widget=forms.RadioSelect(choices=choices(C.BID_METHODS)))
+                                 widget=KeepingRadioSelect(choices=choices(C.BID_METHODS), labels=C.BID_METHODS))
     spot_discount = forms.IntegerField(
         label="Maximum discount", required=False,
         widget=KeepingSelect(choices=[("", "Choose a discount"), *((str(d), f"{d}%") for d in C.SPOT_DISCOUNTS)]),
@@ -79,6 +79,10 @@ class Form(forms.Form):
 
     def __init__(self, *args, ui: dict | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        if (ui or {}).get("resource_type") == "lingjun":
+            # Only the bids Lingjun takes are offered; one chosen before switching to Lingjun stays shown, with
+            # jobs.spec's message at it, rather than vanish from the page.
+            self.fields["bid_method"].widget.choices = [(m, C.BID_METHODS[m]) for m in C.LINGJUN_SPOT_BID_METHODS]
 
 
 def instance_type_label(spec: Mapping[str, Any]) -> str:

@@ -10,16 +10,29 @@ from django import forms
 from jobs.spec.base import _too_large
 
 
-class KeepingSelect(forms.Select):
-    """A select that shows a value outside its choices as an extra option instead of silently dropping it
-    (a cloned or imported job, or a tampered POST); jobs.spec then reports the value at its field."""
+class _Keeping:
+    """Shows a value outside the choices as an extra option instead of silently dropping it (a cloned or imported
+    job, a choice the current selection no longer offers, or a tampered POST); jobs.spec then reports the value at
+    its field. `labels`: the words of values that are known but not offered here (else the value itself)."""
+
+    def __init__(self, *args, labels: dict[str, str] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.labels = labels or {}
 
     def optgroups(self, name, value, attrs=None):
         known = {str(choice) for choice, _label in self.choices}
         extra = [v for v in value if v not in known and v not in ("", None)]
         if extra:
-            self.choices = [*self.choices, *((v, v) for v in extra)]
+            self.choices = [*self.choices, *((v, self.labels.get(v, v)) for v in extra)]
         return super().optgroups(name, value, attrs)
+
+
+class KeepingSelect(_Keeping, forms.Select):
+    """A select that keeps a value outside its choices (_Keeping)."""
+
+
+class KeepingRadioSelect(_Keeping, forms.RadioSelect):
+    """Radio buttons that keep a value outside their choices (_Keeping)."""
 
 
 def choices(mapping: dict[str, str], blank: str | None = None) -> list[tuple[str, str]]:

@@ -585,12 +585,16 @@ class Wizard:
             form = self.forms[section]
 
             url = reverse("wizard_section", args=[section])
+            refresh = {"hx-post": url, "hx-target": f"#sec-{section}", "hx-swap": "outerHTML", "hx-trigger": "change",
+                       "hx-sync": "closest section:replace"}
             for name in module.DEPENDENT:
                 # hx-sync: a newer request for the section aborts an older one, so a quick second choice is not
                 # lost when the first answer replaces the element that made it.
-                form.fields[name].widget.attrs.update({"hx-post": url, "hx-target": f"#sec-{section}",
-                                                       "hx-swap": "outerHTML", "hx-trigger": "change",
-                                                       "hx-sync": "closest section:replace"})
+                form.fields[name].widget.attrs.update(refresh)
+            for name, names in getattr(module, "ROW_DEPENDENT", {}).items():
+                for row_form in self.row_forms[name]:
+                    for field_name_ in names:
+                        row_form.fields[field_name_].widget.attrs.update(refresh)
 
             def fv(bf: BoundField, path: str, lock_id: str = "") -> FieldView:
                 if not lock_id and path in self.locked:
@@ -702,6 +706,14 @@ def path_of(name: str) -> str:
         return f"{match['section']}.{match['list']}[{match['i']}].{match['field']}"
     section, _, rest = name.partition("-")
     return f"{section}.{rest}" if section in BY_SECTION and rest else ""
+
+
+def row_dependent(name: str) -> bool:
+    """Whether an HTML field name is a row's choice that re-renders its section (a module's ROW_DEPENDENT)."""
+    match = _ROW_KEY.fullmatch(name)
+    if not match or LISTS.get(match["list"]) != match["section"]:
+        return False
+    return match["field"] in getattr(BY_SECTION[match["section"]], "ROW_DEPENDENT", {}).get(match["list"], ())
 
 
 def problem_count(wizard: Wizard, *extra: Mapping[str, list[str]]) -> int:

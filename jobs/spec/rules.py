@@ -255,7 +255,7 @@ def _rule_data(n: dict, ctx: Context, e: _Errors) -> None:
         p = f"environment.datasets[{i}]"
         if not d["id"]:
             e.add(f"{p}.id", "Choose a dataset.")
-        if d["kind"] == "public" and d["read_only"] is not True:
+        if d["kind"] in C.READ_ONLY_DATASET_KINDS and d["read_only"] is not True:
             e.add(f"{p}.read_only", "Public datasets can only be mounted read-only.")
         if d["mount_path"]:
             mounts.append((f"{p}.mount_path", d["mount_path"], f"dataset #{i + 1}"))
@@ -507,7 +507,7 @@ def _rule_spot(n: dict, e: _Errors) -> None:
     lingjun = res["resource_type"] == "lingjun"
     if not res["bid_method"]:
         e.add("resources.bid_method", "Choose a bid method: by discount or by price.")
-    elif res["bid_method"] == "price" and lingjun:
+    elif lingjun and res["bid_method"] not in C.LINGJUN_SPOT_BID_METHODS:
         e.add("resources.bid_method", "Lingjun preemptible resources only support bidding by discount.")
     # A value that did not parse (or was too large) is None with its own message already: not also "missing".
     if res["bid_method"] == "discount":
@@ -522,7 +522,7 @@ def _rule_spot(n: dict, e: _Errors) -> None:
                 e.add("resources.spot_price", "Enter the maximum price (CNY per minute).")
         elif res["spot_price"] <= 0:
             e.add("resources.spot_price", "The maximum price must be greater than 0.")
-    if lingjun:
+    if (res["resource_type"], res["source"]) in C.NEEDS_USER_VPC:
         vpc = n["vpc"]
         if not vpc["vpc_id"]:
             e.add("vpc.vpc_id", "Lingjun preemptible resources require a VPC, vSwitch and security group.")
