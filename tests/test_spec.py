@@ -1143,6 +1143,14 @@ def test_notes(edits, path, words):
     assert any(words in n for n in notes[path]), notes
 
 
+def test_no_public_network_note_where_a_vpc_is_required():
+    """Lingjun preemptible resources require a VPC (an error says so): a note on running without one would
+    contradict it."""
+    sections = _apply(Case("", {**SPOT, **LINGJUN_PUBLIC}))
+    assert "require a VPC" in " ".join(spec.validate_sections(sections)["vpc.vpc_id"])
+    assert "vpc.vpc_id" not in spec.notes(sections)
+
+
 def test_no_cpfs_hint_when_the_dataset_is_known_or_a_vpc_is_set():
     known = _apply(Case("", {"environment.datasets": [{"id": "d-oss"}]}))
     with_vpc = _apply(Case("", {"environment.datasets": [{"id": "d-unknown"}], **VPC}))

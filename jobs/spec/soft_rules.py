@@ -83,8 +83,10 @@ def notes(sections: Mapping, context: Context | None = None) -> dict[str, list[s
                 "deleted, and deleted jobs cannot be restored.")
     _advanced_notes(n, ctx, out)
     if not vpc["vpc_id"]:
-        out.add("vpc.vpc_id", "Without a VPC the job uses the public network and gateway, whose bandwidth is "
-                "limited: jobs may run slowly or fail.")
+        # Where a VPC is required (its error says so), a note on running without one would contradict it.
+        if (res["resource_type"], res["source"]) not in C.NEEDS_USER_VPC:
+            out.add("vpc.vpc_id", "Without a VPC the job uses the public network and gateway, whose bandwidth is "
+                    "limited: jobs may run slowly or fail.")
     else:
         out.add("vpc.vpc_id", "The resource group, the OSS dataset storage and the code repository must be in this "
                 "VPC, in the same region, with network connectivity.")
