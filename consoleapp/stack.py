@@ -304,7 +304,9 @@ class Stack:
                 time.sleep(0.1)
         raise RuntimeError(f"{name} did not open port {port} within {timeout}s")
 
-    def _wait_http(self, url: str, name: str, timeout: float = 60) -> None:
+    # 120 s: a web process started while a loaded 2-CPU machine runs four test processes took more than 60 s to
+    # answer (a CI run of this repository); waiting longer costs nothing when it answers at once.
+    def _wait_http(self, url: str, name: str, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self._check_alive(name)
