@@ -78,6 +78,25 @@ def test_long_names_wrap_inside_the_page_at_1280_and_390_and_short_ones_stay_who
         assert long_link.get_attribute("title") == LONG_JOB
 
 
+
+def test_stop_selecteds_answer_about_a_long_name_stays_inside_the_page_at_1280_and_390(stack, member, workspace,
+                                                                                       page):
+    """QA: Stop selected's answer (a card beside the buttons, naming each job) could not shrink: a long name's
+    answer went 147 px past a 390 px window."""
+    long_job = Job.objects.create(workspace=workspace, owner=member, display_name=LONG_JOB, status="Succeeded",
+                                  job_type="PyTorchJob")
+    sign_in(page, stack.url, member.username, PASSWORD)
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 800})
+        page.goto(f"{stack.url}/")
+        page.check(f"#job-{long_job.pk} input[name=job]")
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("#stop-selected")
+        expect(page.locator(f"#bulk-result [data-job='{long_job.pk}']")).to_contain_text("Already finished")
+        assert overflow(page) == 0, f"{overflow(page)} px wider than {width} px: {too_wide(page)}"
+        answer, form = page.locator("#bulk-result").bounding_box(), page.locator("#bulk-form").bounding_box()
+        assert answer["x"] + answer["width"] <= form["x"] + form["width"] + 1, "inside the list's width"
+
 def test_a_dependent_job_the_clone_wizard_and_webhook_deliveries_of_a_long_name_stay_inside_the_page(
         stack, member, workspace, page):
     """The long name inside other text (a timeline reason, a clone note) and in a table as wide as its columns
@@ -174,3 +193,28 @@ def test_the_keyboard_starts_at_a_skip_link_sees_its_focus_and_lands_on_a_refuse
     page.keyboard.press("Enter")
     expect(page.locator("#field-gpu_hour_price .error")).to_contain_text("not a number")
     expect_focus(page, "id_gpu_hour_price")
+
+
+def test_at_400_percent_zoom_the_main_pages_fit_320_px_and_the_chosen_status_is_not_told_by_colour_alone(
+        stack, member, workspace, page):
+    """A11y QA: at 320 px (1280 px at 400% zoom) the workspace settings' credentials help, long environment
+    variable names in <code>, went 19 px past the window; the chosen status count differed by its colour only."""
+    Membership.objects.filter(user=member, workspace=workspace).update(role=Membership.ADMIN)
+    job = pf.make_job(workspace, member, "zoomed", status="Failed", finished_at=timezone.now())
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.set_viewport_size({"width": 320, "height": 800})
+    pages = {"list": "/", "job": job.get_absolute_url(), "wizard": "/jobs/new",
+             "settings": f"/workspaces/{workspace.pk}/settings", "members": f"/workspaces/{workspace.pk}/members"}
+    wide = []
+    for label, url in pages.items():
+        page.goto(f"{stack.url}{url}")
+        if overflow(page):
+            wide.append(f"the {label} page is {overflow(page)} px wider than 320 px: {too_wide(page)}")
+    assert wide == []
+
+    page.goto(f"{stack.url}/?status=Failed")
+    chosen, other = page.locator("#count-failed"), page.locator("#count-all")
+    expect(chosen).to_have_attribute("aria-current", "true")
+    expect(other).not_to_have_attribute("aria-current", "true")
+    weight = "e => getComputedStyle(e).fontWeight"
+    assert int(chosen.evaluate(weight)) >= 600 > int(other.evaluate(weight)), "bold, not only another colour"

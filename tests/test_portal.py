@@ -227,6 +227,17 @@ def test_settings_page_is_for_admins_only(team):
     assert pf.client_for(team.users["other"]).get(f"/workspaces/{team.alpha.pk}/settings").status_code == 404
 
 
+def test_the_administration_tabs_say_which_page_is_open_beyond_colour(team):
+    """A11y QA: the open tab was marked by a class (its look) only: a screen reader heard eight like links, in a
+    navigation landmark with no name beside the top bar's."""
+    admin = pf.client_for(team.users["admin"])
+    for path, tab in (("settings", "Settings"), ("members", "Members"), ("audit", "Audit log")):
+        html = admin.get(f"/workspaces/{team.alpha.pk}/{path}").content.decode()
+        nav = re.search(r'<nav class="subtabs" aria-label="Workspace administration">(.*?)</nav>', html, re.S)[1]
+        assert re.findall(r'aria-current="page" class="current">([^<]+)</a>', nav) == [tab]
+        assert nav.count("aria-current") == 1
+
+
 # --- the binding: which DLC workspace on which backend -------------------------------------------------------
 
 

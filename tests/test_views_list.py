@@ -99,6 +99,9 @@ def test_bad_filter_values_are_shown_at_their_field_never_a_500(client, people, 
     assert re.search(r'id="err-created_from">Enter a date as YYYY-MM-DD', html)
     assert re.search(r'id="err-size">Choose one of: 10, 20, 50, 100.', html)
     assert re.search(r'id="cursor-error">Invalid page cursor: [^<]*out of date[^<]* Showing the first page.', html)
+    both = client.get("/?after=@@@&before=@@@").content.decode()
+    assert re.search(r'id="cursor-error">Invalid page cursor: [^<]*out of date[^<]* Showing the first page.', both)
+    assert both.count("Invalid page cursor") == 1, "both cursors bad: said once"
     assert "kept" in html
     partial = client.get("/?created_from=nope", **HTMX).content.decode()
     assert re.search(r'id="err-created_from" hx-swap-oob="true">Enter a date', partial)
@@ -455,3 +458,25 @@ def test_tag_and_idle_filters_show_as_chips_keep_in_links_err_at_tag_and_cost_a_
     assert re.search(r'id="err-idle" hx-swap-oob="true">Use idle=1', partial)
     Job.objects.filter(pk=tagged[3].pk).update(status="Running", idle_since=T0)
     assert row_ids(client.get("/?idle=1&tag=team").content.decode()) == [tagged[3].pk]
+
+
+def test_the_chosen_status_count_says_so_to_a_screen_reader_and_each_filter_names_its_error(client, people, ws):
+    """A11y QA: the chosen status count was marked by its colour only (nothing for a screen reader), and a filter's
+    error sat beside its field unconnected to it, so a screen reader on the field never heard it."""
+    make_job(ws, people["alice"], status="Running")
+    make_job(ws, people["alice"], status="Failed")
+    client.force_login(people["alice"])
+    counts = client.get("/jobs/counts?status=Running", **HTMX).content.decode()
+    assert re.findall(r'<a id="count-([a-z]+)"[^>]*aria-current="true"', counts) == ["running"]
+    unfiltered = client.get("/jobs/counts", **HTMX).content.decode()
+    assert re.findall(r'<a id="count-([a-z]+)"[^>]*aria-current="true"', unfiltered) == ["all"]
+
+    html = client.get("/?created_from=nope&tag=team+vision").content.decode()
+    form = re.search(r'<form id="filters".*?</form>', html, re.S)[0]
+    controls = re.findall(r'<(?:input|select) [^>]*?name="([a-z_]+)"[^>]*>', form)
+    described = dict(re.findall(r'<(?:input|select) [^>]*?name="([a-z_]+)"[^>]*aria-describedby="([^"]+)"', form))
+    assert set(controls) - {"tag"} == set(described), "every filter control (the chips' hidden tags aside)"
+    for target in described.values():
+        assert f'<div class="error" id="{target}">' in form, target
+    assert re.search(r'id="err-created_from">Enter a date', form) and described["created_from"] == "err-created_from"
+    assert re.search(r'id="err-tag">&#x27;team vision&#x27; is not a tag', form) and described["tag_add"] == "err-tag"
