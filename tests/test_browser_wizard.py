@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 import time
 
 import pytest
@@ -14,7 +13,7 @@ from playwright.sync_api import expect
 
 from jobs.models import Job
 from tests.conftest import PASSWORD
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, settle, sign_in, start_job
+from tests.support.browser import settle, sign_in, start_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -360,30 +359,23 @@ def test_back_without_the_back_forward_cache_still_makes_no_second_job(stack, wo
     assert shown in ("python broken.py", "python fixed.py")
 
 
-def test_without_javascript_back_after_submit_then_submit_again_makes_no_second_job(stack, member, playwright_driver):
+def test_without_javascript_back_after_submit_then_submit_again_makes_no_second_job(stack, member, no_js_page):
     """QA: without JavaScript and the back/forward cache, Back after Submit asked the server for /jobs/new again (the
     form posted to that URL, and a browser drops its cached copy of a URL a form posts to), so the page came back
     with a new token and its Submit made a second job. The form now posts elsewhere: Back shows the cached page."""
-    with tempfile.TemporaryDirectory() as profile:
-        context = playwright_driver.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, java_script_enabled=False)
-        try:
-            page = context.new_page()
-            page.set_default_timeout(15_000)
-            sign_in(page, stack.url, member.username, PASSWORD)
-            page.goto(f"{stack.url}/jobs/new")
-            page.fill("#id_basic-name", "no-js-back")
-            page.select_option("#id_environment-image", index=1)  # the first official image: no Apply needed
-            page.fill("#id_environment-command", "echo once")
-            page.select_option("#id_resources-roles-0-instance_type", "ecs.g6.large")
-            page.click("#wizard-form .actions button[type=submit]")
-            page.wait_for_url(re.compile(r"/jobs/\d+$"))
-            job = Job.objects.get(display_name="no-js-back")
-            page.go_back()
-            page.click("#wizard-form .actions button[type=submit]")
-            page.wait_for_url(re.compile(r"/jobs/\d+$"))
-            assert page.url == f"{stack.url}{job.get_absolute_url()}", "sent to the job the first Submit made"
-            expect(page.locator(".messages")).to_contain_text("This form was already submitted: here is its job.")
-        finally:
-            context.close()
+    page = no_js_page
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/jobs/new")
+    page.fill("#id_basic-name", "no-js-back")
+    page.select_option("#id_environment-image", index=1)  # the first official image: no Apply needed
+    page.fill("#id_environment-command", "echo once")
+    page.select_option("#id_resources-roles-0-instance_type", "ecs.g6.large")
+    page.click("#wizard-form .actions button[type=submit]")
+    page.wait_for_url(re.compile(r"/jobs/\d+$"))
+    job = Job.objects.get(display_name="no-js-back")
+    page.go_back()
+    page.click("#wizard-form .actions button[type=submit]")
+    page.wait_for_url(re.compile(r"/jobs/\d+$"))
+    assert page.url == f"{stack.url}{job.get_absolute_url()}", "sent to the job the first Submit made"
+    expect(page.locator(".messages")).to_contain_text("This form was already submitted: here is its job.")
     assert Job.objects.filter(display_name="no-js-back").count() == 1, "no second job"

@@ -1089,42 +1089,33 @@ def test_the_log_box_opens_at_its_end_and_follows_only_a_reader_at_the_end(clien
 @pytest.mark.integration
 @pytest.mark.browser
 def test_without_javascript_chromium_opens_the_logs_at_their_end_and_searches_them(stack, workspace, member, settings,
-                                                                                   playwright_driver):
+                                                                                   no_js_page):
     """The no-JavaScript path in Chromium (QA: "Loading logs…" for ever), at a laptop's and a phone's width."""
-    import tempfile
-
     from playwright.sync_api import expect
 
     from tests.conftest import PASSWORD
-    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, sign_in
+    from tests.support.browser import sign_in
 
     settings.LOCALDLC_CREDENTIALS_FILE = str(stack.credentials_file)  # as tests.support.pages.submit_to_stack
     job = on_localdlc(workspace, member, "seq 1 2500", name="no-js-chromium")
     assert logarchive.archive(job.pk) == 1
-    with tempfile.TemporaryDirectory() as profile:
-        context = playwright_driver.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, java_script_enabled=False)
-        try:
-            page = context.new_page()
-            page.set_default_timeout(15_000)
-            sign_in(page, stack.url, member.username, PASSWORD)
-            for width in (1280, 390):
-                page.set_viewport_size({"width": width, "height": 844})
-                page.goto(f"{stack.url}/jobs/{job.pk}")
-                expect(page.locator("#events-page")).to_be_visible()
-                page.click("#logs-page")
-                box = page.locator("#log-lines")
-                expect(box.locator(".ln").last).to_have_text("25002500")  # its number, then its text
-                # At its end without JavaScript (#log-end), the newest line in view; no dead button.
-                assert box.evaluate("b => b.scrollHeight - b.scrollTop - b.clientHeight") < 2
-                expect(page.locator("#log-older-load")).to_be_hidden()
-                expect(page.locator("#log-older-nojs")).to_be_visible()
-                page.fill("#log-q", "2499")
-                page.click("#log-search button[type=submit]")
-                expect(box.locator(".ln")).to_have_count(1)
-                assert page.url.startswith(f"{stack.url}/jobs/{job.pk}/logs?")
-                assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
-                page.click("text=Back to no-js-chromium")
-                expect(page.locator("#logs-page")).to_be_visible()
-        finally:
-            context.close()
+    page = no_js_page
+    sign_in(page, stack.url, member.username, PASSWORD)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 844})
+        page.goto(f"{stack.url}/jobs/{job.pk}")
+        expect(page.locator("#events-page")).to_be_visible()
+        page.click("#logs-page")
+        box = page.locator("#log-lines")
+        expect(box.locator(".ln").last).to_have_text("25002500")  # its number, then its text
+        # At its end without JavaScript (#log-end), the newest line in view; no dead button.
+        assert box.evaluate("b => b.scrollHeight - b.scrollTop - b.clientHeight") < 2
+        expect(page.locator("#log-older-load")).to_be_hidden()
+        expect(page.locator("#log-older-nojs")).to_be_visible()
+        page.fill("#log-q", "2499")
+        page.click("#log-search button[type=submit]")
+        expect(box.locator(".ln")).to_have_count(1)
+        assert page.url.startswith(f"{stack.url}/jobs/{job.pk}/logs?")
+        assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+        page.click("text=Back to no-js-chromium")
+        expect(page.locator("#logs-page")).to_be_visible()

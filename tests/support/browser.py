@@ -50,6 +50,20 @@ def bfcache_page(playwright_driver):
 
 
 @pytest.fixture
+def no_js_page(playwright_driver):
+    """A page of a Chromium with JavaScript off: for the paths that must work without it. Its own short-lived
+    browser, as bfcache_page's."""
+    with tempfile.TemporaryDirectory() as profile:
+        context = playwright_driver.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, java_script_enabled=False,
+        )
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        yield page
+        context.close()
+
+
+@pytest.fixture
 def page(browser):
     page = browser.new_page()
     page.set_default_timeout(15_000)
