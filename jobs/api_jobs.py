@@ -109,7 +109,17 @@ API_VERSION = "1.16.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 #      errors at each key and a missing priority at `priority` (all were at ""); EarlyStopping's AfterSucceeded and
 #      NotBeforeStep, and a sweep's Search.Trials and Search.Seed, are JSON integers only (a string was taken);
 #      SchedulingStrategy and UserVpc.DefaultRoute errors name the wire values; AdvancedSettings text with an
-#      entry running onto the next line is refused; a note's text with a NUL is refused in the notes' own words.
+#      entry running onto the next line is refused; a note's text with a NUL is refused in the notes' own words;
+#      GET /workspaces/<id>/usage's budget is as of the report (was a month's spend up to a minute old) and its
+#      percent, like the 80%/100% notices, alerts and refusal, is of the spend to the cent as shown (0.7996 of a
+#      budget of 1 was 79%, now 80), and a line's cost is "" when none of its jobs had a price, as documented
+#      (was 0.00); a sweep's uniform distribution whose width overflows (-1e308 to 1e308) is
+#      a 400 at Parameters.<NAME> (every trial was its Max), and a trial refused names its values cut to 60
+#      characters (a huge value was repeated whole); a sweep's ?rank= asked while its ended trials' metrics are
+#      still being read from their logs says so (it said no trial printed METRIC lines); a sweep of lists
+#      without Search.Method (a grid) refuses Search.Trials and Search.Seed as the document says (they were dropped);
+#      a schedule's job.run_after and job.run_after_when are refused saying a schedule's job cannot wait for another
+#      (they were "not supported by this console").
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, JsonResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from jobs import access, api_jobs, costs, early_stop, idempotency, jobpage, lifecycle, sweeps, usage
@@ -76,7 +77,16 @@ def parameters_grid(given: Any, env_names: Iterable[str] = (), *, search: Any = 
                               '{"LR": ["0.1", "0.01"], "BS": ["32", "64"]} or '
                               '{"LR": {"Distribution": "loguniform", "Min": 1e-5, "Max": 0.1}}.']
         return None, errors
+    inferred = method is None
     method = method or (sweeps.RANDOM if any(isinstance(raw, dict) for raw in given.values()) else sweeps.GRID)
+    if inferred and method == sweeps.GRID:
+        # Lists only and no Method make a grid, which runs every combination: Trials or Seed would be dropped unsaid
+        # (with "Method": "grid" they are refused by _search).
+        for key, sent in (("Trials", trials), ("Seed", seed)):
+            if sent is not None and f"{SEARCH}.{key}" not in errors:
+                errors[f"{SEARCH}.{key}"] = [
+                    "Only for a random search: these parameters are lists of values, so they make a grid (every "
+                    'combination). To sample some of them instead, send "Method": "random".']
     taken = {str(n) for n in env_names}
     parameters: list[sweeps.Param] = []
     seen: set[str] = set()
@@ -385,7 +395,10 @@ def sweep_detail(request: HttpRequest, pk: int) -> JsonResponse:
     out["ranking"] = None
     # goal and value alone are checked too (by the one rule of sweeps.leaderboard), though nothing is ranked.
     if rank or request.GET.get("goal", "").strip() or request.GET.get("value", "").strip():
-        rows = [sweeps.TrialRow(t.number, [], {"pk": t.job_id, "status": t.job.status}, "", "") for t in trials]
+        now = timezone.now()
+        # archiving: a rank asked seconds after the last trial ended is refused saying its metrics are coming.
+        rows = [sweeps.TrialRow(t.number, [], {"pk": t.job_id, "status": t.job.status}, "", "",
+                                archiving=sweeps.awaiting_archive(t.job, now)) for t in trials]
         values = scalars.last_values(t.job_id for t in trials)
         board = sweeps.leaderboard(rows, values, rank, request.GET.get("goal"), request.GET.get("value"))
         if board.error:
@@ -430,8 +443,9 @@ def _line_json(line: usage.Line) -> dict[str, Any]:
     return {"key": line.key, "jobs": line.jobs, "running": line.running, "hours": round(line.hours, 4),
             "node_hours": round(line.node_hours, 4), "cpu_hours": round(line.cpu_hours, 4),
             "gpu_hours": round(line.gpu_hours, 4), "unknown_size_jobs": line.unknown,
-            # Decimal text to the cent (jobs.costs.money), in the report's currency; jobs without a price left out.
-            "cost": costs.money(line.cost), "no_price_jobs": line.no_price}
+            # Decimal text to the cent (jobs.costs.money), in the report's currency; jobs without a price left out,
+            # "" when none had one (as documented: not a "0.00" that reads as free).
+            "cost": costs.money(line.cost) if line.jobs > line.no_price else "", "no_price_jobs": line.no_price}
 
 
 def _usage_job_json(job: usage.JobUsage, request: HttpRequest) -> dict[str, Any]:
@@ -475,7 +489,8 @@ def workspace_usage(request: HttpRequest, pk: int) -> JsonResponse:
         "catalog_error": catalog.error or None,
         "currency": result.currency,
         "priced": result.priced,
-        "budget": budget.as_json() if (budget := costs.budget(workspace)) else None,
+        # Fresh and at the report's end, as the page's: a cached figure could be less than the report's cost.
+        "budget": budget.as_json() if (budget := costs.budget(workspace, result.end, fresh=True)) else None,
     })
 
 

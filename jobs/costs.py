@@ -298,9 +298,12 @@ class Budget:
 
     @property
     def percent(self) -> int:
+        """Of the spend as shown, to the cent: "0.80 of 1.00" is 80% (and warns), "1.00 of 1.00" is spent, never
+        79% or 99% of an exact 0.7996 or 0.9951 the page does not show."""
+        shown = self.spent.quantize(CENT, rounding=ROUND_HALF_UP)
         if not self.amount:
-            return 100 if self.spent > 0 else 0
-        return int(self.spent * 100 / self.amount)
+            return 100 if shown > 0 else 0
+        return int(shown * 100 / self.amount)
 
     @property
     def level(self) -> int:

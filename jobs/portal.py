@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 from django.utils.html import format_html
 from django.utils.text import slugify
+from django.utils.timezone import localtime
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -1018,8 +1019,10 @@ def usage_report(request: HttpRequest, ws: int) -> HttpResponse:
     days = days if days in usage.PERIODS else usage.DEFAULT_DAYS
     result = usage.report(workspace, days, specs=catalog.by_type())
     if request.GET.get("format") == "csv":
-        response = HttpResponse(usage.to_csv(result), content_type="text/csv; charset=utf-8")
-        stamp = result.end.strftime("%Y%m%d")
+        # The byte-order mark makes Excel read the file as UTF-8 (without it, a currency such as ¥ or € and a
+        # non-ASCII owner or a name synced from DLC come out garbled); other readers (pandas, utf-8-sig) skip it.
+        response = HttpResponse("\ufeff" + usage.to_csv(result), content_type="text/csv; charset=utf-8")
+        stamp = localtime(result.end).strftime("%Y%m%d")  # the console's date (DLC_TIME_ZONE), as the page says
         name = slugify(workspace.name) or f"workspace-{workspace.pk}"
         response["Content-Disposition"] = f'attachment; filename="{name}-usage-{days}d-{stamp}.csv"'
         return response
@@ -1027,5 +1030,7 @@ def usage_report(request: HttpRequest, ws: int) -> HttpResponse:
         "workspace": workspace, "report": result, "periods": usage.PERIODS, "tab": "usage",
         "now": now.snapshot(workspace, catalog.by_type(), now=result.end),
         "catalog_error": catalog.error, "is_admin": access.can(request.user, "manage", workspace=workspace),
-        "budget": costs.budget(workspace), "budget_alerts": budget_alerts.of_month(workspace),
+        # Fresh, as the report below it is: a figure up to a minute old beside it could show less spent this
+        # month than the report's cost of the same jobs (the fresh figure is cached for the list and guardrail).
+        "budget": costs.budget(workspace, result.end, fresh=True), "budget_alerts": budget_alerts.of_month(workspace),
     })

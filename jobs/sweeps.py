@@ -23,7 +23,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -47,6 +47,7 @@ RESAMPLE_TRIES = 100  # draws of a trial that repeats an earlier one before the 
 _CALL_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(([^()]*)\)")
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 MAX_INT_DIGITS = 18  # an int(low, high) bound: within a 64-bit integer
+SHOWN_VALUE = 60  # characters of a parameter value an error message repeats
 ENVS_LOCK = "environment.envs"  # a template's lock of the environment variables (jobs.portal_wizard.locks)
 
 
@@ -329,6 +330,10 @@ def distribution(name: str, function: str, low: str, high: str, wording: Wording
     as_number = int if function == "int" else float
     if not as_number(low) < as_number(high):
         return None, f"{name} = {function}({low}, {high}): low must be below high."
+    if function == "uniform" and not math.isfinite(float(high) - float(low)):
+        # random.uniform adds (high - low) x a fraction to low: an infinite width would make every trial `high`.
+        return None, (f"{name} = uniform({low}, {high}): the range is too wide to sample (high - low is beyond the "
+                      "largest number); narrow it, or use loguniform for a range spanning orders of magnitude.")
     if function == "loguniform" and float(low) <= 0:
         return None, (f"{name} = loguniform({low}, {high}): low must be above 0 (a log scale has no zero or negative "
                       "values).")
@@ -507,7 +512,9 @@ def first_trial_error(all_trials: list[Trial], context: spec.Context | None, hin
         if errors:
             path, messages = next(iter(errors.items()))
             where = f" {path}:" if path else ""
-            return f"Trial {trial.number} ({describe(trial.values)}) would be refused:{where} {messages[0]}"
+            # Each value cut: a value of 100,000 characters (too long for a job) is not said back whole.
+            shown = {k: v if len(v) <= SHOWN_VALUE else f"{v[:SHOWN_VALUE]}…" for k, v in trial.values.items()}
+            return f"Trial {trial.number} ({describe(shown)}) would be refused:{where} {messages[0]}"
     return None
 
 
@@ -614,17 +621,22 @@ def trial_rows(sweep) -> list[TrialRow]:
     rows = {row["pk"]: row for row in listing.rows([t.job for t in found])}
     names = sweep.names
     out = []
-    recent = timezone.now() - ARCHIVE_WAIT
+    now = timezone.now()
     for trial in found:
         job = trial.job
         started = timezone.localtime(job.started_at) if job.started_at else None
-        archiving = (job.logs_archived_at is None and not job.is_active and bool(job.dlc_job_id)
-                     and job.finished_at is not None and job.finished_at > recent)
         out.append(TrialRow(trial.number, [str((trial.values or {}).get(n, "")) for n in names], rows[trial.job_id],
                             f"{started:%Y-%m-%d %H:%M:%S}" if started else "—",
-                            started.isoformat() if started else "", archiving=archiving,
+                            started.isoformat() if started else "", archiving=awaiting_archive(job, now),
                             stop_reason=trial.stopped_early, job=job))
     return out
+
+
+def awaiting_archive(job: Any, now: datetime) -> bool:
+    """Whether a trial's job ended a moment ago and its metrics are still to be read from its log archive (the
+    page and the API's ranking wait for them; an archive that never came, past ARCHIVE_WAIT, is not waited for)."""
+    return (job.logs_archived_at is None and not job.is_active and bool(job.dlc_job_id)
+            and job.finished_at is not None and job.finished_at > now - ARCHIVE_WAIT)
 
 
 def metric_values(rows: list[TrialRow], reads: int | None = None) -> dict[int, Mapping[str, Any]]:
@@ -710,6 +722,7 @@ class Leaderboard:
     value: str = DEFAULT_VALUE  # best | last: which of each trial's values ranks it
     error: str = ""
     error_field: str = ""  # the query parameter the error is about: rank | goal | value
+    asked: tuple[str, str, str] = ("", "", "")  # rank, goal and value as the request gave them (poll_query)
 
     def _query(self, rank: str, goal: str, value: str) -> str:
         # The default value stays out of the query, so links made before it existed keep their meaning.
@@ -718,8 +731,18 @@ class Leaderboard:
 
     @property
     def query(self) -> str:
-        """The ranking's query string (for the table's poll), "" when not ranked."""
+        """The ranking's query string, "" when not ranked."""
         return self._query(self.rank, self.goal, self.value) if self.rank else ""
+
+    @property
+    def poll_query(self) -> str:
+        """The query the table's poll asks with: the ranking as asked, even when it cannot be applied yet. The
+        ranked metric may come only later (an ended trial's values are read from its archived log seconds after it
+        ends): polling with `query` ("" then) would drop the ranking for good while the address still asks for it."""
+        if self.rank:
+            return self.query
+        asked = {k: v for k, v in zip(("rank", "goal", "value"), self.asked, strict=True) if v}
+        return f"?{urlencode(asked)}" if self.error and asked else ""
 
     def choices(self) -> list[tuple[str, str, bool]]:
         """(name, query, chosen) of each metric to rank by, at its default goal (and the value chosen)."""
@@ -759,8 +782,8 @@ def leaderboard(rows: list[TrialRow], values: Mapping[int, Mapping[str, Any]], r
     per_trial = [values.get(r.row["pk"], {}) for r in rows]
     all_names = sorted({name for found in per_trial for name in found})
     names = scalars.common_names(per_trial, METRIC_COLUMNS)
-    board = Leaderboard(list(rows), names, all_names)
     rank, goal, value = (rank or "").strip(), (goal or "").strip(), (value or "").strip()
+    board = Leaderboard(list(rows), names, all_names, asked=(rank, goal, value))
     # A bad goal or value is an error with or without a rank: ignored, it would look taken.
     if goal and goal not in GOALS:
         board.error = f"Rank {rank or 'a metric'} by min (lowest first) or max (highest first), not {goal[:20]!r}."
@@ -768,6 +791,10 @@ def leaderboard(rows: list[TrialRow], values: Mapping[int, Mapping[str, Any]], r
     elif value and value not in VALUES:
         board.error = f"Rank {rank or 'a metric'} by each trial's best or last value, not {value[:20]!r}."
         board.error_field = "value"
+    elif rank and rank not in all_names and any(r.archiving for r in rows):
+        # Seconds after a trial ended its values are still to be read from its log: not "no trial printed it".
+        board.error, board.error_field = (f"No trial has a metric named {rank[:64]!r} yet: the ended trials' "
+                                          "metrics are being read from their logs.", "rank")
     elif rank and rank not in all_names:
         board.error, board.error_field = (f"No trial has a metric named {rank[:64]!r}" + (
             f": rank by one of {', '.join(all_names)}." if all_names else " (no trial printed METRIC lines yet)."),

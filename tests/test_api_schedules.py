@@ -59,6 +59,26 @@ def test_bad_requests_say_each_error_at_its_field(db):
     assert not Schedule.objects.exists()
 
 
+def test_a_schedules_job_with_run_after_is_refused_saying_why_not_unsupported(db):
+    """QA: job.run_after was refused as "Not supported by this console", which POST /api/v1/jobs contradicts."""
+    team = pf.make_team()
+    url = f"/api/v1/schedules?workspace={team.alpha.pk}"
+    job = {**NIGHTLY["job"], "run_after": team.job.pk, "run_after_when": "succeeded"}
+    response = call(team.users["member"], "post", url, {**NIGHTLY, "job": job})
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert set(errors) == {"job.run_after", "job.run_after_when"}, errors
+    assert errors["job.run_after"] == [
+        "A schedule's job cannot run after another job: each run starts at its slot (skip_if_active skips a run "
+        "while the previous one is active). Leave run_after and run_after_when out."]
+    assert not Schedule.objects.exists()
+    created = call(team.users["member"], "post", url, NIGHTLY).json()
+    patched = call(team.users["member"], "patch", f"/api/v1/schedules/{created['id']}",
+                   {"job": {**pf.BODY, "run_after": team.job.pk}})
+    assert patched.status_code == 400 and list(patched.json()["errors"]) == ["job.run_after"]
+    assert "cannot run after another job" in patched.json()["errors"]["job.run_after"][0]
+
+
 def test_the_list_refuses_an_unknown_or_repeated_query_parameter(db):
     """QA: ?workspce=<id> was silently ignored (the caller's only workspace answered), as was a repeated one."""
     team = pf.make_team()

@@ -151,6 +151,14 @@ def test_the_first_trial_the_rules_refuse_is_the_error(team, api):
     assert Sweep.objects.count() == 1
 
 
+def test_a_trial_refused_for_a_huge_value_is_named_without_repeating_the_value_whole(team, api):
+    answer = create(api["member"], team, job_body("huge"), {"A": ["x" * 100_000, "y"]})
+    assert answer.status_code == 400
+    [message] = answer.json()["errors"]["Parameters"]
+    assert message.startswith(f"Trial 1 (A={'x' * sweeps.SHOWN_VALUE}…) would be refused:"), message[:200]
+    assert len(message) < 1_000 and "CreateJob accepts at most" in message
+
+
 def test_a_templates_locks_apply_and_a_lock_on_the_variables_refuses_a_sweep(team, api):
     from jobs import templates_lib
 
@@ -429,6 +437,9 @@ def test_a_distribution_makes_a_random_search_without_a_method_and_a_seed_is_dra
      "Unknown field; the fields are: Method, Trials, Seed."),
     (None, "random", "Search", "Must be an object"),
     ({"LR": ["1", "2"]}, {"Method": "grid", "Trials": 5}, "Search.Trials", "Only for a random search"),
+    # QA: lists and no Method make a grid, which took Trials and Seed and dropped them unsaid.
+    ({"LR": ["1", "2"]}, {"Trials": 5}, "Search.Trials", 'Only for a random search: these parameters are lists'),
+    ({"LR": ["1", "2"]}, {"Seed": 3}, "Search.Seed", 'send "Method": "random"'),
     ({"LR": {"Distribution": "uniform", "Min": 0, "Max": 1}}, {"Method": "grid"}, "Parameters.LR",
      "A distribution needs a random search"),
     ({"LR": {"Distribution": "normal", "Min": 0, "Max": 1}}, {"Trials": 5}, "Parameters.LR",
@@ -526,6 +537,25 @@ def test_a_bad_goal_or_value_is_a_400_with_or_without_rank(team, api):
     assert "best or last value, not 'bogus'" in api["viewer"].get(url, value="bogus").json()["errors"]["value"][0]
     fine = api["viewer"].get(url, value="last", goal="max")
     assert fine.status_code == 200 and fine.json()["ranking"] is None
+
+
+def test_a_rank_asked_seconds_after_the_last_trial_ended_says_its_metrics_are_coming(team, api):
+    """QA: a client waiting for `active` false then asking ?rank=loss heard "no trial printed METRIC lines yet" in
+    the seconds the ended trials' logs were still being read for them (they had printed them)."""
+    from django.utils import timezone
+
+    sweep_id = create(api["member"], team).json()["id"]
+    url = f"/api/v1/sweeps/{sweep_id}"
+    trials = Sweep.objects.get(pk=sweep_id).trials.all()
+    for trial in trials:
+        Job.objects.filter(pk=trial.job_id).update(status="Succeeded", dlc_job_id=f"dlc-{trial.job_id}",
+                                                   finished_at=timezone.now())
+    answer = api["viewer"].get(url, rank="loss")
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == {"rank": [
+        "No trial has a metric named 'loss' yet: the ended trials' metrics are being read from their logs."]}
+    Job.objects.filter(sweep_trial__in=trials).update(logs_archived_at=timezone.now())
+    assert "(no trial printed METRIC lines yet)" in api["viewer"].get(url, rank="loss").json()["errors"]["rank"][0]
 
 
 def test_a_create_refuses_an_unknown_query_parameter_and_a_stop_a_body_with_fields(team, api):

@@ -128,6 +128,20 @@ def test_a_budget_warns_at_80_and_100_percent():
     assert not costs.Budget(Decimal(0), Decimal(0), "CNY", 0, False, "x").exhausted
 
 
+def test_a_budgets_share_is_of_the_spend_as_shown_to_the_cent():
+    # QA: the share was of the exact spend, floored: the card read "0.80 CNY spent of 1.00 CNY (79%)" with no
+    # warning, and "1.00 of 1.00 (99%)" without saying the budget was spent.
+    def at(spent):
+        return costs.Budget(Decimal(1), Decimal(spent), "CNY", 0, True, "December 2026")
+
+    assert (at("0.7996").percent, at("0.7996").level) == (80, 80)
+    assert "0.80 CNY spent of this workspace's budget of 1.00 CNY (80%)" in at("0.7996").notice
+    assert at("0.9951").exhausted and "1.00 CNY spent" in at("0.9951").notice and "(100%)" in at("0.9951").notice
+    assert at("0.7949").level == 0, "0.79 shown is under 80%"
+    zero = costs.Budget(Decimal(0), Decimal("0.0049"), "CNY", 0, True, "x")
+    assert (zero.percent, zero.exhausted) == (0, False), "0.00 of 0.00 shown: nothing spent yet"
+
+
 # -- database ------------------------------------------------------------------------------------------------
 
 
@@ -225,6 +239,46 @@ def test_the_usage_report_csv_and_api_have_costs(team):
     assert data["budget"]["amount"] == "1000.00" and data["budget"]["refuse_when_spent"] is False
     page = pf.client_for(team.users["viewer"]).get(f"/workspaces/{team.alpha.pk}/usage")
     assert b'id="budget-spent"' in page.content and b"no price" in page.content
+
+
+def test_the_usage_page_and_api_show_the_budget_as_of_the_report_not_a_cached_figure(team, settings):
+    # QA: the budget beside the report was reused for up to a minute (SPEND_TTL), so after a job ran the page said
+    # less was spent this month than the report's cost of the very same jobs.
+    settings.TIME_ZONE = "UTC"
+    set_prices(team, monthly_budget="1000")
+    now = datetime.now(UTC)
+    start, _after = costs.month_bounds(now)
+    begun = max(start, now - timedelta(hours=3))  # this month's, whatever the day of the month
+    # Of different shapes: the month's spend prices each shape's summed hours, the report each job's.
+    ran(team, "first", started=begun, finished=begun + timedelta(seconds=1), roles=[ecs(1)])
+    viewer = pf.client_for(team.users["viewer"])
+    url = f"/workspaces/{team.alpha.pk}/usage"
+    assert viewer.get(url).status_code == 200  # the month's spend is now cached
+    ran(team, "second", started=begun, finished=min(begun + timedelta(hours=2), now))
+    data = Api(team.users["viewer"]).get(f"/api/v1/workspaces/{team.alpha.pk}/usage", days=30).json()
+    assert data["budget"]["spent"] == data["totals"]["cost"], "the API's too"
+    ran(team, "third", started=begun, finished=min(begun + timedelta(hours=1), now), roles=[ecs(3)])
+    page = viewer.get(url)
+    report, shown = page.context["report"], page.context["budget"]
+    assert shown.spent == report.total.cost > Decimal("0.01"), "the month's spend is the report's cost"
+
+
+def test_the_usage_apis_cost_is_empty_where_no_job_had_a_price(team):
+    # QA: the OpenAPI document says a line's cost is "" when no job had a price (and `priced` false: every cost
+    # ""), but the API answered "0.00", which reads as free.
+    now = datetime.now(UTC)
+    ran(team, "unpriced", started=now - timedelta(hours=2), finished=now - timedelta(hours=1))
+    api = Api(team.users["viewer"])
+    data = api.get(f"/api/v1/workspaces/{team.alpha.pk}/usage", days=7).json()
+    assert data["priced"] is False
+    assert [data["totals"]["cost"], *(line["cost"] for line in data["by_owner"] + data["by_type"])] == ["", "", ""]
+    set_prices(team)
+    ran(team, "priced", started=now - timedelta(hours=2), finished=now - timedelta(hours=1), owner="admin",
+        job_type="TFJob")
+    Job.objects.filter(display_name="unpriced").update(body={**pf.BODY, "JobSpecs": [ecs(1, "ecs.unpriced")]})
+    data = api.get(f"/api/v1/workspaces/{team.alpha.pk}/usage", days=7).json()
+    assert data["totals"]["cost"] == "24.80" and data["totals"]["no_price_jobs"] == 1
+    assert {line["key"]: line["cost"] for line in data["by_owner"]} == {"admin": "24.80", "member": ""}
 
 
 # -- the Prices and budget page ------------------------------------------------------------------------------

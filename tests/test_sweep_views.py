@@ -501,6 +501,36 @@ def test_the_table_keeps_polling_after_the_last_trial_ended_until_its_metrics_ar
     assert 'data-polling="no"' in partial()
 
 
+def test_a_ranked_table_keeps_its_ranking_through_the_seconds_its_ended_trials_metrics_are_read(web):
+    from django.utils import timezone
+
+    from jobs.models import JobScalar
+
+    sweep = launch(web)
+    jobs = {t.number: t.job for t in sweep.trials.select_related("job")}
+    now = timezone.now()
+    # The last trials ended a moment ago and their archives (which read the METRIC lines) are not done yet: the
+    # ranked metric is unknown for now. The poll must keep asking for the ranking, or once the metrics arrive the
+    # table stays in trial order while the address (pushed by the Rank button) says ?rank=loss.
+    for job in jobs.values():
+        Job.objects.filter(pk=job.pk).update(status="Succeeded", dlc_job_id=f"dlc-{job.pk}", finished_at=now)
+    waiting = web.get(f"{sweep.get_absolute_url()}?rank=loss", HTTP_HX_REQUEST="true").content.decode()
+    assert f'hx-get="/sweeps/{sweep.pk}?rank=loss" hx-trigger="every 5s"' in waiting
+    error = re.search(r'<p class="error" id="rank-error" role="alert">([^<]+)</p>', waiting).group(1)
+    assert htmllib.unescape(error) == ("No trial has a metric named 'loss' yet: the ended trials' metrics are being "
+                                       "read from their logs."), "not 'no trial printed METRIC lines': they did"
+
+    for number, last in {1: 0.5, 2: 0.2, 3: 0.1, 4: 0.3}.items():
+        JobScalar.objects.create(job=jobs[number], pod_id="p-0", name="loss", points=[[9, last]], last=last,
+                                 min=last, max=last, count=1, last_step=9)
+    Job.objects.filter(pk__in=[j.pk for j in jobs.values()]).update(logs_archived_at=now)
+    poll = re.search(r'hx-get="([^"]+)" hx-trigger="every 5s"', waiting).group(1)
+    ranked = web.get(htmllib.unescape(poll), HTTP_HX_REQUEST="true").content.decode()
+    assert re.findall(r'<tr id="trial-(\d+)"', ranked) == ["3", "2", "4", "1"]
+    assert 'id="best-trial">Best</span> 1' in ranked and 'id="rank-error"' not in ranked
+    assert 'data-polling="no"' in ranked
+
+
 def test_re_ranking_in_place_also_updates_the_compare_link_to_the_best_trials(web):
     from jobs.models import JobScalar
 

@@ -322,6 +322,8 @@ def field_error(text: str, trials="5", seed="1", field=sweeps.FIELD) -> str:
     ("LR = uniform(0.5, 0.5)", "LR = uniform(0.5, 0.5): low must be below high."),
     ("LR = uniform(1, 0)", "low must be below high"),
     ("LR = int(8, 2)", "LR = int(8, 2): low must be below high."),
+    # Its width overflows: every sample was the high bound, so all trials ran one value.
+    ("LR = uniform(-1e308, 1e308)", "LR = uniform(-1e308, 1e308): the range is too wide to sample"),
     ("LR = loguniform(0, 1)", "LR = loguniform(0, 1): low must be above 0"),
     ("LR = loguniform(-1, 1)", "low must be above 0"),
     ("N = int(2.5, 8)", "N = int(...): the bounds must be whole numbers (both included), not '2.5'"),

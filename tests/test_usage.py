@@ -182,6 +182,33 @@ def test_the_csv_download_is_a_file_named_after_the_workspace(team):
     assert "big" in response.content.decode()
 
 
+def test_the_csv_download_opens_as_utf8_in_a_spreadsheet(team):
+    # QA: without a byte-order mark Excel reads a CSV in the machine's code page, so a currency such as ¥ and an
+    # owner or a DLC job name that is not ASCII came out garbled ("Â¥").
+    from jobs.models import WorkspaceCost
+
+    WorkspaceCost.objects.create(workspace=team.alpha, currency="¥", gpu_hour_price="10", cpu_core_hour_price="0")
+    Job.objects.all().delete()
+    job = ran(team, "synced", hours=1)
+    Job.objects.filter(pk=job.pk).update(display_name="训练-1")  # as a job synced from DLC may be named
+    response = pf.client_for(team.users["viewer"]).get(f"/workspaces/{team.alpha.pk}/usage?format=csv")
+    assert response.content.startswith("\ufeff".encode()), "Excel takes the file as UTF-8 only with the mark"
+    rows = list(csv.DictReader(io.StringIO(response.content.decode("utf-8-sig"))))
+    assert [(r["job_id"], r["name"], r["currency"]) for r in rows] == [(str(job.pk), "训练-1", "¥")]
+
+
+def test_the_csv_is_named_by_the_consoles_date_not_utcs(team, settings):
+    # QA: the file's date was UTC's, a day off the console's own (DLC_TIME_ZONE) for part of every day. A zone
+    # whose date differs from UTC's now: +14 h from 10:00 UTC, -12 h before noon.
+    settings.TIME_ZONE = "Pacific/Kiritimati" if datetime.now(UTC).hour >= 10 else "Etc/GMT+12"
+    from django.utils import timezone
+
+    response = pf.client_for(team.users["viewer"]).get(f"/workspaces/{team.alpha.pk}/usage?format=csv")
+    local = timezone.localdate()
+    assert local != datetime.now(UTC).date()
+    assert f'-usage-30d-{local:%Y%m%d}.csv"' in response["Content-Disposition"]
+
+
 # -- a real run ----------------------------------------------------------------------------------------------
 
 
