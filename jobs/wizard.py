@@ -354,6 +354,17 @@ def _sweep_input(params: QueryDict) -> dict[str, str]:
     return {name: str(params.get(name, "")) for name, _label in _SWEEP_FIELDS}
 
 
+NO_SWEEP = "Only for a sweep: fill the Sweep box above, or clear this (the job would be submitted once without it)."
+
+
+def _without_sweep(given: dict[str, str]) -> dict[str, list[str]]:
+    """With the Sweep box empty the wizard submits one job: Trials, Seed and early stopping typed beside it would be
+    ignored without a word, so each is an error at its field."""
+    if given[sweeps.FIELD].strip():
+        return {}
+    return {name: [NO_SWEEP] for name, _label in _SWEEP_FIELDS[1:] if given[name].strip()}
+
+
 # The run-after box's fields: (name, label in the error summary).
 _AFTER_FIELDS = ((dependencies.FIELD, "Run after"), (dependencies.WHEN_FIELD, "Run when it"))
 
@@ -480,6 +491,8 @@ def job_new(request: HttpRequest) -> HttpResponse:
     sweep_input = _sweep_input(request.POST)
     if sweep_input[sweeps.FIELD].strip():
         return _submit_sweep(request, start, wizard, sweep_input)
+    if wizard.action == "submit" and (unused := _without_sweep(sweep_input)):
+        return _page(request, _context(wizard, start, sweep_input, unused))
     if wizard.action == "submit" and wizard.is_valid and not start.after_choice.errors:
         # As the API does (take_secrets): a variable named like a secret but not ticked Secret is sealed too, so
         # its value is not in the database in plain text (every view of the body hides it already).
@@ -685,6 +698,7 @@ def wizard_preview(request: HttpRequest) -> HttpResponse:
                                              given[sweeps.SEED_FIELD], env_names=wizard.body().get("Envs") or {})
     if given[sweeps.FIELD].strip():
         sweep_errors |= early_stop.parse(given, trials=search.size if search else None)[1]
+    sweep_errors |= _without_sweep(given)
     after = start.after = _after_input(request.POST)
     after_errors = dependencies.check(request.user, start.workspace, after[dependencies.FIELD],
                                       after[dependencies.WHEN_FIELD]).errors

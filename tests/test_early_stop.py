@@ -211,6 +211,31 @@ def test_the_wizard_says_numbers_without_a_metric_and_an_unreachable_n_at_their_
     assert Sweep.objects.get().early_stop_after == 1
 
 
+@pytest.mark.parametrize("typed", [{METRIC_FIELD: "loss"}, {AFTER_FIELD: "2"}, {GOAL_FIELD: "max"},
+                                   {"sweep_trials": "5"}, {"sweep_seed": "7"}])
+def test_early_stopping_trials_or_seed_typed_without_a_sweep_are_errors_not_ignored(team, typed):
+    """QA: with the Sweep box empty the wizard submits one job, and early stopping (or Trials, Seed) typed beside it
+    was dropped without a word. Each is an error at its field, in the summary and the API panel's count; nothing
+    is made. Cleared, the one job is submitted."""
+    from jobs import spec, wizard
+    from jobs.forms import wizard as glue
+
+    s = spec.inverse(dict(pf.BODY))
+    s["basic"]["name"] = "one-job"
+    client = pf.client_for(team.users["member"])
+    data = {**glue.sections_to_data(s), "_workspace": team.alpha.pk, "sweep": ""}
+    answer = client.post("/jobs/new", {**data, **typed})
+    assert answer.status_code == 200
+    [(field, _)] = typed.items()
+    html = answer.content.decode()
+    assert f'id="err-{field}"' in html and wizard.NO_SWEEP in html
+    assert not Job.objects.filter(display_name="one-job").exists(), "nothing made"
+    panel = client.post("/jobs/new/preview", {**data, **typed}, HTTP_HX_REQUEST="true").content.decode()
+    assert "1 problem left" in panel, "the API panel counts it as the summary does"
+    assert client.post("/jobs/new", data).status_code == 302
+    assert Job.objects.filter(display_name="one-job").count() == 1
+
+
 def test_a_stop_goes_through_lifecycle_with_its_reason_on_the_trial_the_pages_and_the_audit_log(team):
     _sweep(team, {"Metric": "loss"})
     trial = SweepTrial.objects.select_related("job", "sweep").get(number=2)
