@@ -317,11 +317,17 @@ def test_a_job_printing_metric_lines_is_charted_while_running_and_from_its_rows_
     assert len(points) == 20
 
 
-@pytest.mark.integration
-def test_the_page_loads_the_section_lazily_and_a_job_without_metric_lines_gets_the_format(client, people, ws):
-    job = Job.objects.create(workspace=ws, owner=people["alice"], display_name="quiet", status="Succeeded",
-                             dlc_job_id="dlc-not-there", finished_at=timezone.now(), logs_archived_at=timezone.now())
+@pytest.fixture
+def quiet_job(client, people, ws) -> Job:
+    """An ended job, archived, that printed no METRIC line, its owner signed in on `client`."""
     client.force_login(people["alice"])
+    return Job.objects.create(workspace=ws, owner=people["alice"], display_name="quiet", status="Succeeded",
+                              dlc_job_id="dlc-not-there", finished_at=timezone.now(), logs_archived_at=timezone.now())
+
+
+@pytest.mark.integration
+def test_the_page_loads_the_section_lazily_and_a_job_without_metric_lines_gets_the_format(client, quiet_job):
+    job = quiet_job
     page = client.get(f"/jobs/{job.pk}").content.decode()
     assert f'hx-get="/jobs/{job.pk}/scalars" hx-trigger="revealed"' in page
     html = client.get(f"/jobs/{job.pk}/scalars", **HTMX).content.decode()
@@ -330,10 +336,8 @@ def test_the_page_loads_the_section_lazily_and_a_job_without_metric_lines_gets_t
 
 
 @pytest.mark.integration
-def test_without_javascript_the_section_opens_as_a_page_of_its_own(client, people, ws):
-    job = Job.objects.create(workspace=ws, owner=people["alice"], display_name="quiet", status="Succeeded",
-                             dlc_job_id="dlc-not-there", finished_at=timezone.now(), logs_archived_at=timezone.now())
-    client.force_login(people["alice"])
+def test_without_javascript_the_section_opens_as_a_page_of_its_own(client, quiet_job):
+    job = quiet_job
     page = client.get(f"/jobs/{job.pk}").content.decode()
     assert f'<noscript><p><a id="scalars-page" href="/jobs/{job.pk}/scalars">' in page
     html = client.get(f"/jobs/{job.pk}/scalars").content.decode()  # the link followed without JavaScript

@@ -802,11 +802,17 @@ def test_without_javascript_the_logs_open_as_a_page_whose_links_and_search_work(
     assert f'method="get" action="/jobs/{job.pk}#logs"' in panel
 
 
+def two_worker_job(client, owner, ws, dlc_job_id: str) -> Job:
+    """A running job of two worker pods (`<dlc_job_id>-worker-0` and `-1`) that localdlc does not know, its owner
+    signed in on `client`."""
+    client.force_login(owner)
+    return make_job(ws, owner, dlc_job_id=dlc_job_id, created_at=timezone.now() - timedelta(minutes=5),
+                    pods=[{"PodId": f"{dlc_job_id}-worker-{i}", "Type": "Worker", "Status": "Running"}
+                          for i in (0, 1)])
+
+
 def test_without_javascript_a_log_that_updates_itself_says_to_reload(client, people, ws):
-    job = make_job(ws, people["alice"], dlc_job_id="dlc-nojs", created_at=timezone.now() - timedelta(minutes=5),
-                   pods=[{"PodId": "dlc-nojs-worker-0", "Type": "Worker", "Status": "Running"},
-                         {"PodId": "dlc-nojs-worker-1", "Type": "Worker", "Status": "Running"}])
-    client.force_login(people["alice"])
+    job = two_worker_job(client, people["alice"], ws, "dlc-nojs")
     html = client.get(f"/jobs/{job.pk}/pods/dlc-nojs-worker-1/logs").content.decode()
     # localdlc has no such job: "trying again", which only JavaScript does (as it follows a log that reads).
     assert html.startswith("<!doctype html>") and "; trying again." in html
@@ -1037,10 +1043,7 @@ def test_a_pod_not_started_yet_says_so_and_its_tail_keeps_asking(client, people,
 
 
 def test_pod_links_push_the_pods_url_and_the_page_opens_the_pod_it_names(client, people, ws):
-    job = make_job(ws, people["alice"], dlc_job_id="dlc-two", created_at=timezone.now() - timedelta(minutes=5),
-                   pods=[{"PodId": "dlc-two-worker-0", "Type": "Worker", "Status": "Running"},
-                         {"PodId": "dlc-two-worker-1", "Type": "Worker", "Status": "Running"}])
-    client.force_login(people["alice"])
+    job = two_worker_job(client, people["alice"], ws, "dlc-two")
     page = client.get(f"/jobs/{job.pk}").content.decode()
     for pod in ("dlc-two-worker-0", "dlc-two-worker-1"):
         assert (f'hx-get="/jobs/{job.pk}/pods/{pod}/logs" hx-target="#log-panel" hx-swap="outerHTML" '
