@@ -88,8 +88,8 @@ run_with_cluster() {
   # a signal that came while a trap was being replaced could be lost, leaving this script waiting on a command
   # that was never told (seen once: a cancel that waited out the whole command).
   CHILD=""
-  trap 'if [ -n "$CHILD" ]; then kill -TERM "$CHILD" 2>/dev/null; wait "$CHILD"; fi; exit 143' TERM
-  trap 'if [ -n "$CHILD" ]; then kill -INT "$CHILD" 2>/dev/null; wait "$CHILD"; fi; exit 130' INT
+  trap 'stop_child TERM; exit 143' TERM
+  trap 'stop_child INT; exit 130' INT
   echo "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (throwaway cluster in $dir)"
   "$@" &
   CHILD=$!
@@ -100,6 +100,23 @@ run_with_cluster() {
   local status=0
   wait "$CHILD" || status=$?
   return "$status"
+}
+
+# Pass a signal on to the command and wait for it, boundedly. A signal sent in the instant after the fork, before
+# the child has exec'd the command, is taken by the child's copy of this script's trap and lost at the exec (a CI
+# run's test of this waited out its whole `sleep 60`): so if the command still runs after 5 s it is sent SIGTERM
+# again, and SIGKILL after 5 more.
+stop_child() {
+  [ -n "$CHILD" ] || return 0
+  kill -"$1" "$CHILD" 2>/dev/null
+  local i
+  for i in $(seq 100); do
+    kill -0 "$CHILD" 2>/dev/null || break
+    [ "$i" -eq 50 ] && kill -TERM "$CHILD" 2>/dev/null
+    sleep 0.1
+  done
+  kill -KILL "$CHILD" 2>/dev/null
+  wait "$CHILD" 2>/dev/null
 }
 
 case "${1:-install}" in
