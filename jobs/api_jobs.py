@@ -1265,7 +1265,6 @@ def openapi_document(server: str) -> dict[str, Any]:
                 **note_schemas(),
                 **log_schemas(),
                 **sweep_schemas(),
-                **schedule_schemas(),
             },
         },
     }
@@ -1280,6 +1279,8 @@ def with_body_errors(document: dict[str, Any], validation: dict[str, Any], err: 
     429 (too many invalid tokens from one address, apitokens.api_view) and 400 (a query parameter it does not take,
     or one sent twice: query_errors). Said once, here, so that no new operation misses them."""
     too_large = {**validation, "description": "The body is too large (error at \"\")."}
+    schemas = document["components"]["schemas"]
+    schemas.update(schedule_schemas(schemas["CreateJobBody"]))  # a schedule's job: CreateJobBody less run_after
     too_many = {"$ref": "#/components/responses/TooManyFailures"}
     not_json = {**validation, "description": "The body's Content-Type is not JSON (error at \"\")."}
     bad_query = {**validation, "description": "A query parameter the operation does not take, or one sent twice "

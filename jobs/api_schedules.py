@@ -378,7 +378,18 @@ def schedule_paths(err: dict[str, Any], validation: dict[str, Any], ws_param: di
     }
 
 
-def schedule_schemas() -> dict[str, Any]:
+def schedule_job_schema(create_job: dict[str, Any]) -> dict[str, Any]:
+    """A schedule's `job`: the CreateJob body (`create_job`, POST /api/v1/jobs's schema) without the keys a schedule
+    refuses (RUN_AFTER_KEYS, _run_after_errors), which `not` says, as its properties are open."""
+    return {**create_job,
+            "description": f"{create_job['description']} In a schedule, run_after and run_after_when are refused "
+                           f"(400 at job.run_after, job.run_after_when): {NO_RUN_AFTER}",
+            "properties": {k: v for k, v in create_job["properties"].items() if k not in RUN_AFTER_KEYS},
+            "not": {"anyOf": [{"required": [key]} for key in RUN_AFTER_KEYS]}}
+
+
+def schedule_schemas(create_job: dict[str, Any]) -> dict[str, Any]:
+    """The schemas of this module; `create_job`: the CreateJobBody schema, of which a schedule's job is a part."""
     recurrence = {"type": "object", "required": ["kind"], "properties": {
         "kind": {"type": "string", "enum": [k for k, _ in Schedule.KINDS]},
         "every_hours": {"type": "integer", "minimum": 1, "maximum": schedules.MAX_EVERY_HOURS, "nullable": True,
@@ -410,7 +421,12 @@ def schedule_schemas() -> dict[str, Any]:
     fields = {  # a schedule as GET shows it
         "id": {"type": "integer"}, "name": {"type": "string"}, "workspace": WORKSPACE_REF,
         "owner": {"type": "string", "nullable": True}, RECURRENCE: shown,
-        "recurrence_text": {"type": "string"}, "time_zone": {"type": "string"},
+        "recurrence_text": {"type": "string", "example": "Every 6 hours (from 2026-12-01 22:40 UTC+01:00)",
+                            "description": "The recurrence in words. Daily, weekly and cron times are in time_zone; "
+                                           "every N hours counts elapsed hours from the time shown (with its UTC "
+                                           "offset), whatever time_zone's clocks do."},
+        "time_zone": {"type": "string", "description": "The console's time zone (IANA name): of daily, weekly and "
+                                                       "cron times, and of each run's job name."},
         "enabled": {"type": "boolean"}, "skip_if_active": {"type": "boolean"},
         "next_run_at": {"type": "string", "format": "date-time", "nullable": True},
         "created_at": {"type": "string", "format": "date-time"},
@@ -423,7 +439,7 @@ def schedule_schemas() -> dict[str, Any]:
             RECURRENCE: recurrence,
             "skip_if_active": {"type": "boolean", "default": True},
             "enabled": {"type": "boolean", "default": True},
-            schedules.JOB: {"$ref": "#/components/schemas/CreateJobBody"}}},
+            schedules.JOB: {"$ref": "#/components/schemas/ScheduleJob"}}},
         "SchedulePatch": {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
             "name": {"type": "string", "maxLength": schedules.NAME_MAX, "pattern": "^[A-Za-z0-9_.-]+$"},
             RECURRENCE: {**{k: v for k, v in recurrence.items() if k != "required"},  # kind may stay
@@ -431,7 +447,8 @@ def schedule_schemas() -> dict[str, Any]:
                                         "keep their value; a new kind needs its fields. " + recurrence["description"]},
             "skip_if_active": {"type": "boolean"},
             "enabled": {"type": "boolean"},
-            schedules.JOB: {"$ref": "#/components/schemas/CreateJobBody"}}},
+            schedules.JOB: {"$ref": "#/components/schemas/ScheduleJob"}}},
+        "ScheduleJob": schedule_job_schema(create_job),
         "Schedule": response_object(fields),
         "ScheduleTakenOver": response_object({**fields, "dropped": {
             "type": "array", "items": {"type": "string"},

@@ -15,18 +15,27 @@ points, downsampled to jobs.scalars.MAX_POINTS for a long run, so its average is
 `parse` checks the settings for the wizard's Sweep box and the API alike; `decide` is the rule, a plain function;
 `check` (the beat task's) reads the running trials' metrics from DLC and stops through jobs.lifecycle, once DLC
 confirms the trial still runs (the row may be a sync behind). `reason_of` is what says a trial was stopped early.
+
+A running trial's points are its whole log's, not a window of its newest lines (a trial that printed its METRIC
+lines and then thousands of other lines would be judged without them): each cycle reads its pods on from where the
+last one stopped, forward, at most READ_LINES lines a pod (logarchive.fetch_oldest), and adds the metric's points to
+what the earlier cycles found (`Reading`, kept in the cache per trial; lost, the log is read again from its start).
+A trial printing faster than that is judged a cycle or more late, at the last step read: the rule at that step, on
+its points up to it, as it would have been then.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -43,12 +52,15 @@ API_KEYS = {"Metric": METRIC_FIELD, "Goal": GOAL_FIELD, "AfterSucceeded": AFTER_
 DEFAULT_AFTER = 3
 DEFAULT_STEP = 0
 RUNNING = "Running"  # only a running trial prints new metrics worth a read
+READ_LINES = 5000  # a pod's lines one cycle reads (about), on from the last cycle's: a live chart's read, in size
+READING_KEEP = timedelta(days=7)  # a trial's Reading outlives many cycles; a trial left unread this long starts over
 
 
 def max_checks() -> int:
     """Running trials whose metrics one cycle reads: each read is GetPodLogs calls (up to jobs.scalars.LIVE_PODS
-    pods of LIVE_LINES lines), so a workspace's API quota bounds it, not the number of running trials. The oldest
-    checked go first, so every trial is read in turn."""
+    pods, each about READ_LINES lines on from the last cycle's), so a workspace's API quota bounds it, not the
+    number of running trials nor the length of their logs. The oldest checked go first, so every trial is read in
+    turn."""
     return int(getattr(django_settings, "DLC_EARLY_STOP_MAX_CHECKS", 20))
 
 
@@ -216,6 +228,52 @@ def succeeded_points(sweep_id: int, metric: str) -> list[Points]:
     return [[(int(p[0]), float(p[1])) for p in points if isinstance(p, list) and len(p) == 2] for points in rows]
 
 
+@dataclass
+class Reading:
+    """How far a running trial's pods were read, and the metric's points found: every line of pod P stamped up to
+    upto[P] was read once, its metric lines counted in lines[P] (the x of a line without a step), its points of the
+    metric in points[P] (downsampled to jobs.scalars.MAX_POINTS, which keeps the first, the last, the lowest and
+    the highest: what the rule looks at)."""
+
+    upto: dict[str, datetime] = dataclasses.field(default_factory=dict)
+    lines: dict[str, int] = dataclasses.field(default_factory=dict)
+    points: dict[str, Points] = dataclasses.field(default_factory=dict)
+
+
+def _reading_key(trial, metric: str) -> str:
+    return f"early_stop:reading:{trial.job_id}:{trial.job.dlc_job_id}:{metric}"
+
+
+def trial_points(trial, metric: str, now: datetime | None = None) -> Points:
+    """The running trial's points of the metric so far: of the first of its pods (in the job page's order, as
+    jobs.scalars chooses) that printed it, read on from the last cycle's Reading, up to READ_LINES lines a pod, up
+    to the instant whose lines DLC surely holds (podlogs.settled). Raises dlc.DLCError; what was read before the
+    error is kept."""
+    from jobs import jobpage, logarchive, podlogs, scalars
+
+    job, key = trial.job, _reading_key(trial, metric)
+    found = cache.get(key)
+    reading = found if isinstance(found, Reading) else Reading()
+    by_id = {p.get("PodId"): p for p in job.pods or [] if isinstance(p, dict)}
+    until = podlogs.settled(now)
+    try:
+        for row in [p for p in jobpage.pods(job) if p.started and p.pod_id in by_id][:scalars.LIVE_PODS]:
+            pod = row.pod_id
+            done = reading.upto.get(pod)
+            start = done + timedelta(microseconds=1) if done else logarchive.pod_range(job, by_id[pod])[0]
+            if start <= until:
+                lines, upto = logarchive.fetch_oldest(job.workspace, job.dlc_job_id, pod, start, until,
+                                                      limit=READ_LINES)
+                metrics = {metric: reading.points.get(pod, [])}
+                reading.lines[pod] = scalars.extend(metrics, lines, reading.lines.get(pod, 0), only=metric)
+                reading.points[pod], reading.upto[pod] = scalars.downsample(metrics[metric]), upto
+            if reading.points.get(pod):
+                return reading.points[pod]  # the later pods are not read: DDP ranks print the same metrics
+        return []
+    finally:
+        cache.set(key, reading, int(READING_KEEP.total_seconds()))
+
+
 def candidates():
     """The running trials of sweeps with early stopping on, not stopped yet, the least recently checked first."""
     from jobs.models import SweepTrial
@@ -273,7 +331,7 @@ def check(limit: int | None = None) -> list[int]:
     """One cycle: read the metrics of at most `limit` (max_checks()) running trials from DLC and stop those the
     rule says are behind. Returns the stopped trials' job ids. Safe to run twice or at once: a stop is claimed on
     the trial's row first."""
-    from jobs import dlc, scalars
+    from jobs import dlc
 
     limit = max_checks() if limit is None else limit
     series: dict[int, list[Points]] = {}
@@ -291,11 +349,11 @@ def check(limit: int | None = None) -> list[int]:
         trial.early_checked_at = timezone.now()
         type(trial).objects.filter(pk=trial.pk).update(early_checked_at=trial.early_checked_at)
         try:
-            _pod, metrics, _cut = scalars.live(trial.job)
+            points = trial_points(trial, found.metric)
         except dlc.DLCError as err:
             log.info("early stopping could not read trial %s of sweep %s: %s", trial.number, trial.sweep_id, err)
             continue
-        decision = decide(metrics.get(found.metric, []), series[trial.sweep_id], found)
+        decision = decide(points, series[trial.sweep_id], found)
         if decision is not None and decision.stop and still_running(trial) \
                 and stop_trial(trial, decision.reason(found.metric)):
             stopped.append(trial.job_id)

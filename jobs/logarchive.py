@@ -117,6 +117,33 @@ def fetch_newest(workspace, job_id: str, pod_id: str, start: datetime, end: date
     return earlier + later, cut
 
 
+def fetch_oldest(workspace, job_id: str, pod_id: str, start: datetime, end: datetime, *, limit: int,
+                 page_lines: int = PAGE_LINES) -> tuple[list[str], datetime]:
+    """The first lines of a pod between start and end, in order: all of them, or at least `limit` when there are
+    more; and the instant up to which they are every line of the range (`end` when all were read): a reader going
+    through a log a part at a time (jobs.early_stop) starts its next read one microsecond after it.
+
+    The mirror of fetch_newest: GetPodLogs answers a range's last lines, so a full range is split by time and its
+    earlier half read first; the later half is not asked for once the earlier one holds `limit` lines, so a read
+    costs about as many calls as `limit` lines (and the halvings down to them), however long the range.
+    """
+    lines = dlc.get_pod_logs(
+        workspace, job_id, pod_id, max_lines=page_lines, read_timeout_ms=30000,
+        start_time=dlc.api_time(start), end_time=dlc.api_time(end),
+    )
+    if len(lines) < page_lines:
+        return lines, end
+    if end - start <= SHORTEST_RANGE:
+        return fetch_lines(workspace, job_id, pod_id, start, end, page_lines=page_lines), end
+    middle = start + (end - start) / 2
+    earlier, upto = fetch_oldest(workspace, job_id, pod_id, start, middle, limit=limit, page_lines=page_lines)
+    if upto < middle or len(earlier) >= limit:
+        return earlier, upto
+    later, upto = fetch_oldest(workspace, job_id, pod_id, middle + timedelta(microseconds=1), end,
+                               limit=limit - len(earlier), page_lines=page_lines)
+    return earlier + later, upto
+
+
 def fetch_before(workspace, job_id: str, pod_id: str, start: datetime, end: datetime, *, limit: int,
                  page_lines: int = PAGE_LINES) -> tuple[list[str], list[tuple[datetime, int]]]:
     """At least the last `limit` log lines of a pod between start and end (all of them if fewer), in order, and

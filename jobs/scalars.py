@@ -140,7 +140,14 @@ def parse(lines: Iterable[str]) -> dict[str, Points]:
     """Every metric of the lines: {name: [(step, value)]}, by step, each step once (see the module's doc on
     steps going back); names in the order first printed, at most MAX_NAMES."""
     out: dict[str, Points] = {}
-    index = 0
+    extend(out, lines)
+    return out
+
+
+def extend(out: dict[str, Points], lines: Iterable[str], index: int = 0, only: str | None = None) -> int:
+    """parse's work going on from the log's lines before these (read earlier): `out` holds their metrics, `index`
+    how many metric lines they had (the x of a line without a step). Adds these lines' points to `out` and returns
+    the count of metric lines so far. `only`: that metric alone (early stopping reads one, jobs.early_stop)."""
     for text in lines:
         found = parse_line(text)
         if found is None:
@@ -149,6 +156,8 @@ def parse(lines: Iterable[str]) -> dict[str, Points]:
         x = index if step is None else step
         index += 1
         for name, value in values.items():
+            if only is not None and name != only:
+                continue
             points = out.get(name)
             if points is None:
                 if len(out) >= MAX_NAMES:
@@ -157,7 +166,7 @@ def parse(lines: Iterable[str]) -> dict[str, Points]:
             while points and points[-1][0] >= x:  # a restart: its steps replace the run's later ones
                 points.pop()
             points.append((x, value))
-    return out
+    return index
 
 
 def downsample(points: Points, max_points: int = MAX_POINTS) -> Points:
@@ -387,7 +396,7 @@ def _sample_key(job: Job) -> str:
 
 
 def _remember(job: Job, found: dict[str, Points]) -> Sample:
-    # Every live read (the job page's, early stopping's, the sweep page's) leaves its summary for the sweep page.
+    # Every live read (the job page's, the sweep page's) leaves its summary for the sweep page.
     sample = Sample({name: summarize(points) for name, points in found.items()}, timezone.now())
     cache.set(_sample_key(job), sample, SAMPLE_KEEP_SECONDS)
     return sample
@@ -400,8 +409,8 @@ def sample_reads() -> int:
 
 
 def sampled(jobs: Iterable[Job], reads: int | None = None) -> dict[int, dict[str, Summary]]:
-    """{job id: {name: Summary}} of the running jobs' metrics as last read from DLC (by the job page, early
-    stopping or this), from the cache in one round trip. Of the jobs not read for SAMPLE_SECONDS, at most `reads`
+    """{job id: {name: Summary}} of the running jobs' metrics as last read from DLC (by the job page or this),
+    from the cache in one round trip. Of the jobs not read for SAMPLE_SECONDS, at most `reads`
     (sample_reads()) are read now, the longest unread first, each claimed for SAMPLE_SECONDS so that viewers and
     polls at once read a job once: DLC sees at most one read per running job per SAMPLE_SECONDS, however many
     look. A failed read keeps the older values (and is tried again after SAMPLE_SECONDS)."""

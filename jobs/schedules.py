@@ -204,8 +204,10 @@ def cron_preview(expression: Any, count: int = PREVIEW_RUNS, now: datetime | Non
 
 
 def describe(recurrence: Recurrence) -> str:
-    """The recurrence in words, e.g. "Every 6 hours", "Daily at 02:00", "Weekly on Mon, Thu at 02:00",
-    "At 02:30 on Monday through Friday (cron 30 2 * * 1-5)"."""
+    """The recurrence in words, e.g. "Every 6 hours (from 2026-12-01 22:40 UTC+01:00)", "Daily at 02:00", "Weekly
+    on Mon, Thu at 02:00", "At 02:30 on Monday through Friday (cron 30 2 * * 1-5)". Every N hours counts elapsed
+    time from its anchor, whatever the clocks do, so its words name no zone (zoned_words): the anchor carries its
+    UTC offset."""
     if recurrence.kind == Schedule.CRON:
         text = " ".join(recurrence.cron.split())
         try:
@@ -220,11 +222,29 @@ def describe(recurrence: Recurrence) -> str:
         return f"{words} (cron {text})"
     if recurrence.kind == Schedule.HOURLY:
         n = recurrence.every_hours or 1
-        return "Every hour" if n == 1 else f"Every {n} hours"
+        every = "Every hour" if n == 1 else f"Every {n} hours"
+        return f"{every} (from {_instant(recurrence.anchor)})" if recurrence.anchor else every
     at = (recurrence.at or time(0, 0)).strftime("%H:%M")
     if recurrence.kind == Schedule.DAILY:
         return f"Daily at {at}"
     return f"Weekly on {', '.join(WEEKDAY_LABELS[d] for d in sorted(recurrence.weekdays))} at {at}"
+
+
+def zoned_words(recurrence: Recurrence) -> str:
+    """describe's words followed by the console's zone, "Daily at 02:00 (Europe/Berlin)", for the kinds whose times
+    are its wall clock (daily, weekly, cron); every N hours alone: a zone would claim its runs keep their clock
+    times, which they do not across a DST change (each is N elapsed hours after the last)."""
+    words = describe(recurrence)
+    return words if recurrence.kind == Schedule.HOURLY else f"{words} ({zone().key})"
+
+
+def _instant(when: datetime) -> str:
+    """A moment in the console's zone with its UTC offset, e.g. "2026-12-01 22:40 UTC+01:00" ("... UTC" at +00:00):
+    true whatever the zone does later, unlike the zone's name, which reads as its wall clock."""
+    local = when.astimezone(zone())
+    offset = local.strftime("%z")  # +0100
+    shown = "UTC" if offset in ("+0000", "") else f"UTC{offset[:3]}:{offset[3:]}"
+    return f"{local:%Y-%m-%d %H:%M} {shown}"
 
 
 def parse_recurrence(kind: Any, every_hours: Any = None, at: Any = None, weekdays: Any = None, cron: Any = None,
@@ -950,7 +970,7 @@ def rows(user, workspace: Workspace) -> list[Row]:
     owners = {s.owner_id for s in schedules if s.owner_id is not None}
     roles = dict(Membership.objects.filter(workspace=workspace, user_id__in=owners).values_list("user_id", "role")
                  if owners else ())
-    return [Row(s, describe(s.recurrence), s.recent, can_change(user, s),
+    return [Row(s, zoned_words(s.recurrence), s.recent, can_change(user, s),
                 owner_refusal(s.owner, _seen_with_role(workspace, s.owner_id, roles.get(s.owner_id))),
                 can_stop(user, s), not keeps_sealed(user, s) and take_over_refusal(user, s) is None,
                 tuple(missing_values(s)))

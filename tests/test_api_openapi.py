@@ -218,3 +218,25 @@ def test_the_answers_to_a_stray_parameter_a_stop_body_and_a_keyed_clone_are_docu
                                    **{**keyed, "HTTP_IDEMPOTENCY_KEY": "\u00e9"})
     calls.check("POST", "/api/v1/jobs", malformed, 400)
     assert not calls.found, "\n".join(calls.found)
+
+
+def test_a_schedules_job_is_documented_without_the_keys_a_schedule_refuses(team, api, doc):
+    """QA: a schedule's job (POST and PATCH) was documented as CreateJobBody, run_after and run_after_when included,
+    which the API refuses there with a 400. The document now describes what is taken: CreateJobBody's properties
+    but those, which `not` refuses (the properties are open), as the API does."""
+    schemas = doc["components"]["schemas"]
+    refused = {"run_after", "run_after_when"}
+    assert refused <= set(schemas["CreateJobBody"]["properties"]), "POST /api/v1/jobs takes them"
+    for name in ("ScheduleCreate", "SchedulePatch"):
+        job = openapi_check.resolve(doc, schemas[name]["properties"]["job"])
+        assert set(job["properties"]) == set(schemas["CreateJobBody"]["properties"]) - refused, name
+        assert {key for option in job["not"]["anyOf"] for key in option["required"]} == refused, name
+        assert "run_after and run_after_when are refused" in job["description"], name
+    calls = Calls(doc)
+    schedules = f"/api/v1/schedules?workspace={team.alpha.pk}"
+    for key, value in (("run_after", team.job.pk), ("run_after_when", "ended")):
+        answer = calls.check("POST", schedules, api["member"].post(schedules, {
+            "name": f"after-{key}", "recurrence": {"kind": "daily", "at": "02:00"}, "job": {**pf.BODY, key: value}}),
+            400)
+        assert list(answer.json()["errors"]) == [f"job.{key}"], answer.json()
+    assert not calls.found, "\n".join(calls.found)

@@ -218,7 +218,7 @@ def test_the_openapi_document_describes_schedules(db):
         "$ref": "#/components/schemas/SchedulePatch"}
     edit = doc["components"]["schemas"]["SchedulePatch"]
     assert set(edit["properties"]) == {"name", "recurrence", "skip_if_active", "enabled", "job"}
-    assert edit["properties"]["job"] == {"$ref": "#/components/schemas/CreateJobBody"}
+    assert edit["properties"]["job"] == {"$ref": "#/components/schemas/ScheduleJob"}  # CreateJobBody but run_after
     assert "required" not in edit["properties"]["recurrence"] and not edit["additionalProperties"]
     assert {"get", "patch", "delete"} <= set(doc["paths"]["/api/v1/schedules/{id}"])
     assert {"Schedule", "ScheduleCreate", "ScheduleList"} <= set(doc["components"]["schemas"])

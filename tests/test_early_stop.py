@@ -328,40 +328,62 @@ def test_no_dlc_read_while_too_few_trials_have_succeeded(team):
 # --- the race with DLC's end, through the real localdlc -------------------------------------------------------------
 
 
+def _trial_on_localdlc(ws, name: str, command: str) -> SweepTrial:
+    """A sweep of three trials with early stopping on loss after 2: trials 1 and 3 succeeded (their stored loss
+    0.5 then 0.2 at step 3: running averages 0.35), trial 2 a job created on localdlc running `command`."""
+    from jobs import dlc
+
+    body = {"DisplayName": f"{name}-02", "JobType": "PyTorchJob", "UserCommand": command,
+            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
+    sweep = Sweep.objects.create(workspace=ws, name=name, parameters=[["Q", ["a", "b", "c"]]],
+                                 early_stop_metric="loss", early_stop_goal="min", early_stop_after=2)
+    for number in (1, 3):
+        good = Job.objects.create(workspace=ws, display_name=f"{name}-0{number}", status="Succeeded",
+                                  dlc_job_id=f"dlc-{name}-{number}")
+        JobScalar.objects.create(job=good, pod_id="p", name="loss", points=[[0, 0.5], [3, 0.2]], last=0.2, min=0.2,
+                                 max=0.5, count=2, last_step=3)
+        SweepTrial.objects.create(sweep=sweep, job=good, number=number, values={"Q": "a"})
+    job = Job.objects.create(workspace=ws, display_name=f"{name}-02", status="Creating", job_type="PyTorchJob",
+                             body=body, dlc_job_id=dlc.create_job(ws, body))
+    return SweepTrial.objects.create(sweep=sweep, job=job, number=2, values={"Q": "b"})
+
+
+def _wait_on_dlc(ws, job, done) -> dict:
+    """DLC's job once `done(item)` holds, asked every 0.1 s (30 s at most)."""
+    import time
+
+    from jobs import dlc
+
+    deadline = time.monotonic() + 30
+    while not done(item := dlc.get_job(ws, job.dlc_job_id)):
+        assert time.monotonic() < deadline, item["Status"]
+        time.sleep(0.1)
+    return item
+
+
+def _settled_last_line(ws, job) -> list[str]:
+    """The last line of the job's pod that a read of the check would reach (podlogs.settled: it reads no line
+    DLC may not hold yet), as a list: [] while none."""
+    from jobs import dlc, podlogs
+
+    return dlc.get_pod_logs(ws, job.dlc_job_id, job.pods[0]["PodId"], max_lines=1,
+                            end_time=dlc.api_time(podlogs.settled()))
+
+
 @pytest.mark.integration
 def test_a_trial_dlc_already_ended_is_not_stopped_on_the_rows_stale_running(db, localdlc, tmp_path, settings):
     """QA's repro: the rule reads a bad trial's log while DLC already says Succeeded and the row (a sync behind)
     still says Running. No stop: no mark, no audit event, no StopJob; the sync then writes Succeeded."""
-    import time
-
-    from jobs import dlc, lifecycle, scalars
+    from jobs import lifecycle, scalars
+    from tests.support.waiting import wait_for
     from tests.support.wizard import local_workspace
 
     ws = local_workspace(localdlc, tmp_path, settings, name="Early")
-    body = {"DisplayName": "race-02", "JobType": "PyTorchJob",
-            "UserCommand": 'for s in 0 1 2 3; do echo "METRIC step=$s loss=5"; done; sleep 1',
-            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
-    sweep = Sweep.objects.create(workspace=ws, name="race", parameters=[["Q", ["a", "b", "c"]]],
-                                 early_stop_metric="loss", early_stop_goal="min", early_stop_after=2)
-    for number in (1, 3):
-        good = Job.objects.create(workspace=ws, display_name=f"race-0{number}", status="Succeeded",
-                                  dlc_job_id=f"dlc-race-{number}")
-        JobScalar.objects.create(job=good, pod_id="p", name="loss", points=[[0, 0.5], [3, 0.2]], last=0.2, min=0.2,
-                                 max=0.5, count=2, last_step=3)
-        SweepTrial.objects.create(sweep=sweep, job=good, number=number, values={"Q": "a"})
-    job = Job.objects.create(workspace=ws, display_name="race-02", status="Creating", job_type="PyTorchJob",
-                             body=body, dlc_job_id=dlc.create_job(ws, body))
-    trial = SweepTrial.objects.create(sweep=sweep, job=job, number=2, values={"Q": "b"})
-
-    def wait(done) -> dict:
-        deadline = time.monotonic() + 30
-        while not done(item := dlc.get_job(ws, job.dlc_job_id)):
-            assert time.monotonic() < deadline, item["Status"]
-            time.sleep(0.1)
-        return item
-
-    lifecycle.apply_remote(job, wait(lambda item: item["Status"] == "Running" and item.get("Pods")))
-    wait(lambda item: item["Status"] == "Succeeded")  # not synced: the row still says Running
+    trial = _trial_on_localdlc(ws, "race", 'for s in 0 1 2 3; do echo "METRIC step=$s loss=5"; done; sleep 1')
+    job, sweep = trial.job, trial.sweep
+    lifecycle.apply_remote(job, _wait_on_dlc(ws, job, lambda item: item["Status"] == "Running" and item.get("Pods")))
+    _wait_on_dlc(ws, job, lambda item: item["Status"] == "Succeeded")  # not synced: the row still says Running
+    wait_for(lambda: _settled_last_line(ws, job) == ["METRIC step=3 loss=5"], timeout=30)
     assert Job.objects.get(pk=job.pk).status == "Running"
     _pod, metrics, _cut = scalars.live(job)
     assert decide(metrics["loss"], early_stop.succeeded_points(sweep.pk, "loss"), early_stop.settings_of(sweep)).stop
@@ -374,6 +396,40 @@ def test_a_trial_dlc_already_ended_is_not_stopped_on_the_rows_stale_running(db, 
     assert calls.get("GetJob", 0) == before.get("GetJob", 0) + 1, "asked DLC once before stopping"
     assert calls.get("StopJob", 0) == before.get("StopJob", 0)
     assert Job.objects.get(pk=job.pk).stop_requested_at is None
+
+
+@pytest.mark.integration
+def test_a_trial_whose_metric_lines_are_followed_by_more_than_a_window_of_other_lines_is_judged_on_them(
+        db, localdlc, tmp_path, settings):
+    """QA: the check read a running trial's newest LIVE_LINES lines only, so a trial that printed its METRIC lines
+    and then more than that of anything else was judged without them: never stopped, however bad. It is read
+    forward from where the last cycle stopped (the whole log, a bounded part a cycle), so it is stopped."""
+    from jobs import dlc, lifecycle, scalars
+    from tests.support.waiting import wait_for
+    from tests.support.wizard import local_workspace
+
+    noise = scalars.LIVE_LINES + 1000
+    ws = local_workspace(localdlc, tmp_path, settings, name="Early")
+    trial = _trial_on_localdlc(ws, "noisy", f'for s in 0 1 2 3; do echo "METRIC step=$s loss=5"; done; '
+                                            f'seq 1 {noise}; sleep 60')
+    job = trial.job
+    try:
+        lifecycle.apply_remote(job, _wait_on_dlc(ws, job, lambda item: item["Status"] == "Running"
+                                                 and item.get("Pods")))
+        wait_for(lambda: _settled_last_line(ws, job) == [str(noise)], timeout=30)
+        assert scalars.live(job) == ("", {}, False), "the newest lines hold no METRIC line: the case of the QA walk"
+        before = localdlc.stats()["calls"].get("GetPodLogs", 0)
+        assert early_stop.check() == [job.pk]
+        reads = localdlc.stats()["calls"].get("GetPodLogs", 0) - before
+        trial.refresh_from_db()
+        assert trial.stop_reason == ("Stopped early: best loss 5 at step 3, behind the median 0.35 of 2 succeeded "
+                                     "trials"), trial.stop_reason
+        assert Job.objects.get(pk=job.pk).status == "Stopping"
+        # Bounded by the read, not by the log: halvings of the pod's range (a minute and more) down to the
+        # instant the lines were printed in (logarchive.SHORTEST_RANGE), a call or two each, and the pages read.
+        assert reads <= 60, f"{reads} GetPodLogs calls for {noise} lines"
+    finally:
+        dlc.stop_job(ws, job.dlc_job_id)
 
 
 # --- the whole way, on the stack ------------------------------------------------------------------------------------

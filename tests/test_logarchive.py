@@ -58,3 +58,30 @@ def test_a_job_imported_already_ended_has_its_pods_logs_archived_once(stack, tra
     time.sleep(2)  # a few sync cycles: the import does not enqueue the job again
     assert PodLog.objects.filter(job=job).count() == len(job.pods)
     assert stack_stats(stack).get("GetPodLogs", 0) == calls
+
+
+def test_a_log_read_forward_a_part_at_a_time_gives_every_line_once_in_order(db, localdlc, tmp_path, settings):
+    """fetch_oldest (early stopping reads a running trial this way): each part is the range's first lines, at
+    least `limit` while more remain, and ends where the next part starts, so no line is skipped or read twice,
+    whatever the parts' sizes against GetPodLogs' pages."""
+    from jobs import dlc, logarchive
+    from tests.support.wizard import local_workspace
+
+    ws = local_workspace(localdlc, tmp_path, settings, name="Forward")
+    body = {"DisplayName": "forward", "JobType": "PyTorchJob", "UserCommand": "seq 1 5000; echo done",
+            "JobSpecs": [{"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.g6.large"}]}
+    start = timezone.now() - timedelta(minutes=1)
+    job_id = dlc.create_job(ws, body)
+    item = wait_for(lambda: (found := dlc.get_job(ws, job_id))["Status"] == "Succeeded" and found, timeout=30)
+    pod = item["Pods"][0]["PodId"]
+    end = timezone.now()
+    assert dlc.get_pod_logs(ws, job_id, pod, max_lines=1, end_time=dlc.api_time(end)) == ["done"]
+    read: list[str] = []
+    parts = 0
+    while start <= end:
+        part, upto = logarchive.fetch_oldest(ws, job_id, pod, start, end, limit=700, page_lines=500)
+        assert len(part) >= 700 or upto == end, (len(part), upto)
+        read += part
+        start, parts = upto + timedelta(microseconds=1), parts + 1
+    assert read == [str(n) for n in range(1, 5001)] + ["done"]
+    assert 2 <= parts <= 8, parts

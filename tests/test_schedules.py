@@ -68,9 +68,19 @@ def test_weekly_runs_on_the_chosen_weekdays_only():
     assert next_run(monday, utc(2026, 12, 6, 12, 0), BERLIN) == utc(2026, 12, 6, 23, 30)
 
 
-def test_recurrences_in_words():
+def test_recurrences_in_words(settings):
+    settings.TIME_ZONE = "Europe/Berlin"
     assert schedules.describe(Recurrence("hourly", every_hours=1)) == "Every hour"
     assert schedules.describe(Recurrence("hourly", every_hours=6)) == "Every 6 hours"
+    # Every N hours counts from its anchor: the words say from when, with the UTC offset, not a zone's name.
+    winter = Recurrence("hourly", every_hours=6, anchor=utc(2026, 12, 1, 21, 40))
+    assert schedules.describe(winter) == "Every 6 hours (from 2026-12-01 22:40 UTC+01:00)"
+    assert schedules.describe(Recurrence("hourly", every_hours=1, anchor=utc(2026, 7, 1, 21, 40))) == \
+        "Every hour (from 2026-07-01 23:40 UTC+02:00)"
+    settings.TIME_ZONE = "UTC"
+    assert schedules.describe(winter) == "Every 6 hours (from 2026-12-01 21:40 UTC)"
+    settings.TIME_ZONE = "Asia/Kolkata"
+    assert schedules.describe(winter) == "Every 6 hours (from 2026-12-02 03:10 UTC+05:30)"
     assert schedules.describe(Recurrence("daily", at=time(2, 5))) == "Daily at 02:05"
     assert schedules.describe(Recurrence("weekly", at=time(2, 0), weekdays=(3, 0))) == "Weekly on Mon, Thu at 02:00"
 
@@ -567,6 +577,25 @@ def test_the_schedules_page_lists_recurrence_zone_runs_and_skips(db, settings):
     assert page.count('class="schedule-toggle"') == 1 and ">Disable</button>" in page and "schedule-edit" not in page
     member_page = pf.client_for(team.users["member"]).get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
     assert member_page.count('class="schedule-toggle"') == 1  # their own, not the viewer's
+
+
+def test_every_n_hours_is_shown_from_its_anchor_without_a_zone_and_wall_clock_kinds_with_it(db, settings):
+    """QA: the page said "Every 6 hours (UTC)" (or the console's zone), as if the runs kept clock times in that
+    zone; they are elapsed hours from the anchor (six hours stay six across a DST change). The list and the API
+    say from when it counts, with the UTC offset, and name the zone only for the wall-clock kinds."""
+    from tests.support.api import Api
+
+    settings.TIME_ZONE = "Europe/Berlin"
+    team = pf.make_team()
+    make_schedule(team, name="six", kind="hourly", anchor=utc(2026, 3, 28, 22, 0))
+    make_schedule(team, name="nightly", kind="daily")
+    page = pf.client_for(team.users["viewer"]).get(f"/workspaces/{team.alpha.pk}/schedules").content.decode()
+    shown = re.findall(r'<dd class="schedule-recurrence">([^<;]*)', page)
+    assert sorted(shown) == ["Daily at 02:00 (Europe/Berlin)", "Every 6 hours (from 2026-03-28 23:00 UTC+01:00)"]
+    listed = Api(team.users["viewer"]).get("/api/v1/schedules").json()["schedules"]
+    assert sorted(s["recurrence_text"] for s in listed) == ["Daily at 02:00",
+                                                            "Every 6 hours (from 2026-03-28 23:00 UTC+01:00)"]
+    assert {s["time_zone"] for s in listed} == {"Europe/Berlin"}
 
 
 def test_an_owner_made_viewer_may_disable_and_delete_the_schedule_on_its_page_but_not_enable_or_edit_it(db):
