@@ -119,7 +119,12 @@ API_VERSION = "1.16.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 #      still being read from their logs says so (it said no trial printed METRIC lines); a sweep of lists
 #      without Search.Method (a grid) refuses Search.Trials and Search.Seed as the document says (they were dropped);
 #      a schedule's job.run_after and job.run_after_when are refused saying a schedule's job cannot wait for another
-#      (they were "not supported by this console").
+#      (they were "not supported by this console"), and the document says so: a schedule's job is ScheduleJob,
+#      CreateJobBody without them (it listed them); a schedule's recurrence_text for every N hours gives the time it
+#      counts from, with its UTC offset, "Every 6 hours (from 2026-12-01 22:40 UTC+01:00)" (was "Every 6 hours").
+#      Costs are kept by date: a price change applies from when it is saved, each hour at the prices then in force
+#      (a change re-priced every past job). A spot job is costed at its bid's ceiling (was the full price): a job's
+#      `cost` has `ceiling`, a usage line `ceiling_jobs`, a usage job `cost_is_ceiling` (the CSV too).
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "
@@ -994,9 +999,13 @@ def job_detail_members() -> dict[str, Any]:
                         "idle, and once the job ended."),
         "cost": response_object(
             {"amount": {"type": "string", "description": "Decimal, to the cent."},
-             "currency": {"type": "string"}, "running": {"type": "boolean"}}, nullable=True,
-            description="What the job cost at the workspace's prices (so far while `running`). Null when it never "
-                        "ran or has no price."),
+             "currency": {"type": "string"}, "running": {"type": "boolean"},
+             "ceiling": {"type": "boolean", "description": "A spot job's cost at its bid's ceiling (the list price "
+                                                           "x SpotDiscountLimit, or SpotPriceLimit): at most "
+                                                           "`amount`, as DLC charges the market price."}},
+            nullable=True,
+            description="What the job cost at the workspace's prices in force when each hour ran (so far while "
+                        "`running`). Null when it never ran or has no price."),
     }
 
 
@@ -1270,6 +1279,8 @@ def openapi_document(server: str) -> dict[str, Any]:
     }
     shared = document["components"]["responses"]
     shared["TooManyFailures"]["content"] = shared["Error"]["content"]  # the same body, one definition
+    schemas = document["components"]["schemas"]
+    schemas.update(schedule_schemas(schemas["CreateJobBody"]))  # a schedule's job: CreateJobBody less run_after
     return with_body_errors(document, validation, err)
 
 
@@ -1279,8 +1290,6 @@ def with_body_errors(document: dict[str, Any], validation: dict[str, Any], err: 
     429 (too many invalid tokens from one address, apitokens.api_view) and 400 (a query parameter it does not take,
     or one sent twice: query_errors). Said once, here, so that no new operation misses them."""
     too_large = {**validation, "description": "The body is too large (error at \"\")."}
-    schemas = document["components"]["schemas"]
-    schemas.update(schedule_schemas(schemas["CreateJobBody"]))  # a schedule's job: CreateJobBody less run_after
     too_many = {"$ref": "#/components/responses/TooManyFailures"}
     not_json = {**validation, "description": "The body's Content-Type is not JSON (error at \"\")."}
     bad_query = {**validation, "description": "A query parameter the operation does not take, or one sent twice "

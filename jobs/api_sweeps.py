@@ -445,7 +445,8 @@ def _line_json(line: usage.Line) -> dict[str, Any]:
             "gpu_hours": round(line.gpu_hours, 4), "unknown_size_jobs": line.unknown,
             # Decimal text to the cent (jobs.costs.money), in the report's currency; jobs without a price left out,
             # "" when none had one (as documented: not a "0.00" that reads as free).
-            "cost": costs.money(line.cost) if line.jobs > line.no_price else "", "no_price_jobs": line.no_price}
+            "cost": costs.money(line.cost) if line.jobs > line.no_price else "", "no_price_jobs": line.no_price,
+            "ceiling_jobs": line.ceiling}
 
 
 def _usage_job_json(job: usage.JobUsage, request: HttpRequest) -> dict[str, Any]:
@@ -456,7 +457,7 @@ def _usage_job_json(job: usage.JobUsage, request: HttpRequest) -> dict[str, Any]
             "hours": round(job.hours, 4), "nodes": job.size.nodes, "cpus": job.size.cpu, "gpus": job.size.gpu,
             "node_hours": round(job.hours * job.size.nodes, 4), "cpu_hours": rounded(job.cpu_hours),
             "gpu_hours": rounded(job.gpu_hours), "cost": costs.money(job.cost) if job.cost is not None else None,
-            "url": _link(request, reverse("api_job", args=[job.pk]))}
+            "cost_is_ceiling": job.cost_is_ceiling, "url": _link(request, reverse("api_job", args=[job.pk]))}
 
 
 @api_view
@@ -639,7 +640,10 @@ def sweep_schemas() -> dict[str, Any]:
         "unknown_size_jobs": {"type": "integer", "description": "Jobs whose CPU and GPU hours are not counted: "
                                                                 "their instance type is unknown."},
         "cost": money,
-        "no_price_jobs": {"type": "integer", "description": "Jobs left out of `cost`: no price for their size."}})
+        "no_price_jobs": {"type": "integer", "description": "Jobs left out of `cost`: no price for their size."},
+        "ceiling_jobs": {"type": "integer", "description": "Spot jobs counted in `cost` at their bid's ceiling (the "
+                                                           "market price DLC charges is unknown here): when more "
+                                                           "than 0, `cost` is at most that."}})
     number = {"type": "number", "nullable": True, "description": "null: the instance type is unknown."}
     return {
         "CreateSweepBody": {"type": "object", "required": [JOB, PARAMETERS], "additionalProperties": False,
@@ -708,6 +712,8 @@ def sweep_schemas() -> dict[str, Any]:
                 "nodes": {"type": "integer"}, "cpus": number, "gpus": number, "node_hours": {"type": "number"},
                 "cpu_hours": number, "gpu_hours": number,
                 "cost": {**money, "nullable": True, "description": "Decimal, to the cent; null: no price for it."},
+                "cost_is_ceiling": {"type": "boolean", "description": "A spot job's `cost` at its bid's ceiling: "
+                                                                      "at most that. False without a cost."},
                 "url": link})},
             "sizes_unknown": {"type": "boolean", "description": "Some jobs ran on instance types the backend did "
                                                                 "not describe: CPU- and GPU-hours leave them out."},

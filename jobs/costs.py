@@ -5,12 +5,18 @@ The one source of truth for rates: the wizard's estimate, the job page, the usag
 guardrail all ask this module. Sizes and run times are jobs.usage's (resources, size_of, hours_within); a price
 is never guessed: a role whose instance type (or quota resource) has no price makes the whole job "no price", and
 totals say how many jobs that left out. DLC's bill stays the authority; these are the team's own rates.
+
+Prices are kept by date (History): a change applies from when it is saved, the table it replaces is kept
+(PastPrices), and each hour a job ran is costed at the table in force then, so last month's figures and the
+budget never move after the fact. A spot role is costed at its bid's ceiling (DLC charges the market price, which
+the console cannot know, up to the bid), and such a cost says it is "at most" (`ceiling`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,10 +26,13 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
 from django.utils import timezone
 
 from jobs import usage
-from jobs.models import Job, Workspace, WorkspaceCost
+from jobs.catalog import SPOT_STRATEGY
+from jobs.models import Job, PastPrices, Workspace, WorkspaceCost
+from jobs.portal_models import PRICES_EPOCH
 
 DEFAULT_CURRENCY = "CNY"
 CURRENCY_MAX = 8
@@ -40,6 +49,9 @@ COMMA = "Use a dot for decimals (1.5), and no thousands separators."
 _PLAIN_NUMBER = re.compile(r"[+-]?(?P<whole>[0-9]*)(?:\.(?P<fraction>[0-9]*))?")
 _SEPARATOR = re.compile(r"\s*[\s=,]\s*")
 SPEND_TTL = 60  # seconds a month-to-date figure is reused (the guardrail may let a job through for that long)
+PRICE_FIELDS = ("instance_prices", "gpu_hour_price", "cpu_core_hour_price")  # a table; currency and budget are not
+BID_CURRENCY = "CNY"  # SpotPriceLimit is CNY a minute [SDK]: a bid by price counts only in a table in CNY
+PAST_SHOWN = 10  # past tables the Prices page lists
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,8 @@ class Prices:
         size = usage.resources([role], None)  # sized from ResourceConfig; an instance type stays unknown here
         if size.cpu is None or size.gpu is None:
             price = self.instance.get(str(role.get("EcsSpec") or ""))
+            if _spot(role):
+                price = _bid_ceiling(price, role["SpotSpec"], self.currency)
             return None if price is None else price * pods
         total = Decimal(0)
         for amount, rate in ((size.gpu, self.gpu_hour), (size.cpu, self.cpu_core_hour)):
@@ -82,6 +96,35 @@ class Prices:
         if not rates or any(rate is None for rate in rates):
             return None
         return sum(rates, Decimal(0))
+
+
+def _spot(role: Any) -> bool:
+    """A role on spot (preemptible) instances: an instance-type role with a SpotSpec, as jobs.spec reads a body (a
+    quota role's resources are the quota's: a SpotSpec there is no bid)."""
+    if not isinstance(role, Mapping) or not isinstance(role.get("SpotSpec"), Mapping):
+        return False
+    size = usage.resources([role], None)
+    return size.cpu is None or size.gpu is None
+
+
+def _bid_ceiling(price: Decimal | None, bid: Mapping, currency: str) -> Decimal | None:
+    """The most a spot pod-hour can cost: DLC charges the market price, up to the bid, and never more than the
+    pay-as-you-go price (here, the table's price of the instance type). The bid is the list price x
+    SpotDiscountLimit (0.4: 40% of it), or SpotPriceLimit (CNY a minute: only in a table in CNY, the console converts
+    no currency); it takes effect only with SpotStrategy SpotWithPriceLimit (docs/spec-notes.md D33)."""
+    ceilings = [] if price is None else [price]
+    if bid.get("SpotStrategy") == SPOT_STRATEGY:
+        discount, limit = _decimal(bid.get("SpotDiscountLimit")), _decimal(bid.get("SpotPriceLimit"))
+        if price is not None and discount is not None and 0 < discount <= 1:
+            ceilings.append(price * discount)
+        if limit is not None and limit > 0 and currency.strip().upper() == BID_CURRENCY:
+            ceilings.append(limit * 60)
+    return min(ceilings) if ceilings else None
+
+
+def ceiling(job_specs: Any) -> bool:
+    """Whether a cost of these JobSpecs is a ceiling ("at most"): a role is on spot instances."""
+    return any(_spot(role) for role in (job_specs if isinstance(job_specs, list) else []))
 
 
 def _pods(role: Mapping) -> int | None:
@@ -111,14 +154,139 @@ def row(workspace: Workspace) -> WorkspaceCost:
         return WorkspaceCost(workspace=workspace)
 
 
-def prices_of(stored: WorkspaceCost) -> Prices:
+def prices_of(stored: WorkspaceCost | PastPrices, currency: str | None = None) -> Prices:
+    """A stored table as Prices (a past one in the workspace's `currency`)."""
     instance = {str(k): d for k, v in (stored.instance_prices or {}).items() if (d := _decimal(v)) is not None}
-    return Prices(currency=stored.currency or DEFAULT_CURRENCY, instance=instance,
+    currency = currency if currency is not None else stored.currency
+    return Prices(currency=currency or DEFAULT_CURRENCY, instance=instance,
                   gpu_hour=_decimal(stored.gpu_hour_price), cpu_core_hour=_decimal(stored.cpu_core_hour_price))
 
 
 def prices_for(workspace: Workspace) -> Prices:
+    """The prices in force now (the wizard's estimate)."""
     return prices_of(row(workspace))
+
+
+# --- prices by date -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class History:
+    """A workspace's price tables one after the other, oldest first: (from, prices), each in force until the next
+    one's start, the last one now. The first also prices whatever ran before its start (no table came before)."""
+
+    tables: tuple[tuple[datetime, Prices], ...]
+
+    @property
+    def current(self) -> Prices:
+        return self.tables[-1][1]
+
+    @property
+    def currency(self) -> str:
+        return self.current.currency
+
+    @property
+    def any(self) -> bool:
+        return any(prices.any for _since, prices in self.tables)
+
+    def pieces(self, started: datetime, finished: datetime | None, start: datetime,
+               end: datetime) -> list[tuple[int, float]]:
+        """(table index, hours) of a run [started, finished or end) within [start, end), in each table it ran under:
+        jobs.usage.hours_within cut at the changes. A run of no length is 0 hours of the table in force when it
+        started (which says whether it has a price)."""
+        begin, stop = max(started, start), min(finished or end, end)
+        first = max(bisect_right(self.tables, begin, key=lambda table: table[0]) - 1, 0)
+        out = []
+        for index in range(first, len(self.tables)):
+            since = self.tables[index][0]
+            if index > first and since >= stop:
+                break
+            until = self.tables[index + 1][0] if index + 1 < len(self.tables) else end
+            hours = usage.hours_within(started, finished, start if index == 0 else max(start, since), min(end, until))
+            if hours > 0 or index == first:
+                out.append((index, hours))
+        return out
+
+
+def history(prices: Prices | History) -> History:
+    """Prices given alone (a test's, an estimate's) are in force at every date."""
+    return prices if isinstance(prices, History) else History(((PRICES_EPOCH, prices),))
+
+
+def history_of(stored: WorkspaceCost) -> History:
+    """The stored tables as a History: one query for the past ones (none for a workspace never saved)."""
+    current = prices_of(stored)
+    past = [] if stored.pk is None else PastPrices.objects.filter(workspace_id=stored.workspace_id).order_by(
+        "effective_from", "pk")
+    tables = [(old.effective_from, prices_of(old, current.currency)) for old in past]
+    return History((*tables, (stored.prices_from or PRICES_EPOCH, current)))
+
+
+def history_for(workspace: Workspace) -> History:
+    return history_of(row(workspace))
+
+
+def _rates_of(table: Any) -> tuple:
+    """What makes a table, whatever its spelling ("12.40" and 12.4 are one price)."""
+    prices = prices_of(table, "")
+    return dict(prices.instance), prices.gpu_hour, prices.cpu_core_hour
+
+
+def save_prices(workspace: Workspace, values: Mapping[str, Any], user: Any, now: datetime | None = None
+                ) -> WorkspaceCost:
+    """Store the Prices page's values (CostForm.cost_values). A changed table applies from `now`: the one it
+    replaces is kept as PastPrices. The first prices (nothing priced before, nothing kept) apply from the start:
+    no job had a cost to keep. The currency and the budget are not part of a table."""
+    with transaction.atomic():
+        WorkspaceCost.objects.get_or_create(workspace=workspace)
+        stored = WorkspaceCost.objects.select_for_update().get(workspace=workspace)  # one change at a time
+        wanted = WorkspaceCost(**{name: values[name] for name in PRICE_FIELDS})
+        if _rates_of(stored) != _rates_of(wanted):
+            if prices_of(stored).any or PastPrices.objects.filter(workspace=workspace).exists():
+                PastPrices.objects.create(workspace=workspace, effective_from=stored.prices_from,
+                                          set_by_id=stored.prices_set_by_id,
+                                          **{name: getattr(stored, name) for name in PRICE_FIELDS})
+                stored.prices_from = now or timezone.now()
+            stored.prices_set_by = user if getattr(user, "is_authenticated", False) else None
+        for name, value in values.items():
+            setattr(stored, name, value)
+        stored.save()
+    return stored
+
+
+@dataclass(frozen=True)
+class Table:
+    """One price table as the Prices page lists it."""
+
+    since: datetime | None  # None: from the start
+    until: datetime | None  # None: in force now
+    set_by: str  # "" when not known (the first prices, or a deleted user)
+    prices: Prices
+
+    @property
+    def summary(self) -> str:
+        """"ecs.g6.large 1.5; GPU-hour 10; CPU core-hour 0.25", or "no prices"."""
+        parts = [", ".join(f"{name} {plain(price)}" for name, price in sorted(self.prices.instance.items()))]
+        parts += [f"{label} {plain(rate)}" for label, rate in (("GPU-hour", self.prices.gpu_hour),
+                                                               ("CPU core-hour", self.prices.cpu_core_hour))
+                  if rate is not None]
+        return "; ".join(part for part in parts if part) or "no prices"
+
+
+def tables_shown(stored: WorkspaceCost, limit: int = PAST_SHOWN) -> tuple[Table, list[Table], int]:
+    """The table in force, the last `limit` it replaced (newest first) and how many were replaced in all."""
+    current = Table(None if stored.prices_from <= PRICES_EPOCH else stored.prices_from, None,
+                    stored.prices_set_by.get_username() if stored.prices_set_by else "", prices_of(stored))
+    if stored.pk is None:
+        return current, [], 0
+    past_rows = PastPrices.objects.filter(workspace_id=stored.workspace_id).select_related("set_by")
+    count = past_rows.count()
+    newest = list(past_rows.order_by("-effective_from", "-pk")[:limit])
+    ends = [stored.prices_from, *(old.effective_from for old in newest)]
+    past = [Table(None if old.effective_from <= PRICES_EPOCH else old.effective_from, until,
+                  old.set_by.get_username() if old.set_by else "", prices_of(old, current.prices.currency))
+            for old, until in zip(newest, ends, strict=False)]
+    return current, past, count
 
 
 def cost(rate: Decimal | None, hours: float) -> Decimal | None:
@@ -150,16 +318,38 @@ def specs_text_rate(prices: Prices, specs_json: str | None) -> Decimal | None:
 
 
 class Rates:
-    """Per-hour rates by JobSpecs text, each shape priced once (a workspace's many jobs share few shapes)."""
+    """Per-hour rates by JobSpecs text and table, each shape priced once per table (a workspace's many jobs share
+    few shapes, and its prices change seldom)."""
 
-    def __init__(self, prices: Prices) -> None:
-        self.prices = prices
-        self._seen: dict[str | None, Decimal | None] = {}
+    def __init__(self, prices: Prices | History) -> None:
+        self.history = history(prices)
+        self._seen: dict[tuple[str | None, int], Decimal | None] = {}
+        self._ceiling: dict[str | None, bool] = {}
 
-    def __call__(self, specs_json: str | None) -> Decimal | None:
-        if specs_json not in self._seen:
-            self._seen[specs_json] = specs_text_rate(self.prices, specs_json)
-        return self._seen[specs_json]
+    def __call__(self, specs_json: str | None, index: int = -1) -> Decimal | None:
+        index = index % len(self.history.tables)
+        if (specs_json, index) not in self._seen:
+            self._seen[specs_json, index] = specs_text_rate(self.history.tables[index][1], specs_json)
+        return self._seen[specs_json, index]
+
+    def cost(self, specs_json: str | None, started: datetime, finished: datetime | None, start: datetime,
+             end: datetime) -> Decimal | None:
+        """What a run cost within [start, end): each piece at the rate of its table; None if one has no price."""
+        total = Decimal(0)
+        for index, hours in self.history.pieces(started, finished, start, end):
+            amount = cost(self(specs_json, index), hours)
+            if amount is None:
+                return None
+            total += amount
+        return total
+
+    def ceiling(self, specs_json: str | None) -> bool:
+        if specs_json not in self._ceiling:
+            try:
+                self._ceiling[specs_json] = ceiling(json.loads(specs_json) if specs_json else None)
+            except ValueError:
+                self._ceiling[specs_json] = False
+        return self._ceiling[specs_json]
 
 
 # --- one job ------------------------------------------------------------------------------------------------
@@ -170,25 +360,30 @@ class JobCost:
     amount: Decimal
     currency: str
     running: bool
+    ceiling: bool = False  # a spot job's: at most this (the market price, up to the bid, is unknown)
 
     def as_json(self) -> dict[str, Any]:
-        return {"amount": money(self.amount), "currency": self.currency, "running": self.running}
+        return {"amount": money(self.amount), "currency": self.currency, "running": self.running,
+                "ceiling": self.ceiling}
 
 
-def job_cost(job: Job, prices: Prices | None = None, now: datetime | None = None) -> JobCost | None:
-    """What the job cost (ended) or has cost so far (running); None: it never ran, ended without DLC saying when,
-    or has no price."""
+def job_cost(job: Job, prices: Prices | History | None = None, now: datetime | None = None) -> JobCost | None:
+    """What the job cost (ended) or has cost so far (running), each hour at the prices in force then; None: it
+    never ran, ended without DLC saying when, or has no price."""
     from jobs import status as st
 
     if job.started_at is None or (job.status in st.TERMINAL and job.finished_at is None):
         return None
-    prices = prices if prices is not None else prices_for(job.workspace)
+    tables = history(prices) if prices is not None else history_for(job.workspace)
     end = now or timezone.now()
-    hours = usage.hours_within(job.started_at, job.finished_at, job.started_at, end)
-    amount = cost(prices.hourly((job.body or {}).get("JobSpecs")), hours)
-    if amount is None:
-        return None
-    return JobCost(amount, prices.currency, job.status not in st.TERMINAL)
+    job_specs = (job.body or {}).get("JobSpecs")
+    total = Decimal(0)
+    for index, hours in tables.pieces(job.started_at, job.finished_at, job.started_at, end):
+        amount = cost(tables.tables[index][1].hourly(job_specs), hours)
+        if amount is None:
+            return None
+        total += amount
+    return JobCost(total, tables.currency, job.status not in st.TERMINAL, ceiling(job_specs))
 
 
 # --- estimates ----------------------------------------------------------------------------------------------
@@ -200,15 +395,19 @@ class Estimate:
     currency: str
     at_most: Decimal | None = None  # with a maximum duration
     trials: int = 1
+    ceiling: bool = False  # spot: the rate is the bid's ceiling
 
     @property
     def text(self) -> str:
         each = "" if self.trials == 1 else f" for each of {self.trials} trials ({money(self.per_hour * self.trials)} " \
                                            f"{self.currency} per hour in all)"
-        out = f"Estimated {money(self.per_hour)} {self.currency} per hour{each}"
+        most = "at most " if self.ceiling else ""
+        out = f"Estimated {most}{money(self.per_hour)} {self.currency} per hour{each}"
         if self.at_most is not None:
             out += f", at most {money(self.at_most * self.trials)} {self.currency}"
             out += " in all" if self.trials > 1 else ""
+        if self.ceiling:
+            out += " (spot: at the bid's ceiling; DLC charges the market price, which may be lower)"
         return out + "."
 
 
@@ -240,7 +439,7 @@ def estimate(prices: Prices, job_specs: Any, max_minutes: int | None = None, tri
     if rate is None:
         return None
     at_most = None if not max_minutes else (rate * Decimal(max_minutes) / 60)
-    return Estimate(rate, prices.currency, at_most, max(int(trials or 1), 1))
+    return Estimate(rate, prices.currency, at_most, max(int(trials or 1), 1), ceiling(job_specs))
 
 
 # --- the month and the budget -------------------------------------------------------------------------------
@@ -265,26 +464,27 @@ class Spend:
     no_price: int
 
 
-def spend(workspace: Workspace, start: datetime, end: datetime, prices: Prices) -> Spend:
+def spend(workspace: Workspace, start: datetime, end: datetime, prices: Prices | History) -> Spend:
     """What the workspace's jobs cost within [start, end): one pass over the rows jobs.usage reads (one query
-    per index); hours are summed per job shape and each shape priced once, so 10k jobs cost a few Decimal sums."""
+    per index); hours are summed per job shape and table and each priced once, so 10k jobs cost a few Decimal
+    sums. A job with no price in any table it ran under is left out whole."""
     from jobs import status as st
 
-    hours: dict[str | None, float] = {}
-    counts: dict[str | None, int] = {}
+    rates = Rates(prices)
+    hours: dict[tuple[str | None, int], float] = {}
+    jobs = missing = 0
     for _pk, _name, _owner, _type, status, started, finished, specs_json in usage.rows(workspace, start, end):
         if status in st.TERMINAL and finished is None:
             continue  # ended without DLC saying when: no run time (as in the usage report)
-        hours[specs_json] = hours.get(specs_json, 0.0) + usage.hours_within(started, finished, start, end)
-        counts[specs_json] = counts.get(specs_json, 0) + 1
-    total, missing = Decimal(0), 0
-    for shape, shape_hours in hours.items():
-        amount = cost(specs_text_rate(prices, shape), shape_hours)
-        if amount is None:
-            missing += counts[shape]
-        else:
-            total += amount
-    return Spend(total, sum(counts.values()), missing)
+        jobs += 1
+        pieces = rates.history.pieces(started, finished, start, end)
+        if any(rates(specs_json, index) is None for index, _hours in pieces):
+            missing += 1
+            continue
+        for index, piece in pieces:
+            hours[specs_json, index] = hours.get((specs_json, index), 0.0) + piece
+    total = sum((cost(rates(shape, index), piece) for (shape, index), piece in hours.items()), Decimal(0))
+    return Spend(total, jobs, missing)
 
 
 @dataclass(frozen=True)
@@ -347,7 +547,7 @@ def budget(workspace: Workspace, now: datetime | None = None, *, stored: Workspa
     key = f"costs:month:{workspace.pk}:{stamp}:{start.date().isoformat()}"
     found = None if fresh or stored.pk is None else cache.get(key)
     if found is None:
-        found = spend(workspace, start, now, prices)
+        found = spend(workspace, start, now, history_of(stored))
         if stored.pk is not None:
             cache.set(key, found, SPEND_TTL)
     return Budget(amount, found.amount, prices.currency, found.no_price, stored.refuse_when_spent,

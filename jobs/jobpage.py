@@ -495,7 +495,7 @@ def live(job: Job, user) -> dict[str, Any]:
     from jobs import costs
     from jobs import now as queue_now  # which builds on this module's human_duration
 
-    prices = costs.prices_for(job.workspace)
+    prices = costs.history_for(job.workspace)  # each hour at the prices then in force
     visible = access.jobs_for(user)
     source = visible.filter(pk=job.cloned_from_id).only("id", "display_name").first() if job.cloned_from_id else None
     clones = list(visible.filter(cloned_from=job).only("id", "display_name", "status")[:50])

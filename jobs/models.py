@@ -257,6 +257,7 @@ from jobs.portal_models import (  # noqa: E402,F401
     AuditEvent,
     JobTemplate,
     JobTemplateVersion,
+    PastPrices,
     WorkspaceCost,
     WorkspacePolicy,
 )

@@ -420,9 +420,9 @@ def policy_edit(request: HttpRequest, ws: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def cost_edit(request: HttpRequest, ws: int) -> HttpResponse:
-    """The workspace's price table and monthly budget (jobs.costs), audited as a settings change."""
+    """The workspace's price table and monthly budget (jobs.costs), audited as a settings change. A changed table
+    applies from when it is saved (jobs.costs.save_prices); the page lists the tables it replaced."""
     from jobs import costs
-    from jobs.models import WorkspaceCost
 
     workspace = access.get_workspace(request.user, ws, "manage")
     row = costs.row(workspace)
@@ -433,14 +433,20 @@ def cost_edit(request: HttpRequest, ws: int) -> HttpResponse:
         before = {**CostForm.initial_from(row), "instance_prices": row.instance_prices or {}}
         before.update({k: before[k] or None for k in ("gpu_hour_price", "cpu_core_hour_price", "monthly_budget")})
         with transaction.atomic():
-            WorkspaceCost.objects.update_or_create(workspace=workspace, defaults=values)
+            was = row.prices_from
+            stored = costs.save_prices(workspace, values, request.user)
             changed = audit.changes(before, values)
             if changed:
-                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="costs", changes=changed)
+                # When a new table took effect: the audit says from when the changed prices count.
+                since = {"prices_from": stored.prices_from.isoformat()} if stored.prices_from != was else {}
+                audit.record(request.user, AuditEvent.CHANGED, workspace=workspace, event="costs", changes=changed,
+                             **since)
         messages.success(request, "Prices saved." if changed else "Nothing changed.")
         return redirect("cost_edit", ws=workspace.pk)
+    current, past, replaced = costs.tables_shown(row)
     return render(request, "portal/costs.html", {
         "workspace": workspace, "form": form, "tab": "costs", "budget": costs.budget(workspace, stored=row),
+        "current_table": current, "past_tables": past, "replaced": replaced,
     })
 
 

@@ -5,10 +5,15 @@ Imported at the bottom of jobs/models.py so Django registers them in the `jobs` 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+
+# The start of a workspace's first price table: it prices every job that ran before it (jobs.costs).
+PRICES_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class WorkspacePolicy(models.Model):
@@ -227,7 +232,32 @@ class WorkspaceCost(models.Model):
                                               blank=True)
     monthly_budget = models.DecimalField(max_digits=16, decimal_places=2, null=True, blank=True)
     refuse_when_spent = models.BooleanField("refuse new jobs once this month's budget is spent", default=False)
+    # When these prices took effect and who saved them (jobs.costs.save_prices): hours run before prices_from are
+    # costed at the tables kept in PastPrices. The epoch for a workspace's first prices: no table came before them.
+    prices_from = models.DateTimeField(default=PRICES_EPOCH)
+    prices_set_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                      related_name="+")
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"Prices of {self.workspace}"
+
+
+class PastPrices(models.Model):
+    """A price table a change replaced, kept so that the change costs only the hours after it: in force from
+    effective_from until the next table's start (a later PastPrices row's, else WorkspaceCost.prices_from).
+    The currency and the budget are not kept: they are the workspace's, not a rate's."""
+
+    workspace = models.ForeignKey("jobs.Workspace", on_delete=models.CASCADE, related_name="past_prices")
+    instance_prices = models.JSONField(default=dict, blank=True)
+    gpu_hour_price = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    cpu_core_hour_price = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    effective_from = models.DateTimeField()
+    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                               related_name="+")
+
+    class Meta:
+        ordering = ["workspace", "effective_from", "pk"]
+
+    def __str__(self) -> str:
+        return f"Prices of {self.workspace} from {self.effective_from:%Y-%m-%d %H:%M}"

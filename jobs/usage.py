@@ -3,8 +3,9 @@
 Computed from what the console already holds: each job's CreateJob body (pod counts and, per role, either a
 quota's ResourceConfig or an instance type whose CPUs and GPUs ListEcsSpecs gives) and its run time (started to
 finished, or to now while it runs), cut to the period. DLC's bill is the authority on cost; this is the team's
-view of who used what, which the cloud console does not give per person. Costs, at the workspace's own prices,
-are jobs.costs' (a job without a price counts in `no_price`, never at a guessed rate).
+view of who used what, which the cloud console does not give per person. Costs, at the workspace's own prices
+in force when each hour ran, are jobs.costs' (a job without a price counts in `no_price`, never at a guessed rate;
+a spot job's is its bid's ceiling, counted in `ceiling`).
 
 A job counts in a period if it ran during it. Jobs are read through the (workspace, created) index from
 LOOKBACK before the period plus every active job, so a job that ran longer than LOOKBACK before the period and
@@ -30,7 +31,7 @@ from jobs import status as st
 from jobs.models import Job, Workspace
 
 if TYPE_CHECKING:
-    from jobs.costs import Prices
+    from jobs.costs import History, Prices
 
 PERIODS: dict[int, str] = {1: "24 hours", 7: "7 days", 30: "30 days", 90: "90 days"}
 DEFAULT_DAYS = 30
@@ -108,6 +109,7 @@ class Line:
     unknown: int = 0
     cost: Decimal = Decimal(0)
     no_price: int = 0  # jobs left out of `cost` (jobs.costs: an instance type or quota rate without a price)
+    ceiling: int = 0  # jobs in `cost` at their spot bid's ceiling: when > 0, `cost` is at most that
 
     def add(self, job: JobUsage) -> None:
         self.jobs += 1
@@ -115,6 +117,7 @@ class Line:
             self.no_price += 1
         else:
             self.cost += job.cost
+            self.ceiling += job.ceiling
         self.running += job.running
         self.hours += job.hours
         self.node_hours += job.hours * job.size.nodes
@@ -135,6 +138,11 @@ class JobUsage:
     hours: float
     size: Resources
     cost: Decimal | None = None  # in the period, at the workspace's prices (None: no price)
+    ceiling: bool = False  # `cost` is a spot bid's ceiling: at most that
+
+    @property
+    def cost_is_ceiling(self) -> bool:
+        return self.cost is not None and self.ceiling
 
     @property
     def gpu_hours(self) -> float | None:
@@ -186,17 +194,17 @@ rows = _rows
 
 
 def report(workspace: Workspace, days: int = DEFAULT_DAYS, *, specs: Mapping[str, Mapping] | None = None,
-           now: datetime | None = None, prices: Prices | None = None) -> Report:
+           now: datetime | None = None, prices: Prices | History | None = None) -> Report:
     """Usage of the workspace's jobs in the `days` before now. `specs`: ListEcsSpecs by instance type (None:
-    jobs on instance types count as of unknown size). `prices`: the workspace's (jobs.costs), read when None."""
+    jobs on instance types count as of unknown size). `prices`: the workspace's tables by date (jobs.costs), read
+    when None (two queries, whatever the number of jobs and tables)."""
     from jobs import costs
 
     end = now or timezone.now()
     start = end - timedelta(days=days)
-    prices = prices if prices is not None else costs.prices_for(workspace)
-    rates = costs.Rates(prices)
-    result = Report(start=start, end=end, days=days, catalog_missing=specs is None, currency=prices.currency,
-                    priced=prices.any)
+    rates = costs.Rates(prices if prices is not None else costs.history_for(workspace))
+    result = Report(start=start, end=end, days=days, catalog_missing=specs is None,
+                    currency=rates.history.currency, priced=rates.history.any)
     owners: dict[str, Line] = {}
     types: dict[str, Line] = {}
     sizes: dict[str | None, Resources] = {}
@@ -208,7 +216,7 @@ def report(workspace: Workspace, days: int = DEFAULT_DAYS, *, specs: Mapping[str
         hours = hours_within(started, finished, start, end)
         job = JobUsage(pk, name, owner or "(deleted user)", job_type or "(unknown)", status not in st.TERMINAL,
                        hours, sizes.get(specs_json) or sizes.setdefault(specs_json, size_of(specs_json, specs)),
-                       costs.cost(rates(specs_json), hours))
+                       rates.cost(specs_json, started, finished, start, end), rates.ceiling(specs_json))
         result.jobs.append(job)
         for table, key in ((owners, job.owner), (types, job.job_type)):
             table.setdefault(key, Line(key)).add(job)
@@ -234,13 +242,13 @@ def size_of(specs_json: str | None, specs: Mapping[str, Mapping] | None) -> Reso
 
 def to_csv(result: Report) -> str:
     """One line per job (a spreadsheet can pivot it any way); hours to 0.01, unknown sizes and costs without a
-    price left empty."""
+    price left empty. cost_is_ceiling: "yes" for a spot job's cost (at most that), "" without a cost."""
     from jobs.costs import money
 
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["job_id", "name", "owner", "job_type", "running", "hours_in_period", "nodes", "cpus", "gpus",
-                     "node_hours", "cpu_core_hours", "gpu_hours", "cost", "currency"])
+                     "node_hours", "cpu_core_hours", "gpu_hours", "cost", "currency", "cost_is_ceiling"])
 
     def num(value: float | None) -> str:
         return "" if value is None else f"{value:.2f}"
@@ -249,7 +257,8 @@ def to_csv(result: Report) -> str:
         writer.writerow([job.pk, _cell(job.name), _cell(job.owner), _cell(job.job_type), "yes" if job.running else "no",
                          num(job.hours), job.size.nodes, num(job.size.cpu), num(job.size.gpu),
                          num(job.hours * job.size.nodes), num(job.cpu_hours), num(job.gpu_hours), money(job.cost),
-                         _cell(result.currency) if job.cost is not None else ""])
+                         _cell(result.currency) if job.cost is not None else "",
+                         "" if job.cost is None else ("yes" if job.ceiling else "no")])
     return out.getvalue()
 
 

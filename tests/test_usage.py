@@ -152,6 +152,74 @@ def test_the_csv_defuses_a_formula_job_type(team):
     assert rows[0]["job_type"] == "'@SUM(1+1)"
 
 
+def ecs_role(count=1, spot=None):
+    role = {"Type": "Worker", "PodCount": count, "Image": "img", "EcsSpec": "ecs.gn6i-c4g1.xlarge"}
+    return role if spot is None else {**role, "SpotSpec": {"SpotStrategy": "SpotWithPriceLimit", **spot}}
+
+
+def test_a_price_change_leaves_past_usage_costs_as_they_were(team):
+    # QA: a price changed mid-month re-priced every job of the report, so last month's report changed after the
+    # fact. Now each hour is costed at the prices in force when it ran; a job running across the change is split.
+    from decimal import Decimal
+
+    from jobs import costs
+    from jobs.models import WorkspaceCost
+
+    Job.objects.all().delete()
+    WorkspaceCost.objects.create(workspace=team.alpha, gpu_hour_price="10", cpu_core_hour_price="0",
+                                 instance_prices={"ecs.gn6i-c4g1.xlarge": "12.4"})
+    ran(team, "quota", hours=3, ended_ago=24)  # 3 h x 2 GPUs x 10
+    ran(team, "ecs", hours=2, ended_ago=48, roles=[ecs_role(2)])  # 2 h x 2 x 12.4
+    live = ran(team, "live", hours=0, ended_ago=1, running=True, roles=[ecs_role(1)])
+    team.alpha.refresh_from_db()
+    before = usage.report(team.alpha, 30, specs=SPECS, now=NOW)
+    assert {j.name: j.cost for j in before.jobs} == {"quota": Decimal(60), "ecs": Decimal("49.6"),
+                                                      "live": Decimal("12.4")}
+    answer = pf.client_for(team.users["admin"]).post(f"/workspaces/{team.alpha.pk}/prices", {
+        "currency": "CNY", "instance_prices": "ecs.gn6i-c4g1.xlarge 100", "gpu_hour_price": "50",
+        "cpu_core_hour_price": "0"})
+    assert answer.status_code == 302
+    team.alpha.refresh_from_db()
+    after = usage.report(team.alpha, 30, specs=SPECS, now=NOW)
+    assert {j.name: j.cost for j in after.jobs} == {j.name: j.cost for j in before.jobs}, "a report of the past"
+    assert after.total.cost == before.total.cost and after.currency == "CNY"
+    change = costs.row(team.alpha).prices_from
+    later = usage.report(team.alpha, 30, specs=SPECS, now=change + timedelta(hours=1))
+    old_hours = (change - live.started_at).total_seconds() / 3600
+    assert {j.name: j.cost for j in later.jobs}["live"] == costs.cost(Decimal("12.4"), old_hours) + Decimal(100)
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO(usage.to_csv(after)))}
+    assert (rows["ecs"]["cost"], rows["quota"]["cost"]) == ("49.60", "60.00")
+
+
+def test_a_spot_jobs_usage_cost_is_marked_at_most_on_the_page_the_csv_and_the_api(team):
+    # QA: spot jobs were costed at the full price, as if DLC charged it. At their bid's ceiling now, and said so.
+    from jobs.models import WorkspaceCost
+    from tests.support.api import Api
+
+    Job.objects.all().delete()
+    WorkspaceCost.objects.create(workspace=team.alpha, instance_prices={"ecs.gn6i-c4g1.xlarge": "12.4"})
+    ran(team, "spot", hours=2, roles=[ecs_role(2, {"SpotDiscountLimit": 0.5})])  # 2 h x 2 x 6.2
+    ran(team, "full", hours=1, owner="admin", roles=[ecs_role(1)])
+    ran(team, "unpriced", hours=1, owner="admin", roles=[quota_role()])
+    team.alpha.refresh_from_db()
+    result = usage.report(team.alpha, 7, specs=SPECS)
+    assert {j.name: (str(j.cost), j.cost_is_ceiling) for j in result.jobs} == {
+        "spot": ("24.8000", True), "full": ("12.4000", False), "unpriced": ("None", False)}
+    assert result.total.ceiling == 1 and {line.key: line.ceiling for line in result.by_owner} == {"member": 1,
+                                                                                                  "admin": 0}
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO(usage.to_csv(result)))}
+    assert {name: (r["cost"], r["cost_is_ceiling"]) for name, r in rows.items()} == {
+        "spot": ("24.80", "yes"), "full": ("12.40", "no"), "unpriced": ("", "")}
+    html = pf.client_for(team.users["viewer"]).get(f"/workspaces/{team.alpha.pk}/usage?days=7").content.decode()
+    assert 'id="usage-cost">at most 37.20 CNY' in html and 'id="usage-ceiling">(1 spot job at the bid' in html
+    assert html.count("≤ </span><span class=\"visually-hidden\">at most </span>") == 3, \
+        "the spot job, its owner's line and its type's line"
+    data = Api(team.users["viewer"]).get(f"/api/v1/workspaces/{team.alpha.pk}/usage", days=7).json()
+    assert {j["name"]: (j["cost"], j["cost_is_ceiling"]) for j in data["top_jobs"]} == {
+        "spot": ("24.80", True), "full": ("12.40", False), "unpriced": (None, False)}
+    assert data["totals"]["ceiling_jobs"] == 1 and data["totals"]["cost"] == "37.20"
+
+
 # -- the page ------------------------------------------------------------------------------------------------
 
 
