@@ -237,3 +237,75 @@ def test_a_viewer_is_offered_nothing_it_may_not_do_and_stop_asks_only_with_jobs_
     with page.expect_event("dialog"):
         page.click("#stop-selected")
     assert len(asked) == 1 and "Stop the selected jobs?" in asked[0]
+
+
+def test_select_all_follows_the_rows_boxes_through_a_poll_that_replaces_a_row(stack, member, workspace, page, submit,
+                                                                              gate):
+    """QA: with every box ticked by "Select all", unticking a row left "Select all" ticked. It is ticked when all
+    rows are, mixed (indeterminate) when some are, and still says so after the poll replaced a row."""
+    done = [Job.objects.create(workspace=workspace, owner=member, display_name=f"done-{i}", status="Succeeded",
+                               job_type="PyTorchJob") for i in range(2)]
+    running = submit(member, "select-all-poll", f"until [ -e {gate} ]; do sleep 0.1; done")
+    script_errors = []
+    page.on("pageerror", lambda error: script_errors.append(error))
+    sign_in(page, stack.url, member.username, PASSWORD)
+    expect(page.locator(f"#job-{running.pk} .badge")).to_have_text("Running", timeout=60_000)
+    select_all = page.locator("#select-all")
+
+    select_all.check()
+    expect(page.locator("#bulk-form input[name=job]:checked")).to_have_count(3)
+    page.uncheck(f"#sel-{done[0].pk}")
+    expect(select_all).not_to_be_checked()
+    expect(select_all).to_have_js_property("indeterminate", True)
+    page.check(f"#sel-{done[0].pk}")
+    expect(select_all).to_be_checked()
+    expect(select_all).to_have_js_property("indeterminate", False)
+
+    page.uncheck(f"#sel-{running.pk}")
+    expect(select_all).to_have_js_property("indeterminate", True)
+    page.evaluate(f"document.getElementById('job-{running.pk}').dataset.mark = 'old'")
+    gate.touch()
+    expect(page.locator(f"#job-{running.pk} .badge")).to_have_text("Succeeded", timeout=60_000)
+    assert page.get_attribute(f"#job-{running.pk}", "data-mark") is None, "the poll replaced the row"
+    expect(page.locator(f"#sel-{running.pk}")).not_to_be_checked()
+    expect(select_all).not_to_be_checked()
+    expect(select_all).to_have_js_property("indeterminate", True)
+    page.check(f"#sel-{running.pk}")  # the swapped-in row's box counts like the others
+    expect(select_all).to_be_checked()
+    expect(select_all).to_have_js_property("indeterminate", False)
+    select_all.uncheck()
+    expect(page.locator("#bulk-form input[name=job]:checked")).to_have_count(0)
+    expect(select_all).to_have_js_property("indeterminate", False)
+    assert script_errors == []
+
+
+def test_the_pager_links_are_named_without_their_arrows_and_a_refused_tag_is_announced_at_its_box(stack, member,
+                                                                                                   workspace, page):
+    """QA with a screen reader: the pager's arrows were read out ("left-pointing double angle quotation mark
+    First"), and a refused tag's error appeared without a word while the focus stayed in the Tag box."""
+    for i in range(12):
+        Job.objects.create(workspace=workspace, owner=member, display_name=f"paged-{i:02d}", status="Succeeded",
+                           job_type="PyTorchJob")
+    sign_in(page, stack.url, member.username, PASSWORD)
+    page.goto(f"{stack.url}/?size=10")
+    pager = page.locator("nav.pager")
+    expect(pager).to_match_aria_snapshot('- navigation "Pages":\n  - link "Next page"')
+    page.get_by_role("link", name="Next page", exact=True).click()
+    page.wait_for_url(re.compile(r"after="))
+    expect(rows(page)).to_have_count(2)
+    expect(pager).to_match_aria_snapshot(
+        '- navigation "Pages":\n  - link "First page"\n  - link "Previous page"')
+    expect(pager).to_contain_text("Previous")  # the visible words stay, the arrows beside them
+
+    page.fill("#f-tag", "team vision")
+    page.press("#f-tag", "Enter")
+    message = "'team vision' is not a tag"
+    expect(page.get_by_role("alert")).to_contain_text(message)
+    expect(page.locator("#f-tag")).to_have_accessible_description(re.compile(re.escape(message)))
+    expect_focus(page, "f-tag")
+    # A tag taken empties the error (the alert goes quiet) and the box.
+    page.fill("#f-tag", "team=vision")
+    page.press("#f-tag", "Enter")
+    page.wait_for_url(re.compile(r"tag=team%3Dvision"))
+    expect(page.locator("#err-tag")).to_have_text("")
+    expect(page.locator("#f-tag")).to_have_value("")

@@ -230,6 +230,49 @@ def test_the_wizard_offers_only_what_the_server_takes_for_lingjun_spot_and_a_pub
     assert job.body["DataSources"] == [{"DataSourceId": "d-public", "MountPath": "/mnt/public", "MountAccess": "RO"}]
 
 
+
+def test_a_choice_that_no_longer_offers_a_kept_value_says_so_at_it_and_the_message_goes_when_it_applies_again(
+        stack, member, page):
+    """QA: after a Submit that found problems (a new page: nothing counts as touched), choosing Lingjun showed the
+    bid by price still chosen without a word, and a dataset switched to public stayed read-write without one, until
+    their section was checked again. The message is at the kept value at once and goes when a switch lifts it."""
+    sign_in(page, stack.url, member.username, PASSWORD)
+    start_job(page, stack.url, "kept-values", "echo hi")
+    page.click("button[name=_add][value=datasets]")
+    settle(page)
+    page.fill("#id_environment-datasets-0-id", "d-kept")
+    page.fill("#id_environment-datasets-0-mount_path", "/mnt/kept")
+    page.select_option("#id_environment-datasets-0-read_only", "false")
+    page.check("input[name=resources-source][value=spot]")
+    settle(page)
+    page.check("input[name=resources-bid_method][value=price]")
+    settle(page)
+    page.fill("#id_resources-spot_price", "0.5")
+    page.click("#wizard-form .actions button[type=submit]")  # no instance type: refused, the page comes back
+    expect(page.locator("#error-summary")).to_contain_text("Choose an instance type")
+    bid_error, access_error = page.locator("#err-resources-bid_method"), page.locator(
+        "#err-environment-datasets-0-read_only")
+    expect(bid_error).to_have_count(0)
+    expect(access_error).to_have_count(0)
+
+    page.check("input[name=resources-resource_type][value=lingjun]")
+    settle(page)
+    expect(page.locator("input[name=resources-bid_method][value=price]")).to_be_checked()
+    expect(bid_error).to_have_text("Lingjun preemptible resources only support bidding by discount.")
+    expect(page.locator("input[name=resources-bid_method][value=price]")).to_have_attribute("aria-invalid", "true")
+    page.check("input[name=resources-resource_type][value=general]")
+    settle(page)
+    expect(bid_error).to_have_count(0)
+
+    page.select_option("#id_environment-datasets-0-kind", "public")
+    settle(page)
+    expect(page.locator("#id_environment-datasets-0-read_only")).to_have_value("false")
+    expect(access_error).to_have_text("Public datasets can only be mounted read-only.")
+    page.select_option("#id_environment-datasets-0-kind", "custom")
+    settle(page)
+    expect(access_error).to_have_count(0)
+
+
 def test_remove_by_keyboard_keeps_the_focus_in_the_list(stack, member, page):
     sign_in(page, stack.url, member.username, PASSWORD)
     page.goto(f"{stack.url}/jobs/new")

@@ -208,6 +208,38 @@ def test_choosing_a_public_dataset_limits_access_to_read_only_and_refreshes_the_
     assert Job.objects.get().body["DataSources"][0]["MountAccess"] == "RO"
 
 
+
+def test_a_choice_that_no_longer_offers_a_kept_value_shows_its_message_at_once_in_a_checked_section(web):
+    """QA: a bid by price, or a read-write dataset, chosen before Lingjun spot or a public dataset was chosen stayed
+    shown without a word until its section was checked again, when nothing counted as touched (after a Submit's
+    page, a clone). In a checked section the choice's re-render says so at the kept value; unchecked, nothing yet."""
+    url = reverse("wizard_section", args=["resources"])
+    data = form_data("spot", resources__resource_type="lingjun", resources__bid_method="price",
+                     resources__spot_price="1")
+    lingjun = web.post(url, {**data, "_checked-resources": "1"}, HTTP_HX_REQUEST="true",
+                       HTTP_HX_TRIGGER_NAME="resources-resource_type").content.decode()
+    assert re.search(r'id="err-resources-bid_method"><div>Lingjun preemptible resources only support bidding by '
+                     r'discount.</div>', lingjun)
+    unchecked = web.post(url, data, HTTP_HX_REQUEST="true",
+                         HTTP_HX_TRIGGER_NAME="resources-resource_type").content.decode()
+    assert 'class="error"' not in unchecked
+    general = web.post(url, {**data, "resources-resource_type": "general", "_checked-resources": "1"},
+                       HTTP_HX_REQUEST="true", HTTP_HX_TRIGGER_NAME="resources-resource_type").content.decode()
+    assert "err-resources-bid_method" not in general
+
+    url = reverse("wizard_section", args=["environment"])
+    data = {**form_data(environment__datasets__0__kind="public", environment__datasets__0__id="d-pub",
+                        environment__datasets__0__read_only="false", environment__datasets__0__mount_path="/mnt/p"),
+            "_checked-environment": "1"}
+    public = web.post(url, data, HTTP_HX_REQUEST="true",
+                      HTTP_HX_TRIGGER_NAME="environment-datasets-0-kind").content.decode()
+    assert re.search(r'id="err-environment-datasets-0-read_only"><div>Public datasets can only be mounted '
+                     r'read-only.</div>', public)
+    custom = web.post(url, {**data, "environment-datasets-0-kind": "custom"}, HTTP_HX_REQUEST="true",
+                      HTTP_HX_TRIGGER_NAME="environment-datasets-0-kind").content.decode()
+    assert 'class="error"' not in custom
+
+
 def test_leaving_a_section_validates_it_and_only_it(web):
     url = reverse("wizard_section", args=["basic"])
     data = form_data(basic__name="", environment__command="")

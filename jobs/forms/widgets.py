@@ -20,11 +20,17 @@ class _Keeping:
         self.labels = labels or {}
 
     def optgroups(self, name, value, attrs=None):
-        known = {str(choice) for choice, _label in self.choices}
-        extra = [v for v in value if v not in known and v not in ("", None)]
+        extra = [v for v in value if not_offered(self, v)]
         if extra:
             self.choices = [*self.choices, *((v, self.labels.get(v, v)) for v in extra)]
         return super().optgroups(name, value, attrs)
+
+
+def not_offered(widget: forms.Widget, value: Any) -> bool:
+    """Whether a keeping widget (_Keeping) shows this value only because it keeps it: set, and not among the
+    choices the current selection offers."""
+    return (isinstance(widget, _Keeping) and value not in ("", None)
+            and str(value) not in {str(choice) for choice, _label in widget.choices})
 
 
 class KeepingSelect(_Keeping, forms.Select):

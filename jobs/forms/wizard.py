@@ -28,6 +28,7 @@ from django.urls import reverse
 from jobs import catalog as C
 from jobs import dlc, spec
 from jobs.forms import basic, environment, fault_tolerance, ram_role, resources, vpc
+from jobs.forms.widgets import not_offered
 
 log = logging.getLogger(__name__)
 
@@ -321,8 +322,10 @@ class Wizard:
             show = set(BY_SECTION) if self.action == "submit" else self.checked
         self.show = set(show)
         # Within the shown sections, the only places (section paths) whose errors may show, when given: a section
-        # re-rendered because a choice changed shows what the user touched or already saw, not every new field.
-        self.only = None if only is None else set(only)
+        # re-rendered because a choice changed shows what the user touched or already saw, not every new field; and a
+        # value chosen before the choice that no longer offers it (a bid by price once Lingjun spot is chosen, a
+        # read-write public dataset), kept on the page so its message says why, even if touched before a reload.
+        self.only = None if only is None else set(only) | self._not_offered()
         self._errors: dict[str, list[str]] | None = None
         self._views: list[SectionView] | None = None
 
@@ -555,6 +558,14 @@ class Wizard:
             return f"{match['section']}.{match['list']}[{match['i']}].{match['field']}"
         section, _, rest = html.partition("-")
         return f"{section}.{rest}"
+
+    def _not_offered(self) -> set[str]:
+        """The paths of the fields whose value their widget keeps only because the choices made no longer offer it
+        (widgets.not_offered)."""
+        return {self._path_of(form, name)
+                for form in [*self.forms.values(), *(f for forms in self.row_forms.values() for f in forms)]
+                for name, form_field in form.fields.items()
+                if not_offered(form_field.widget, self.data.get(form.add_prefix(name)))}
 
     def _hidden(self) -> set[str]:
         hidden = spec.hidden_fields(self.raw_sections, self.counts["roles"])
