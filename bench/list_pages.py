@@ -11,7 +11,8 @@ first; jobs already in the database count, so a kept database (or a PostgreSQL o
 The floor is the bare SQL a person would write for the same rows: the page's order walked on its index with the
 filters checked, except the rare name search on SQLite, which reads the name index's few matches first
 (migration 0007; walking a million names for one match is no floor), and the tagged page (a tag 1% of the jobs
-have, bench.seed), which reads the job ids from the tag index (migration 0030) and sorts those jobs.
+have, bench.seed), which reads the page's job ids in the list's order from the tag index (migration 0038) and
+then those jobs.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def floor_sql(kind: str, pg: bool, name_index: bool = False) -> str:
         "searched": f" AND {search}",
         "rare search": f" AND {search}",
         "tagged": " AND j.id IN (SELECT t.job_id FROM jobs_jobtag t WHERE t.workspace_id = %s AND t.key = %s "
-                  "AND t.value = %s)",
+                  "AND t.value = %s ORDER BY t.created_at DESC, t.job_id DESC LIMIT %s)",
     }[kind]
     return (
         "SELECT j.id, j.display_name, j.status, j.job_type, u.username, j.created_at, j.started_at, "
@@ -78,7 +79,7 @@ def pages(workspace_id: int, size: int, name_index: bool) -> dict[str, tuple[dic
         "searched": ({"q": seed.SEARCH_TERM}, [workspace_id, f"%{seed.SEARCH_TERM}%", limit]),
         "rare search": ({"q": seed.RARE_TERM}, [workspace_id, *([listing.fts_phrase(seed.RARE_TERM)] if name_index
                                                                  else []), f"%{seed.RARE_TERM}%", limit]),
-        "tagged": ({"tag": "=".join(seed.FILTER_TAG)}, [workspace_id, workspace_id, *seed.FILTER_TAG, limit]),
+        "tagged": ({"tag": "=".join(seed.FILTER_TAG)}, [workspace_id, workspace_id, *seed.FILTER_TAG, limit, limit]),
     }
 
 

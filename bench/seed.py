@@ -182,10 +182,10 @@ def _insert(workspace_id: int, owner_ids: list[int], start: int, stop: int, chun
 def _insert_tags(cursor, workspace_id: int, last_id: int) -> int:
     """The tag rows (jobs.tags) of the jobs inserted after last_id, as Job.save would write them; their number n
     is the end of their name. The new last id."""
-    cursor.execute("SELECT id, display_name FROM jobs_job WHERE id > %s ORDER BY id", [last_id])
+    cursor.execute("SELECT id, display_name, created_at FROM jobs_job WHERE id > %s ORDER BY id", [last_id])
     made = cursor.fetchall()
-    tag_rows = [(pk, workspace_id, key, value) for pk, name in made
+    tag_rows = [(pk, workspace_id, created, key, value) for pk, name, created in made
                 for key, value in tags_of(int(name.rsplit("-", 1)[1])).items()]
-    cursor.executemany("INSERT INTO jobs_jobtag (job_id, workspace_id, key, value) VALUES (%s, %s, %s, %s)",
-                       tag_rows)
+    cursor.executemany("INSERT INTO jobs_jobtag (job_id, workspace_id, created_at, key, value) "
+                       "VALUES (%s, %s, %s, %s, %s)", tag_rows)
     return made[-1][0] if made else last_id

@@ -60,7 +60,8 @@ class JobAdmin(admin.ModelAdmin):
     list_filter = ["workspace", "status"]
     search_fields = ["display_name", "dlc_job_id"]
     exclude = ["sealed_secrets"]  # encrypted, but still nobody's business
-    readonly_fields = ["idempotency_tag"]
+    # A job's creation time is copied into its tag rows, whose index the list pages by (jobs.models.JobTag).
+    readonly_fields = ["idempotency_tag", "created_at"]
 
 
 @admin.register(AuditEvent)

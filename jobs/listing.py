@@ -339,7 +339,7 @@ def apply_filters(jobs: QuerySet[Job], f: Filters, *, user=None, with_status: bo
     if f.created_to:
         jobs = jobs.filter(created_at__lt=_day_start(f.created_to + timedelta(days=1)))
     if f.tags:
-        jobs, _ = filter_tags(jobs, f.tags)
+        jobs = filter_tags(jobs, f.tags).jobs
     if f.idle:
         # What jobs.idle flags; the (workspace, status, created) index serves it, as the status filter.
         jobs = jobs.filter(status="Running", idle_since__isnull=False)
@@ -357,19 +357,49 @@ def apply_filters(jobs: QuerySet[Job], f: Filters, *, user=None, with_status: bo
 # read and sort (its owner and note count are read before the sort), ~8 ms for 500; past 500 matches the walk
 # reads ~21/500 of the workspace's jobs at most, if the tagged jobs are spread over its history. The counts do the
 # same with COUNT_THROUGH_INDEX_MAX as their bound. Nobody reads a job's JSON body.
+#
+# A page in creation order with a common key=value tag is read from the tag index itself, which holds the jobs'
+# creation times in that order (`TagWalk`, `_rows_by_tag`): the next page's entries of the tag, then those jobs.
+# Checking a tag 1% of the jobs have along the job index reads ~2,100 jobs for a page, and PostgreSQL would rather
+# join all 10,000 tagged jobs and sort them (170 ms at 1M jobs, bench/RESULTS.md); the tag index reads 21.
 FEW_TAGGED = 500
+# With other filters too (a status, an owner), the entries read for a page are bounded: this many per row asked
+# for (a filter keeping 1 in 20 of the tag's jobs still fills a page from them), then the job-order walk above.
+TAG_WALK_ROWS_PER_ROW = 20
+
+
+@dataclass(frozen=True)
+class TagWalk:
+    """A key=value tag with more than FEW_TAGGED jobs in one workspace, whose index range a page in creation order
+    reads (`_rows_by_tag`); `alone`: no other filter, so the tag's next entries are exactly the page's rows."""
+
+    key: str
+    value: str
+    workspace_id: int
+    others: QuerySet[Job]  # the jobs with every other tag filtered on
+    alone: bool
+
+
+@dataclass(frozen=True)
+class Tagged:
+    jobs: QuerySet[Job]
+    through_index: bool  # the rarest tag's few jobs are joined (at most the bound), not checked row by row
+    walk: TagWalk | None  # a common key=value tag of one workspace, see `filter_tags`
 
 
 def filter_tags(jobs: QuerySet[Job], wanted: list[tuple[str, str | None]], *,
-                through_index_max: int | None = None) -> tuple[QuerySet[Job], bool]:
-    """The jobs with all the tags (key, value or None for any value); and whether they are read through the tag
-    index (the rarest tag has at most `through_index_max` jobs, FEW_TAGGED unless given) rather than checked per
-    row."""
+                through_index_max: int | None = None) -> Tagged:
+    """The jobs with all the tags (key, value or None for any value); whether they are read through the tag index
+    (the rarest tag has at most `through_index_max` jobs, FEW_TAGGED unless given) rather than checked per row;
+    and, when they are checked per row, the rarest key=value tag, whose index a page in creation order can read."""
     through_index_max = FEW_TAGGED if through_index_max is None else through_index_max
     workspace_id = _one_workspace(jobs)
     sizes = [tags.matching(key, value, workspace_id)[:through_index_max + 1].count() for key, value in wanted]
     rarest = sizes.index(min(sizes))
     through_index = sizes[rarest] <= through_index_max
+    valued = [(n, i) for i, (n, (_, value)) in enumerate(zip(sizes, wanted, strict=True)) if value is not None]
+    walked = min(valued)[1] if not through_index and valued and workspace_id is not None else None
+    others = jobs  # every tag but the walk's: its entries are the walk's ids, a check per row would repeat them
     for i, (key, value) in enumerate(wanted):
         if i == rarest and through_index:
             # A join, not `id IN (...)`: SQLite without statistics walks the workspace's created index for that.
@@ -378,7 +408,11 @@ def filter_tags(jobs: QuerySet[Job], wanted: list[tuple[str, str | None]], *,
                                **({"tags__workspace_id": workspace_id} if workspace_id is not None else {}))
         else:
             jobs = jobs.filter(tags.tagged(key, value))
-    return jobs, through_index
+            others = others if i == walked else others.filter(tags.tagged(key, value))
+    if walked is None:
+        return Tagged(jobs, through_index, None)
+    key, value = wanted[walked]
+    return Tagged(jobs, through_index, TagWalk(key, str(value), workspace_id, others, alone=len(wanted) == 1))
 
 
 def _one_workspace(jobs: QuerySet[Job]) -> int | None:
@@ -549,7 +583,8 @@ def for_rows(jobs: QuerySet[Job]) -> QuerySet[Job]:
 
 def page(jobs: QuerySet[Job], f: Filters, *, user=None) -> Page:
     """One page of the jobs matching the filters, by keyset: the same number of queries whatever the page size
-    and however deep the page (one more per tag filtered on, `filter_tags`). `jobs` is what the user may see;
+    and however deep the page (one more per tag filtered on, `filter_tags`, and one for a common tag's entries,
+    `_rows_by_tag`). `jobs` is what the user may see;
     `user` is who "owner=me" means.
 
     `before` pages are read in reverse order and flipped. Fewer rows than a page before the cursor are the start
@@ -560,15 +595,21 @@ def page(jobs: QuerySet[Job], f: Filters, *, user=None) -> Page:
     """
     columns = SORTS[f.sort]
     size = f.size
-    jobs = apply_filters(jobs.select_related("owner"), f, user=user, with_name=False)
+    jobs = apply_filters(jobs.select_related("owner"), replace(f, tags=[]), user=user, with_name=False)
+    walk = None
+    if f.tags:
+        found = filter_tags(jobs, f.tags)
+        jobs = found.jobs
+        if found.walk and f.sort in TAG_WALK_SORTS and not f.q:
+            walk = replace(found.walk, alone=found.walk.alone and not _narrowed(f))
     if f.before:
-        rows = _first_rows(jobs.filter(keyset_q(columns, f.before, forward=False)), f, reverse=True)
+        rows = _first_rows(jobs.filter(keyset_q(columns, f.before, forward=False)), f, reverse=True, walk=walk)
         if rows:
             more = len(rows) > size
             rows = rows[:size][::-1]
             return Page(rows, f.sort, encode_cursor(rows[-1], f.sort), encode_cursor(rows[0], f.sort) if more else None)
         f = replace(f, before=None)
-    rows = _first_rows(jobs.filter(keyset_q(columns, f.after)) if f.after else jobs, f)
+    rows = _first_rows(jobs.filter(keyset_q(columns, f.after)) if f.after else jobs, f, walk=walk)
     more = len(rows) > size
     rows = rows[:size]
     next_cursor = encode_cursor(rows[-1], f.sort) if more and rows else None
@@ -576,7 +617,41 @@ def page(jobs: QuerySet[Job], f: Filters, *, user=None) -> Page:
     return Page(rows, f.sort, next_cursor, prev_cursor)
 
 
-def _first_rows(jobs: QuerySet[Job], f: Filters, *, reverse: bool = False) -> list[Job]:
+def _narrowed(f: Filters) -> bool:
+    """Whether a filter other than the tags and the name narrows the list."""
+    return bool(f.status or f.framework or f.owner or f.created_from or f.created_to or f.idle)
+
+
+TAG_WALK_SORTS = ("-created", "created")  # the orders the tag index holds (its entries' creation time, job id)
+
+
+def _rows_by_tag(f: Filters, walk: TagWalk, *, reverse: bool = False) -> list[Job] | None:
+    """The first size + 1 rows after the cursor in page order, read from the walk tag's index range: its next
+    entries after the cursor in the page's order, then those of `walk.others` by id. None when other filters left
+    less than a page among the entries read while more remain: the caller walks the job order.
+
+    PostgreSQL reads the jobs by primary key. SQLite, without statistics, walks the job index from the cursor
+    checking ids against the list, as far as the entries reach: what the walk along the job order does, without its
+    check of the tag per job. Given as a subquery rather than a list, it would walk from the cursor either way.
+    """
+    limit = f.size + 1
+    columns = SORTS[f.sort]
+    tag_columns = [("created_at", columns[0][1]), ("job_id", columns[1][1])]
+    entries = tags.matching(walk.key, walk.value, walk.workspace_id)
+    jobs = walk.others
+    cursor = f.before if reverse else f.after
+    if cursor:  # the cursor's values are the job's creation time and id: the entry's own
+        entries = entries.filter(keyset_q(tag_columns, cursor, forward=not reverse))
+        jobs = jobs.filter(keyset_q(columns, cursor, forward=not reverse))
+    entries = entries.order_by(*[("-" if desc != reverse else "") + name for name, desc in tag_columns])
+    window = limit if walk.alone else TAG_WALK_ROWS_PER_ROW * limit
+    ids = list(entries.values_list("job_id", flat=True)[:window])
+    rows = list(jobs.filter(pk__in=ids).order_by(*ordering(f.sort, reverse=reverse))[:limit]) if ids else []
+    return rows if len(rows) == limit or len(ids) < window else None
+
+
+def _first_rows(jobs: QuerySet[Job], f: Filters, *, reverse: bool = False,
+                walk: TagWalk | None = None) -> list[Job]:
     """The first size + 1 rows of `jobs` (every filter but the name applied) whose name matches, in page order.
 
     One query, but a name search of 3+ characters on SQLite picks its plan by how common the term is:
@@ -585,7 +660,11 @@ def _first_rows(jobs: QuerySet[Job], f: Filters, *, reverse: bool = False) -> li
       SCAN_ROWS_PER_ROW rows per row asked for, found on the covering index (3 queries);
     - and if the window held less than a page (a term common elsewhere, rare here), through the index after all
       (4 queries; time grows with the term's matches in the table: ~5 µs each).
+    A page in creation order with a common key=value tag (`walk`, never with a name search) is read from the tag's
+    index first (`_rows_by_tag`: two queries, its entries then their jobs; more when other filters keep few).
     """
+    if walk is not None and (rows := _rows_by_tag(f, walk, reverse=reverse)) is not None:
+        return rows
     order = ordering(f.sort, reverse=reverse)
     limit = f.size + 1
     named = jobs.filter(display_name__icontains=f.q) if f.q else jobs
@@ -687,7 +766,8 @@ def counts(jobs: QuerySet[Job], f: Filters | None = None, *, user=None) -> Count
     jobs = apply_filters(scope, replace(f, tags=[]), user=user, with_status=False, with_name=False)
     through_tags = False
     if f.tags:
-        jobs, through_tags = filter_tags(jobs, f.tags, through_index_max=COUNT_THROUGH_INDEX_MAX)
+        found_tags = filter_tags(jobs, f.tags, through_index_max=COUNT_THROUGH_INDEX_MAX)
+        jobs, through_tags = found_tags.jobs, found_tags.through_index
     named = jobs.filter(display_name__icontains=f.q) if f.q else jobs
     complete, partial = True, set()
     if through_tags:

@@ -73,24 +73,27 @@ def write(job: Job, *, new: bool = False) -> None:
     nothing to delete then, and no query at all for a job without tags)."""
     if not new:
         JobTag.objects.filter(job=job).delete()
-    rows = [JobTag(job=job, workspace_id=job.workspace_id, key=key, value=value) for key, value in pairs(job.body)]
+    rows = [JobTag(job=job, workspace_id=job.workspace_id, created_at=job.created_at, key=key, value=value)
+            for key, value in pairs(job.body)]
     if rows:
         JobTag.objects.bulk_create(rows)
 
 
 def fill(job_model: type = Job, tag_model: type = JobTag, *, batch: int = 2000) -> int:
     """Tag rows for every job that has none yet, `batch` jobs at a time by id (migration 0030; rerunnable, and models
-    are passed in so the migration hands in its historical ones). How many rows it wrote."""
+    are passed in so the migration hands in its historical ones: 0030's has no created_at, 0038 fills it). How
+    many rows it wrote."""
     written, last = 0, 0
+    dated = any(f.name == "created_at" for f in tag_model._meta.get_fields())
     while True:
         chunk = list(job_model.objects.filter(pk__gt=last).order_by("pk")
-                     .values_list("pk", "workspace_id", "body")[:batch])
+                     .values_list("pk", "workspace_id", "body", "created_at")[:batch])
         if not chunk:
             return written
         last = chunk[-1][0]
-        done = set(tag_model.objects.filter(job_id__in=[pk for pk, _, _ in chunk]).values_list("job_id", flat=True))
-        rows = [tag_model(job_id=pk, workspace_id=ws, key=key, value=value)
-                for pk, ws, body in chunk if pk not in done for key, value in pairs(body)]
+        done = set(tag_model.objects.filter(job_id__in=[row[0] for row in chunk]).values_list("job_id", flat=True))
+        rows = [tag_model(job_id=pk, workspace_id=ws, key=key, value=value, **({"created_at": at} if dated else {}))
+                for pk, ws, body, at in chunk if pk not in done for key, value in pairs(body)]
         tag_model.objects.bulk_create(rows, batch_size=500)
         written += len(rows)
 
