@@ -124,7 +124,8 @@ API_VERSION = "1.16.0"  # 1.1: /api/v1/workspaces rows gained effective_role and
 #      counts from, with its UTC offset, "Every 6 hours (from 2026-12-01 22:40 UTC+01:00)" (was "Every 6 hours").
 #      Costs are kept by date: a price change applies from when it is saved, each hour at the prices then in force
 #      (a change re-priced every past job). A spot job is costed at its bid's ceiling (was the full price): a job's
-#      `cost` has `ceiling`, a usage line `ceiling_jobs`, a usage job `cost_is_ceiling` (the CSV too).
+#      `cost` has `ceiling`, a usage line `ceiling_jobs`, a usage job `cost_is_ceiling` (the CSV too), and the
+#      usage's budget `ceiling_jobs` (its `spent` counts them at their ceiling: at most that).
 TOKEN_SCOPE = ("A token acts with its user's role, narrowed by the scope chosen when it was created: one workspace "
                "(anything of another workspace answers 404, as if it did not exist) or all of the user's; "
                "read-only (every call that changes something answers 403: create, clone, stop, a priority change, a "

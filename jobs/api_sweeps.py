@@ -728,6 +728,9 @@ def sweep_schemas() -> dict[str, Any]:
                 "spent": {"type": "string", "description": "Spent this month, decimal to the cent."},
                 "currency": {"type": "string"}, "percent": {"type": "integer"},
                 "no_price_jobs": {"type": "integer", "description": "This month's jobs without a price, left out."},
+                "ceiling_jobs": {"type": "integer", "description": "This month's spot jobs counted in `spent` at "
+                                                                   "their bid's ceiling: when more than 0, `spent` "
+                                                                   "is at most that."},
                 "refuse_when_spent": {"type": "boolean"}, "month": {"type": "string"}}, nullable=True,
                 description="This month's spend against the workspace's monthly budget; null: no budget.")}),
     }

@@ -462,6 +462,7 @@ class Spend:
     amount: Decimal
     jobs: int
     no_price: int
+    ceiling: int = 0  # jobs in `amount` at their spot bid's ceiling: when > 0, `amount` is at most that
 
 
 def spend(workspace: Workspace, start: datetime, end: datetime, prices: Prices | History) -> Spend:
@@ -472,7 +473,7 @@ def spend(workspace: Workspace, start: datetime, end: datetime, prices: Prices |
 
     rates = Rates(prices)
     hours: dict[tuple[str | None, int], float] = {}
-    jobs = missing = 0
+    jobs = missing = spot = 0
     for _pk, _name, _owner, _type, status, started, finished, specs_json in usage.rows(workspace, start, end):
         if status in st.TERMINAL and finished is None:
             continue  # ended without DLC saying when: no run time (as in the usage report)
@@ -481,10 +482,11 @@ def spend(workspace: Workspace, start: datetime, end: datetime, prices: Prices |
         if any(rates(specs_json, index) is None for index, _hours in pieces):
             missing += 1
             continue
+        spot += rates.ceiling(specs_json)
         for index, piece in pieces:
             hours[specs_json, index] = hours.get((specs_json, index), 0.0) + piece
     total = sum((cost(rates(shape, index), piece) for (shape, index), piece in hours.items()), Decimal(0))
-    return Spend(total, jobs, missing)
+    return Spend(total, jobs, missing, spot)
 
 
 @dataclass(frozen=True)
@@ -495,6 +497,20 @@ class Budget:
     no_price: int
     refuse: bool
     month: str  # "December 2026"
+    ceiling: int = 0  # spot jobs in `spent` at their bid's ceiling: it is at most that (usage's "at most")
+
+    @property
+    def at_most(self) -> str:
+        """"at most " before the spend when it counts a spot job at its bid's ceiling, as the usage report says."""
+        return "at most " if self.ceiling else ""
+
+    @property
+    def ceiling_note(self) -> str:
+        """": 1 spot job at its bid's ceiling" after a figure that is at most, "" otherwise."""
+        if not self.ceiling:
+            return ""
+        return (": 1 spot job at its bid's ceiling" if self.ceiling == 1
+                else f": {self.ceiling} spot jobs at their bids' ceilings")
 
     @property
     def percent(self) -> int:
@@ -520,16 +536,16 @@ class Budget:
     def notice(self) -> str:
         if not self.level:
             return ""
-        said = (f"{self.month}: {money(self.spent)} {self.currency} spent of this workspace's budget of "
-                f"{money(self.amount)} {self.currency} ({self.percent}%).")
+        said = (f"{self.month}: {self.at_most}{money(self.spent)} {self.currency} spent of this workspace's budget "
+                f"of {money(self.amount)} {self.currency} ({self.percent}%{self.ceiling_note}).")
         if self.exhausted and self.refuse:
             said += " New jobs are refused until next month or until an admin raises the budget."
         return said
 
     def as_json(self) -> dict[str, Any]:
         return {"amount": money(self.amount), "spent": money(self.spent), "currency": self.currency,
-                "percent": self.percent, "no_price_jobs": self.no_price, "refuse_when_spent": self.refuse,
-                "month": self.month}
+                "percent": self.percent, "no_price_jobs": self.no_price, "ceiling_jobs": self.ceiling,
+                "refuse_when_spent": self.refuse, "month": self.month}
 
 
 def budget(workspace: Workspace, now: datetime | None = None, *, stored: WorkspaceCost | None = None,
@@ -551,7 +567,7 @@ def budget(workspace: Workspace, now: datetime | None = None, *, stored: Workspa
         if stored.pk is not None:
             cache.set(key, found, SPEND_TTL)
     return Budget(amount, found.amount, prices.currency, found.no_price, stored.refuse_when_spent,
-                  f"{start.astimezone(ZoneInfo(settings.TIME_ZONE)):%B %Y}")
+                  f"{start.astimezone(ZoneInfo(settings.TIME_ZONE)):%B %Y}", found.ceiling)
 
 
 def refusal(workspace: Workspace) -> str | None:
@@ -562,9 +578,9 @@ def refusal(workspace: Workspace) -> str | None:
     status = budget(workspace, stored=stored)
     if status is None or not status.exhausted:
         return None
-    return (f"This workspace's budget for {status.month} is spent ({money(status.spent)} of "
-            f"{money(status.amount)} {status.currency}): new jobs are refused until next month or until an admin "
-            "raises the budget.")
+    return (f"This workspace's budget for {status.month} is spent ({status.at_most}{money(status.spent)} of "
+            f"{money(status.amount)} {status.currency}{status.ceiling_note}): new jobs are refused until next month "
+            "or until an admin raises the budget.")
 
 
 def notice(workspace: Workspace) -> str:
@@ -644,6 +660,24 @@ def parse_table(text: str) -> tuple[dict[str, str], list[str]]:
             continue
         table[name] = plain(price)
     return table, problems
+
+
+def unoffered(workspace: Workspace, table: Mapping[str, Any], offered: Mapping[str, Any] | None,
+              stored: Mapping[str, Any]) -> list[str]:
+    """Why instance types of a price table as typed cannot be priced: types ListEcsSpecs does not offer (`offered`,
+    None when the backend could not be asked: then nothing is refused), unless already priced (`stored`) or named by
+    a job of the workspace (a type retired since keeps its price for the hours run on it). A typo such as
+    ecs.gn6i-c4g1.xlarg would otherwise be saved, and every job on the real type be "no price" without a word,
+    as the wizard refuses a type ListEcsSpecs does not offer."""
+    if offered is None:
+        return []
+    from django.db.models.fields.json import KeyTextTransform
+
+    unknown = [name for name in table if name not in offered and name not in stored]
+    specs = Job.objects.filter(workspace=workspace).annotate(specs=KeyTextTransform("JobSpecs", "body"))
+    # One query per unknown name (a table has few typos); the quotes make it the whole name, not a prefix.
+    return [f"{name} is not an instance type ListEcsSpecs offers in this workspace's region, and no job here ran "
+            "on it: check its spelling." for name in unknown if not specs.filter(specs__contains=f'"{name}"').exists()]
 
 
 def table_text(prices: Mapping[str, Any]) -> str:

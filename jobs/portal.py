@@ -417,20 +417,39 @@ def policy_edit(request: HttpRequest, ws: int) -> HttpResponse:
 # --- prices and budget ------------------------------------------------------------------------------------
 
 
+def _costs_changed_since(workspace: Workspace) -> str:
+    """The refusal of a save from a page opened before another change of the prices or budget, naming it."""
+    last = AuditEvent.objects.filter(workspace=workspace, action=AuditEvent.CHANGED, details__event="costs").first()
+    by = "" if last is None else \
+        f" (by {last.actor_name or 'a deleted user'} at {localtime(last.created_at):%Y-%m-%d %H:%M %Z})"
+    return (f"The prices or budget were changed since you opened this page{by}. Your entries are kept below: check "
+            "them against the saved ones (open this page anew in another tab), then save again to replace them.")
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def cost_edit(request: HttpRequest, ws: int) -> HttpResponse:
     """The workspace's price table and monthly budget (jobs.costs), audited as a settings change. A changed table
     applies from when it is saved (jobs.costs.save_prices); the page lists the tables it replaced."""
     from jobs import costs
+    from jobs.forms.wizard import instance_catalog
 
     workspace = access.get_workspace(request.user, ws, "manage")
     row = costs.row(workspace)
     form = CostForm(request.POST or None, initial=CostForm.initial_from(row))
     if request.method == "POST" and form.is_valid():
+        table, priced = form.cleaned_data["instance_prices"], row.instance_prices or {}
+        # The wizard's catalog (cached; None: not known), asked only for a type not priced already.
+        offered = instance_catalog(workspace).by_type() if set(table) - set(priced) else None
+        for problem in costs.unoffered(workspace, table, offered, priced):
+            form.add_error("instance_prices", problem)
+        if form.is_valid() and form.changed_since_shown(row):
+            form.add_error(None, _costs_changed_since(workspace))
+    if request.method == "POST" and form.is_valid():
         values = form.cost_values()
         # In the form's own terms (plain decimal text, None for blank), so an unchanged save records nothing.
         before = {**CostForm.initial_from(row), "instance_prices": row.instance_prices or {}}
+        before.pop("seen")  # the page's digest, not a setting
         before.update({k: before[k] or None for k in ("gpu_hour_price", "cpu_core_hour_price", "monthly_budget")})
         with transaction.atomic():
             was = row.prices_from

@@ -3,6 +3,8 @@ templates and import. Field-level parsing only; the job rules stay in jobs.spec.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -414,6 +416,9 @@ class CostForm(forms.Form):
     refuse_when_spent = forms.BooleanField(required=False,
                                            label="Refuse new jobs once this month's budget is spent",
                                            help_text="Through the wizard, the API, clones, sweeps and schedules.")
+    # What the page showed (CostForm.digest): a save from a page opened before another change would put back what
+    # that change replaced, without a word (two tabs, two admins), and start a price table no one meant.
+    seen = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def clean_currency(self) -> str:
         value = self.cleaned_data["currency"].strip()
@@ -467,9 +472,28 @@ class CostForm(forms.Form):
         def text(value: Any) -> str:
             return costs.plain(value) or ""
 
-        return {"currency": row.currency, "instance_prices": costs.table_text(row.instance_prices or {}),
-                "gpu_hour_price": text(row.gpu_hour_price), "cpu_core_hour_price": text(row.cpu_core_hour_price),
-                "monthly_budget": text(row.monthly_budget), "refuse_when_spent": row.refuse_when_spent}
+        shown = {"currency": row.currency, "instance_prices": costs.table_text(row.instance_prices or {}),
+                 "gpu_hour_price": text(row.gpu_hour_price), "cpu_core_hour_price": text(row.cpu_core_hour_price),
+                 "monthly_budget": text(row.monthly_budget), "refuse_when_spent": row.refuse_when_spent}
+        return {**shown, "seen": cls.digest(shown)}
+
+    @staticmethod
+    def digest(shown: Mapping[str, Any]) -> str:
+        """The stored values as the page shows them, in short: equal when nothing was changed since (a save that
+        changed nothing moves no digest, as it moves no price)."""
+        values = {key: value for key, value in shown.items() if key != "seen"}
+        return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
+
+    def changed_since_shown(self, row) -> bool:
+        """Whether the stored values changed since this form's page was shown (a form without `seen`, posted by
+        hand, is taken as meant); if so, the form now carries the current digest, so saving again replaces them."""
+        seen = self.cleaned_data.get("seen") or ""
+        current = self.digest(self.initial_from(row))
+        if not seen or seen == current:
+            return False
+        self.data = self.data.copy()
+        self.data["seen"] = current
+        return True
 
 
 class AuditFilterForm(forms.Form):

@@ -7,12 +7,13 @@ focus ring, and a refused form puts the focus on the field to fix."""
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from jobs import dependencies, spec
+from jobs import costs, dependencies, spec
 from jobs.models import Job, JobTemplate, JobTemplateVersion, Membership, Sweep, SweepTrial, Webhook, WebhookDelivery
 from tests import portal_fixtures as pf
 from tests.conftest import PASSWORD
@@ -218,3 +219,34 @@ def test_at_400_percent_zoom_the_main_pages_fit_320_px_and_the_chosen_status_is_
     expect(other).not_to_have_attribute("aria-current", "true")
     weight = "e => getComputedStyle(e).fontWeight"
     assert int(chosen.evaluate(weight)) >= 600 > int(other.evaluate(weight)), "bold, not only another colour"
+
+
+def test_the_usage_and_prices_pages_with_a_spot_jobs_at_most_fit_390_and_320_px(stack, member, workspace, page):
+    """QA: the usage tables' "at most" for screen readers (visually hidden, so positioned absolutely) sat in the cost
+    column, far right of a table that scrolls inside its own box on a phone: it escaped that box and widened the
+    page by 346 px at 390 px. The prices page's earlier tables stay inside the page too."""
+    Membership.objects.filter(user=member, workspace=workspace).update(role=Membership.ADMIN)
+    costs.save_prices(workspace, {"currency": "CNY", "instance_prices": {"ecs.gn6i-c4g1.xlarge": "12.4"},
+                                  "gpu_hour_price": None, "cpu_core_hour_price": None, "monthly_budget": None,
+                                  "refuse_when_spent": False}, member)
+    costs.save_prices(workspace, {"currency": "CNY", "instance_prices": {"ecs.gn6i-c4g1.xlarge": "24.8"},
+                                  "gpu_hour_price": None, "cpu_core_hour_price": None, "monthly_budget": None,
+                                  "refuse_when_spent": False}, member)
+    now = timezone.now()
+    spot = {"Type": "Worker", "PodCount": 1, "Image": "img", "EcsSpec": "ecs.gn6i-c4g1.xlarge",
+            "SpotSpec": {"SpotStrategy": "SpotWithPriceLimit", "SpotDiscountLimit": 0.4}}
+    Job.objects.create(workspace=workspace, owner=member, display_name="spot-run", job_type="PyTorchJob",
+                       status="Succeeded", body={**pf.BODY, "DisplayName": "spot-run", "JobSpecs": [spot]},
+                       started_at=now - timedelta(hours=2), finished_at=now - timedelta(hours=1))
+    sign_in(page, stack.url, member.username, PASSWORD)
+    pages = {"usage": f"/workspaces/{workspace.pk}/usage?days=1", "prices": f"/workspaces/{workspace.pk}/prices"}
+    page.goto(f"{stack.url}{pages['usage']}")
+    expect(page.locator("#usage-cost")).to_contain_text("at most")
+    wide = []
+    for width in (390, 320):
+        page.set_viewport_size({"width": width, "height": 800})
+        for label, url in pages.items():
+            page.goto(f"{stack.url}{url}")
+            if overflow(page):
+                wide.append(f"the {label} page is {overflow(page)} px wider than {width} px: {too_wide(page)}")
+    assert wide == []

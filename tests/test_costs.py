@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.core.cache import cache
 
 from jobs import costs, policies, spec, usage
 from jobs.api_jobs import job_detail_json
@@ -605,3 +606,78 @@ def test_a_spot_jobs_cost_says_at_most_on_the_page_and_in_the_api(team):
     ordinary = ran(team, "ordinary", started=now - timedelta(hours=2), finished=now - timedelta(hours=1))
     assert Api(team.users["viewer"]).get(f"/api/v1/jobs/{ordinary.pk}").json()["cost"]["ceiling"] is False
     assert "at most" not in pf.client_for(team.users["viewer"]).get(f"/jobs/{ordinary.pk}").content.decode()
+
+
+def test_a_price_for_an_instance_type_the_backend_does_not_offer_is_an_error_at_the_field(team, localdlc,
+                                                                                         local_creds):
+    """QA: a typo (ecs.gn6i-c4g1.xlarg) was saved without a word, and every job on the real type had no price. With
+    ListEcsSpecs answering (the real localdlc), a type it does not offer is refused at the field, the input kept;
+    a type already priced, or one a job of the workspace ran on (retired since), keeps its price."""
+    team.alpha.endpoint = localdlc.endpoint
+    team.alpha.save(update_fields=["endpoint"])
+    client = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/prices"
+    base = {"currency": "CNY", "gpu_hour_price": "", "cpu_core_hour_price": "", "monthly_budget": ""}
+    typed = "ecs.gn6i-c4g1.xlarge 12.4\necs.gn6i-c4g1.xlarg 12.4"
+    answer = client.post(url, {**base, "instance_prices": typed})
+    assert answer.status_code == 200 and not WorkspaceCost.objects.exists()
+    [error] = answer.context["form"].errors["instance_prices"]
+    assert "ecs.gn6i-c4g1.xlarg is not an instance type ListEcsSpecs offers" in error
+    assert answer.context["form"]["instance_prices"].value() == typed, "the input is kept"
+    # A type no longer offered that a job ran on, and then one already in the table, are kept.
+    ran(team, "old", started=datetime.now(UTC) - timedelta(hours=2), roles=[ecs(1, "ecs.retired.large")])
+    assert client.post(url, {**base, "instance_prices": "ecs.retired.large 3"}).status_code == 302
+    WorkspaceCost.objects.filter(workspace=team.alpha).update(instance_prices={"ecs.gone.large": "2"})
+    kept = client.post(url, {**base, "instance_prices": "ecs.gone.large 2.5\necs.retired.large 3"})
+    assert kept.status_code == 302
+
+
+def test_a_save_from_a_page_opened_before_another_change_is_refused_not_a_silent_revert(team):
+    """QA: two tabs of the Prices page; the second tab's save (a budget change) put back the GPU price the first
+    had just changed, and started a price table no one meant. A save made from a page opened before another change
+    is refused, the typed values kept and the other change named; saved again, it is meant."""
+    client = pf.client_for(team.users["admin"])
+    url = f"/workspaces/{team.alpha.pk}/prices"
+    base = {"currency": "CNY", "instance_prices": "", "gpu_hour_price": "10", "cpu_core_hour_price": "",
+            "monthly_budget": ""}
+    assert client.post(url, base).status_code == 302
+    first, second = (client.get(url).context["form"] for _tab in range(2))
+
+    def posted(form, **typed):
+        return {**{name: value or "" for name, value in form.initial.items() if value is not False}, **typed}
+
+    assert client.post(url, posted(first, gpu_hour_price="12")).status_code == 302
+    refused = client.post(url, posted(second, monthly_budget="500"))
+    assert refused.status_code == 200
+    [error] = refused.context["form"].non_field_errors()
+    assert "changed since you opened this page" in error and "admin" in error
+    assert refused.context["form"]["monthly_budget"].value() == "500", "what was typed is kept"
+    stored = WorkspaceCost.objects.get(workspace=team.alpha)
+    assert (stored.gpu_hour_price, stored.monthly_budget) == (12, None) and PastPrices.objects.count() == 1
+    again = refused.context["form"]
+    assert client.post(url, posted(again, **{k: again[k].value() for k in again.fields})).status_code == 302
+    # A save that changed nothing is no change the other tab missed.
+    third = client.get(url).context["form"]
+    assert client.post(url, posted(third)).status_code == 302
+    assert client.post(url, posted(third, cpu_core_hour_price="0.5")).status_code == 302
+
+
+def test_a_months_spend_with_spot_jobs_says_at_most_in_the_budget_its_notice_refusal_and_api(team):
+    """QA: the usage page said "at most 24.80 CNY" for a spot job and, beside it, the budget "24.80 CNY spent"; the
+    notice, the refusal and the API said spent too. The spend counts a spot job at its bid's ceiling, and says so."""
+    set_prices(team, monthly_budget="10", refuse_when_spent=True)
+    now = datetime.now(UTC)
+    begun = max(costs.month_bounds(now)[0], now - timedelta(hours=3))  # this month's, whatever the day
+    ran(team, "spot", started=begun, finished=begun + timedelta(hours=1), roles=[spot({"SpotDiscountLimit": 0.5})])
+    found = costs.budget(team.alpha, fresh=True)
+    assert (found.spent, found.ceiling) == (Decimal("6.2"), 1)
+    assert costs.refusal(team.alpha) is None and costs.notice(team.alpha) == "", "62%: not spent, no notice yet"
+    ran(team, "ordinary", started=begun, finished=begun + timedelta(minutes=30), roles=[ecs(1)])
+    cache.clear()  # the month's spend is reused for a minute (SPEND_TTL)
+    assert "at most 12.40 CNY spent of this workspace's budget" in costs.notice(team.alpha)
+    refused = costs.refusal(team.alpha)
+    assert "(at most 12.40 of 10.00 CNY: 1 spot job at its bid's ceiling)" in refused
+    page = pf.client_for(team.users["viewer"]).get(f"/workspaces/{team.alpha.pk}/usage").content.decode()
+    assert 'id="budget-spent">at most 12.40 CNY' in page
+    data = Api(team.users["viewer"]).get(f"/api/v1/workspaces/{team.alpha.pk}/usage").json()
+    assert (data["budget"]["spent"], data["budget"]["ceiling_jobs"]) == ("12.40", 1)
