@@ -186,6 +186,44 @@ def test_a_common_tag_read_from_its_index_gives_the_pages_of_the_job_order_walk(
     assert [j.display_name for j in back.jobs] == every_2nd[:10] and back.next_cursor and not back.prev_cursor
 
 
+@pytest.mark.parametrize("window", [20, 1])
+def test_a_common_tags_jobs_made_in_the_same_second_page_by_id_as_the_job_order(ws, window, monkeypatch):
+    """Imported jobs carry DLC's creation time, to the second: many share it. The tag index's pages break the tie
+    by job id as the job order does, so no job is skipped or shown twice at a page's edge, in either direction,
+    and another workspace's jobs with the same tag and time stay out."""
+    other = Workspace.objects.create(name="Other", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="local")
+    for i in range(23):
+        make_job(other if i % 4 == 3 else ws, f"s{i:02d}", created=T0 + timedelta(seconds=i // 9), team="vision",
+                 status="Running" if i % 3 else "Succeeded")
+    jobs = Job.objects.filter(workspace=ws)
+
+    def pages(params: dict) -> tuple[list[str], list[str]]:
+        """Every name following Next from the first page, then following Previous back from the last page."""
+        seen, back = [], []
+        page = listing.page(jobs, listing.Filters.from_query(_query(params, None)))
+        while True:
+            seen += [j.display_name for j in page.jobs]
+            if not page.next_cursor:
+                break
+            page = listing.page(jobs, listing.Filters.from_query(_query(params, page.next_cursor)))
+        while page.prev_cursor:
+            page = listing.page(jobs, listing.Filters.from_query({**_query(params, None).dict(),
+                                                                  "before": page.prev_cursor}))
+            back = [j.display_name for j in page.jobs] + back
+        return seen, back
+
+    for params in ({"tag": "team=vision", "size": 10}, {"tag": "team=vision", "size": 10, "sort": "created"},
+                   {"tag": "team=vision", "size": 10, "status": "Running"}):
+        joined = walk(jobs, **params)  # 18 tagged jobs: read through the tag index, joined and sorted
+        assert len(joined) == len(set(joined)) == (12 if "status" in params else 18)
+        monkeypatch.setattr(listing, "FEW_TAGGED", 1)
+        monkeypatch.setattr(listing, "TAG_WALK_ROWS_PER_ROW", window)
+        forward, backward = pages(params)
+        assert forward == joined, params
+        assert backward == joined[:10], params
+        monkeypatch.undo()
+
+
 @pytest.mark.postgres
 def test_a_common_tags_page_reads_its_entries_in_the_lists_order_then_their_jobs_by_id(ws, tagged, monkeypatch):
     """The walk's two queries: the tag's entries from jobtag_ws_kv_created in the page's order (no sort, an index
