@@ -2,6 +2,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Lower
 from django.urls import reverse
 from django.utils import timezone
 
@@ -36,6 +37,11 @@ class Workspace(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # Names that differ only in case are one name (the form's check, portal_forms.name_twin): the database holds
+        # the rule too, so two posts at once cannot both pass the check and both save (migration 0040).
+        constraints = [models.UniqueConstraint(Lower("name"), name="one_workspace_name_ignoring_case",
+                                               violation_error_message="Another workspace has this name (names may "
+                                                                       "not differ only in case).")]
 
     def __str__(self) -> str:
         return self.name

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from jobs import secretbox
@@ -110,7 +111,9 @@ class Webhook(models.Model):
 
     class Meta:
         ordering = ["name", "id"]
-        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="one_webhook_name_per_workspace")]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="one_webhook_name_per_workspace"),
+                       # Names differing only in case are one name (WebhookForm's check): held here against races.
+                       models.UniqueConstraint("workspace", Lower("name"), name="one_webhook_name_ignoring_case")]
 
     def __str__(self) -> str:
         return self.name

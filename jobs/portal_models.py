@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 # The start of a workspace's first price table: it prices every job that ran before it (jobs.costs).
@@ -190,7 +191,10 @@ class JobTemplate(models.Model):
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="one_template_name_per_workspace")]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="one_template_name_per_workspace"),
+                       # Names differing only in case are one name (templates_lib.save's check): held here against
+                       # races.
+                       models.UniqueConstraint("workspace", Lower("name"), name="one_template_name_ignoring_case")]
 
     def __str__(self) -> str:
         return self.name

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 
@@ -47,7 +48,9 @@ class Schedule(models.Model):
 
     class Meta:
         ordering = ["name", "id"]
-        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="one_schedule_name_per_workspace")]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="one_schedule_name_per_workspace"),
+                       # Names differing only in case are one name (schedules._name_errors): held here against races.
+                       models.UniqueConstraint("workspace", Lower("name"), name="one_schedule_name_ignoring_case")]
         indexes = [models.Index(fields=["enabled", "next_run_at"], name="schedule_due")]
 
     def __str__(self) -> str:

@@ -452,9 +452,10 @@ def create(user, workspace: Workspace, body: Any, chosen: Settings, *, source_jo
             audit.record(user, AuditEvent.CHANGED, workspace=workspace, job=source_job, event="schedule-added",
                          schedule=schedule.name, recurrence=describe(schedule.recurrence))
     except IntegrityError:
-        # The same name sent twice at once passes the check above twice: the unique constraint decides, and the
-        # loser hears what the check would have said. (The name is the row's one unique field besides its id.)
-        return None, {"name": [NAME_TAKEN]}
+        # The same name (or one differing only in case) sent twice at once passes the check above twice: the unique
+        # constraints decide, and the loser hears what the check says now. (The name is the row's one unique field
+        # besides its id.)
+        return None, _name_errors(workspace, chosen.name) or {"name": [NAME_TAKEN]}
     return schedule, {}
 
 
@@ -536,8 +537,9 @@ def edit(user, schedule: Schedule, chosen: Settings, *, enabled: bool | None = N
             audit.record(user, AuditEvent.CHANGED, workspace=schedule.workspace, event="schedule-edited",
                          schedule=row.name, changes=audit.changes(before, _edit_shown(row)))
     except IntegrityError:
-        # A rename racing another schedule's create or rename to the name: the unique constraint decides.
-        return {"name": [NAME_TAKEN]}
+        # A rename racing another schedule's create or rename to the name (or its case twin): the unique constraints
+        # decide, and the loser hears what the check says now.
+        return _name_errors(schedule.workspace, chosen.name, other_than=schedule) or {"name": [NAME_TAKEN]}
     for field in Schedule._meta.concrete_fields:  # the caller's copy shows what was saved
         setattr(schedule, field.attname, getattr(row, field.attname))
     return {}

@@ -13,6 +13,13 @@ twice before this rule (`Alice` and `alice`) each keep signing in as before with
 spelling signs in as the older one; an admin deactivates the unwanted one (Django admin) and a third spelling then
 finds the other. A deactivated user is not replaced by a new one under another spelling: that sign-in is refused.
 Case is folded by the database: PostgreSQL (production) folds every letter, SQLite ASCII letters only.
+
+Two first sign-ins at once (`Alice` and `alice`, two tabs or two devices) would both find no user and make one
+each; the database cannot refuse the second, since a rule on auth_user's lower(username) would need a custom user
+model, and would refuse the twins made before, which keep signing in. So the look-up and the making are one
+transaction under a lock taken by every first sign-in (first_sign_in_lock): the second waits for the first to
+commit, then finds its user. Only a sign-in with no user of its exact spelling takes it (a new session of a known
+user does not wait), and a first sign-in is rare.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.middleware import PersistentRemoteUserMiddleware
+from django.db import connection, transaction
 from django.http import HttpRequest
 
 
@@ -33,6 +41,16 @@ def stored_spelling(name: str) -> str:
     twin = (users.filter(username__iexact=name).order_by("-is_active", "pk")
             .values_list("username", flat=True).first())
     return twin if twin is not None else name
+
+
+def first_sign_in_lock() -> None:
+    """Hold, until the current transaction ends, the lock that orders first sign-ins (see the module's doc). PostgreSQL:
+    a transaction-scoped advisory lock, one key for every name (names that fold alike are not known before the
+    look-up). SQLite: the transaction itself, begun IMMEDIATE (consoleapp/settings.py), holds the database's one
+    write lock already."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext('jobs.sso first sign-in'))")
 
 
 class ProxyRemoteUserMiddleware(PersistentRemoteUserMiddleware):
@@ -53,6 +71,14 @@ class ProxyRemoteUserMiddleware(PersistentRemoteUserMiddleware):
         # RemoteUserBackend's get-or-create match user names exactly.
         name, user = request.META.get(self.header), getattr(request, "user", None)  # no user: super() says why
         signed_in = user is not None and user.is_authenticated and user.get_username() == name  # no query then
-        if name and user is not None and not signed_in:
-            request.META[self.header] = stored_spelling(name)
-        super().process_request(request)
+        if not name or user is None or signed_in:
+            super().process_request(request)
+        elif get_user_model()._default_manager.filter(username=name).exists():  # a known user: nothing is made
+            super().process_request(request)
+        else:
+            # A first sign-in (or another spelling): looked up and made under the lock, so a twin's first sign-in
+            # at the same moment finds this one's user rather than making a second.
+            with transaction.atomic():
+                first_sign_in_lock()
+                request.META[self.header] = stored_spelling(name)
+                super().process_request(request)

@@ -252,8 +252,9 @@ DESCRIPTION_MAX = 2000
 def name_twin(rows: QuerySet, name: str) -> str | None:
     """The name of a row of `rows` equal to `name` ignoring case, else None: names that differ only in case read as
     one in lists, mail and audit (workspaces, templates, schedules, webhooks refuse them). Compared in Python with
-    casefold, since SQLite's iexact folds ASCII only; a scope holds few names. Names are unique as written only, so
-    case twins saved before this check stay."""
+    casefold, since SQLite's iexact folds ASCII only; a scope holds few names. The database holds the rule too, for
+    two saves at once (UniqueConstraint on Lower(name), folded as the database folds: PostgreSQL every letter,
+    SQLite ASCII only); migration 0040 renamed the case twins saved before."""
     folded = name.casefold()
     twins = [other for other in rows.values_list("name", flat=True) if other.casefold() == folded]
     return name if name in twins else next(iter(twins), None)  # the same name first: that is the plainer error
@@ -279,14 +280,9 @@ def save(workspace: Workspace, user, name: str, sections: Mapping, *, descriptio
         raise ValidationError({"description": f"At most {DESCRIPTION_MAX} characters ({len(description)} given)."})
     access.require(user, "create", workspace=workspace)
     mine = JobTemplate.objects.filter(workspace=workspace)
-    # A template's exact name saves a version of it (even where case twins were saved before this rule); so does
-    # another save creating the same name at this moment (get_or_create below): only a new name that differs from
-    # another in case alone is refused.
-    twin = None if mine.filter(name=name).exists() else name_twin(mine.exclude(name=name), name)
-    if twin is not None:
-        raise ValidationError({"name": f"This workspace has a template named '{twin}': names may not differ "
-                                       f"only in case. Save as '{twin}' to add a version of it, or choose another "
-                                       "name."})
+    # A template's exact name saves a version of it; so does another save creating the same name at this moment
+    # (get_or_create below): only a new name that differs from another in case alone is refused.
+    _refuse_case_twin(mine, name)
     for _attempt in range(3):
         try:
             with transaction.atomic():
@@ -324,8 +320,21 @@ def save(workspace: Workspace, user, name: str, sections: Mapping, *, descriptio
             version.unchanged = False
             return version
         except IntegrityError:
-            continue  # someone saved the same name or version number at the same moment: count again
+            # Someone saved the same name or version number at the same moment: count again. Or a case twin of a new
+            # name (the database's rule, migration 0040): refused as the check above refuses it.
+            _refuse_case_twin(mine, name)
+            continue
     raise ValidationError({"name": "The template is being saved by someone else; try again."})
+
+
+def _refuse_case_twin(mine: QuerySet, name: str) -> None:
+    """Raise the name's ValidationError when `name` is new to the workspace's templates `mine` and one of them is
+    named so but for case."""
+    twin = None if mine.filter(name=name).exists() else name_twin(mine.exclude(name=name), name)
+    if twin is not None:
+        raise ValidationError({"name": f"This workspace has a template named '{twin}': names may not differ "
+                                       f"only in case. Save as '{twin}' to add a version of it, or choose another "
+                                       "name."})
 
 
 def unchanged_message(version: JobTemplateVersion) -> str:

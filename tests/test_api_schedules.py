@@ -367,6 +367,31 @@ def test_a_name_that_differs_only_in_case_is_a_400_at_name(db):
                                               "only in case."]}
 
 
+def test_names_differing_only_in_case_posted_at_once_are_a_201_and_a_400_at_name(transactional_db):
+    """QA: `Nightly` and `nightly` posted at once both passed the name check and both saved. The database refuses
+    the second now (migration 0040) and the API answers as the check does: 400 at `name`, never a 500. The first
+    waits at its insert for the second (a bounded chance, not a sleep). A race on PostgreSQL (production's) only:
+    on SQLite the second request's token bookkeeping writes, so it waits for the first to commit before its check."""
+    from tests.support.threads import second_while_first_saves
+
+    team = pf.make_team()
+    url = f"/api/v1/schedules?workspace={team.alpha.pk}"
+
+    def post(name):  # the token made before: its write would wait for the first save, and so miss the race
+        _, plain = apitokens.create_token(team.users["member"], "t")
+        client = pf.client_for()
+        return lambda: client.post(url, data=json.dumps({**NIGHTLY, "name": name}), content_type="application/json",
+                                   HTTP_AUTHORIZATION=f"Bearer {plain}")
+
+    answers = second_while_first_saves(post("Nightly"), post("nightly"), Schedule)
+    saved, refused = sorted(answers, key=lambda answer: answer.status_code)
+    assert (saved.status_code, refused.status_code) == (201, 400), refused.content
+    assert refused.json()["errors"] == {"name": [f"A schedule of this workspace is named '{saved.json()['name']}': "
+                                                 "names may not differ only in case."]}
+    assert list(Schedule.objects.filter(workspace=team.alpha).values_list("name", flat=True)) == [
+        saved.json()["name"]]
+
+
 def test_patch_edits_the_fields_sent_and_keeps_the_others(db, settings):
     from datetime import UTC, datetime
     from zoneinfo import ZoneInfo

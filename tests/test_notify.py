@@ -847,12 +847,13 @@ def test_the_signing_secret_is_kept_exactly_as_typed(team):
     assert Webhook.objects.get(workspace=team.alpha, name="padded").secret() == "  s3cret with spaces  "
 
 
-def test_a_renamed_webhook_may_not_take_another_ones_name_in_other_case_but_old_twins_keep_theirs(team):
+def test_a_renamed_webhook_may_not_take_another_ones_name_in_other_case_and_the_database_refuses_twins(team):
+    from django.db import IntegrityError, transaction
+
     from jobs.models import Webhook
 
     first = make_webhook(team.alpha, "https://example.com/a", name="deploys")
     second = make_webhook(team.alpha, "https://example.com/b", name="other")
-    twin = make_webhook(team.alpha, "https://example.com/c", name="Deploys")  # saved before the check
     client = pf.client_for(team.users["admin"])
 
     def edit(webhook, name):
@@ -862,10 +863,34 @@ def test_a_renamed_webhook_may_not_take_another_ones_name_in_other_case_but_old_
     refused = edit(second, "DEPLOYS")
     assert refused.status_code == 200
     assert "names may not differ only in case" in refused.context["form"].errors["name"][0]
-    assert edit(twin, "Deploys").status_code == 302, "a twin from before keeps its name"
-    assert edit(first, "deploys").status_code == 302
+    assert edit(first, "Deploys").status_code == 302, "its own name in other case"
+    # The database holds the rule too (migration 0040; the twins saved before it were renamed there).
+    with pytest.raises(IntegrityError), transaction.atomic():
+        make_webhook(team.alpha, "https://example.com/c", name="DEPLOYS")
     assert sorted(Webhook.objects.filter(workspace=team.alpha).values_list("name", flat=True)) == [
-        "Deploys", "deploys", "other"]
+        "Deploys", "other"]
+
+
+def test_webhooks_added_at_once_with_names_differing_only_in_case_are_one_and_a_name_error(transactional_db):
+    """QA: Add posts of `Ops` and `ops` at once both passed the name check (it ignores case) and both saved: the
+    database held names unique as written only. It refuses the second now (migration 0040), and the form says what
+    its check says, not a 500. The first waits at its save for the second (a bounded chance, not a sleep)."""
+    from jobs.models import Webhook
+    from tests.support.threads import second_while_first_saves
+
+    team = pf.make_team()
+
+    def add(client, name):  # signed in before: a sign-in's write would wait for the first save
+        return lambda: client.post(f"/workspaces/{team.alpha.pk}/notifications", {
+            "name": name, "url": "https://hooks.example.com/services/T0/B0", "events": ["Failed"], "enabled": "on"})
+
+    answers = second_while_first_saves(add(pf.client_for(team.users["admin"]), "Ops"),
+                                       add(pf.client_for(team.users["admin"]), "ops"), Webhook)
+    saved, refused = sorted(answers, key=lambda answer: answer.status_code, reverse=True)
+    assert (saved.status_code, refused.status_code) == (302, 200)
+    [name] = Webhook.objects.filter(workspace=team.alpha).values_list("name", flat=True)
+    assert refused.context["form"].errors["name"] == [
+        f"This workspace has a webhook named '{name}': names may not differ only in case."]
 
 
 def test_every_test_post_has_a_fresh_event_id(team):

@@ -3,6 +3,7 @@ policy, the workspace switcher and the SSO settings switch."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
@@ -105,6 +106,8 @@ def test_bad_settings_are_refused_at_the_field(team, field, value, message):
 
 def test_a_workspace_name_that_differs_only_in_case_is_refused_at_name(team):
     """QA: "alpha" was taken next to "Alpha" (Workspace.name is unique as written only)."""
+    from django.db import IntegrityError, transaction
+
     from jobs.models import Workspace
 
     admin = superuser_client(team)
@@ -114,12 +117,11 @@ def test_a_workspace_name_that_differs_only_in_case_is_refused_at_name(team):
         "The workspace 'Beta' has this name (names may not differ only in case)."]
     created = admin.post("/workspaces/new", {**settings_data(team.beta, name="alpha"), "backend": "local"})
     assert created.status_code == 200 and "workspace 'Alpha' has" in created.context["form"].errors["name"][0]
-    # A twin saved before the check keeps its name; neither may be renamed into the other's.
-    twin = Workspace.objects.create(name="ALPHA", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="alpha2")
     assert admin.post(f"/workspaces/{team.alpha.pk}/settings", settings_data(team.alpha)).status_code == 302
-    renamed = admin.post(f"/workspaces/{twin.pk}/settings", settings_data(twin, name="alpha"))
-    assert renamed.status_code == 200 and "workspace 'Alpha' has" in renamed.context["form"].errors["name"][0]
-    assert sorted(Workspace.objects.values_list("name", flat=True)) == ["ALPHA", "Alpha", "Beta"]
+    # The database holds the rule too (migration 0040; the twins saved before it were renamed there).
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Workspace.objects.create(name="ALPHA", backend=Workspace.BACKEND_LOCAL, dlc_workspace_id="alpha2")
+    assert sorted(Workspace.objects.values_list("name", flat=True)) == ["Alpha", "Beta"]
 
 
 def test_a_workspace_admin_is_refused_a_taken_name_without_being_told_whose(team):
@@ -161,6 +163,75 @@ def test_a_workspace_created_twice_at_once_is_created_once_and_the_second_form_s
     gamma = Workspace.objects.get(name="Gamma")
     assert list(Membership.objects.filter(workspace=gamma).values_list("user__username", "role")) == [
         ("root", "admin")]
+
+
+def test_two_workspaces_created_at_once_with_names_differing_only_in_case_are_one_and_a_name_error(
+        transactional_db):
+    """QA: Create posts of `Gamma` and `gamma` at once both passed the name check (it ignores case) and both saved:
+    the database held names unique as written only. It refuses the second now (migration 0040), and the form says
+    what its check says, not a 500. The first waits at its save for the second (a bounded chance, not a sleep)."""
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Workspace
+
+    root = get_user_model().objects.create_superuser("root", password=None)
+
+    def create(client, name, bound):  # signed in before: a sign-in's write would wait for the first save
+        return lambda: client.post("/workspaces/new", {
+            "name": name, "backend": "dlc", "region": "cn-beijing", "endpoint": "", "dlc_workspace_id": bound,
+            "credential_profile": "", "role_arn": ""})
+
+    answers = second_while_first_saves(create(pf.client_for(root), "Gamma", "ws-1"),
+                                       create(pf.client_for(root), "gamma", "ws-2"), Workspace)
+    saved, refused = sorted(answers, key=lambda answer: answer.status_code, reverse=True)
+    assert (saved.status_code, refused.status_code) == (302, 200)
+    [name] = Workspace.objects.values_list("name", flat=True)
+    assert refused.context["form"].errors == {
+        "name": [f"The workspace '{name}' has this name (names may not differ only in case)."]}
+
+
+def test_the_migration_renames_case_twins_saved_before_so_names_are_unique_ignoring_case(transactional_db):
+    """Migration 0040 adds the rule to the database; twins saved before it (by a race, or before the checks) would
+    make that fail, so the later ones are renamed first: `Team (2)` (a schedule `team-2`, its name starts job names),
+    the oldest keeping its name, per workspace for templates, schedules and webhooks."""
+    from django.db import IntegrityError, connection, transaction
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("jobs", "0038_jobtag_created_at")], [("jobs", "0040_names_unique_ignoring_case")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        old = executor.loader.project_state(before).apps
+        workspaces = old.get_model("jobs", "Workspace").objects
+        alpha, *_ = [workspaces.create(name=name, dlc_workspace_id=name) for name in ("Team", "team", "TEAM (2)")]
+        beta = workspaces.create(name="beta")
+        long = "L" * 100
+        for model, names in (("JobTemplate", ("base", "Base", long, long.lower())),
+                             ("Schedule", ("team", "Team", "team-2")), ("Webhook", ("ops", "OPS", "Ops"))):
+            rows = old.get_model("jobs", model).objects
+            extra = {"Schedule": {"body": {}, "kind": "daily"}, "Webhook": {"sealed_url": "x"}}.get(model, {})
+            for workspace in (alpha, beta):
+                for name in names if workspace is alpha else names[:1]:
+                    rows.create(workspace=workspace, name=name, **extra)
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        new = executor.loader.project_state(after).apps
+
+        def names(model, workspace=None):
+            rows = new.get_model("jobs", model).objects.order_by("pk")
+            return list((rows.filter(workspace_id=workspace.pk) if workspace else rows).values_list("name", flat=True))
+
+        assert names("Workspace") == ["Team", "team (3)", "TEAM (2)", "beta"]
+        assert names("JobTemplate", alpha) == ["base", "Base (2)", long, long.lower()[:96] + " (2)"]
+        assert names("Schedule", alpha) == ["team", "Team-3", "team-2"]
+        assert names("Webhook", alpha) == ["ops", "OPS (2)", "Ops (3)"]
+        assert [names(model, beta) for model in ("JobTemplate", "Schedule", "Webhook")] == [
+            ["base"], ["team"], ["ops"]], "another workspace's names are its own"
+        with pytest.raises(IntegrityError), transaction.atomic():
+            new.get_model("jobs", "Webhook").objects.create(workspace_id=beta.pk, name="OPS", sealed_url="x")
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_two_workspaces_renamed_to_one_name_at_once_keep_their_names_and_the_second_form_says_so(
@@ -347,6 +418,12 @@ def test_bootstrap_does_not_bind_localdlcs_local_workspace_twice(db):
     Workspace.objects.filter(name="Local").update(name="Dev")
     call_command("bootstrap", stdout=open(os.devnull, "w"))
     assert list(Workspace.objects.values_list("name", "dlc_workspace_id")) == [("Dev", "local")]
+    # Nor made beside another workspace named so but for case (the database refuses it: it was an IntegrityError).
+    Workspace.objects.filter(name="Dev").update(name="LOCAL", dlc_workspace_id="other")
+    said = io.StringIO()
+    call_command("bootstrap", stdout=said)
+    assert "workspace 'LOCAL' has the name 'Local' but for case" in said.getvalue()
+    assert list(Workspace.objects.values_list("name", "dlc_workspace_id")) == [("LOCAL", "other")]
 
 
 @pytest.fixture
@@ -922,6 +999,29 @@ def test_users_made_twice_before_case_matching_keep_signing_in_and_a_deactivated
     count = users.count()
     assert signed_in_as(pf.client_for(), "Viewer") is None
     assert users.count() == count
+
+
+def test_two_first_sign_ins_differing_only_in_case_at_once_make_one_user(transactional_db, sso):
+    """QA: first sign-ins as `Erin` and `erin` at once (two tabs, two devices) both found no user and made one each:
+    auth_user's names are unique as written only, and a rule on lower(username) would need a custom user model (and
+    refuse the twins made before, which keep signing in). The look-up and the making hold one lock now (jobs.sso):
+    the second waits for the first, then finds its user. The first waits at its insert for the second (a bounded
+    chance, not a sleep: without the lock the second makes its own user meanwhile)."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects
+
+    def sign_in(name: str):
+        def run() -> str:
+            client = pf.client_for()
+            assert client.get("/", HTTP_X_AUTH_USER=name).status_code == 200
+            return users.get(pk=client.session["_auth_user_id"]).username  # not page.context: shared across threads
+        return run
+
+    answers = second_while_first_saves(sign_in("Erin"), sign_in("erin"), get_user_model(),
+                                       when=lambda user: user.pk is None)
+    assert list(users.filter(username__iexact="erin").values_list("username", flat=True)) == ["Erin"]
+    assert answers == ("Erin", "Erin")
 
 
 # --- time zone ---------------------------------------------------------------------------------------------

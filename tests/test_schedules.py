@@ -469,8 +469,10 @@ def test_create_checks_the_body_with_the_workspace_rules_and_the_name(db):
     assert schedules.parse_settings("night ly", "daily", None, "02:00")[1]["name"]
 
 
-def test_a_name_that_differs_only_in_case_is_refused_and_old_twins_stay(db):
+def test_a_name_that_differs_only_in_case_is_refused_and_the_database_refuses_twins(db):
     """QA: "Nightly" next to "nightly" was taken, and their jobs' names differed only in case."""
+    from django.db import IntegrityError, transaction
+
     from jobs.models import Schedule
 
     team = pf.make_team()
@@ -479,11 +481,10 @@ def test_a_name_that_differs_only_in_case_is_refused_and_old_twins_stay(db):
     assert schedule is None and errors == {"name": ["A schedule of this workspace is named 'nightly': names may "
                                                     "not differ only in case."]}
     assert schedules.create(team.users["other"], team.beta, pf.BODY, daily("NIGHTLY"))[0] is not None, "per workspace"
-    # A twin saved before the check stays, and still refuses an exact duplicate as before.
-    make_schedule(team, name="Nightly")
-    assert Schedule.objects.filter(workspace=team.alpha).count() == 2
-    assert schedules.create(team.users["member"], team.alpha, pf.BODY, daily("Nightly"))[1] == {
-        "name": [schedules.NAME_TAKEN]}
+    # The database holds the rule too (migration 0040; the twins saved before it were renamed there).
+    with pytest.raises(IntegrityError), transaction.atomic():
+        make_schedule(team, name="Nightly")
+    assert Schedule.objects.filter(workspace=team.alpha).count() == 1
 
 
 def test_one_name_sent_four_times_at_once_makes_one_schedule_and_three_name_errors(transactional_db):
@@ -540,6 +541,24 @@ def test_a_name_taken_between_the_check_and_the_insert_is_a_name_error(db):
         pre_save.disconnect(other_writer, sender=Schedule)
     assert schedule is None and errors == {"name": [schedules.NAME_TAKEN]}
     assert schedules.create(team.users["member"], team.alpha, pf.BODY, daily("free"))[0] is not None, "usable"
+
+
+def test_names_differing_only_in_case_sent_at_once_make_one_schedule_and_a_name_error(transactional_db):
+    """QA: `Team` and `team` sent at once both passed the name check (it ignores case) and both saved: the database
+    held names unique as written only. It refuses the second now (migration 0040), and the loser hears what the
+    check says. The first waits at its insert for the second (a bounded chance, not a sleep)."""
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    answers = second_while_first_saves(
+        lambda: schedules.create(team.users["member"], team.alpha, pf.BODY, daily("Team")),
+        lambda: schedules.create(team.users["member"], team.alpha, pf.BODY, daily("team")), Schedule)
+    # Which one saves is the database's: SQLite queues the second behind the first, PostgreSQL lets it save first.
+    (saved, _), (refused, errors) = sorted(answers, key=lambda answer: answer[0] is None)
+    assert saved is not None and refused is None
+    assert errors == {"name": [f"A schedule of this workspace is named '{saved.name}': names may not differ only "
+                               "in case."]}
+    assert list(Schedule.objects.filter(workspace=team.alpha).values_list("name", flat=True)) == [saved.name]
 
 
 def test_disabling_clears_the_next_run_and_enabling_skips_the_slots_missed_meanwhile(db):
@@ -1082,7 +1101,7 @@ def test_every_n_hours_counts_from_the_edit_when_its_hours_change_and_a_rename_k
     assert before <= row.anchor and row.next_run_at == row.anchor + timedelta(hours=4)
 
 
-def test_an_edit_refuses_a_name_another_schedule_has_and_keeps_an_old_case_twin_editable(db):
+def test_an_edit_refuses_a_name_another_schedule_has_and_takes_its_own_in_another_case(db):
     from jobs.models import Schedule
 
     team = pf.make_team()
@@ -1092,8 +1111,6 @@ def test_an_edit_refuses_a_name_another_schedule_has_and_keeps_an_old_case_twin_
     assert schedules.edit(team.users["member"], schedule, daily("EVALS")) == {
         "name": ["A schedule of this workspace is named 'evals': names may not differ only in case."]}
     assert Schedule.objects.get(pk=schedule.pk).name == "nightly"
-    twin = make_schedule(team, name="Evals")  # saved before the case rule
-    assert schedules.edit(team.users["member"], twin, weekly_settings("Evals")) == {}
     assert schedules.edit(team.users["member"], schedule, daily("NIGHTLY")) == {}, "its own name in another case"
 
 
@@ -1118,6 +1135,25 @@ def test_a_rename_racing_another_to_the_same_name_is_a_name_error(db):
         pre_save.disconnect(other_writer, sender=Schedule)
     assert errors == {"name": [schedules.NAME_TAKEN]}
     assert Schedule.objects.get(pk=schedule.pk).name == "nightly" and schedule.name == "nightly"
+
+
+def test_two_schedules_renamed_at_once_to_names_differing_only_in_case_keep_one_and_a_name_error(
+        transactional_db):
+    """As above, for two renames: the database refuses the second (migration 0040) and the error says so as the
+    check does; the refused schedule keeps its name."""
+    from jobs.models import Schedule
+
+    team = pf.make_team()
+    first, second = make_schedule(team, name="first"), make_schedule(team, name="second")
+    answers = second_while_first_saves(lambda: schedules.edit(team.users["member"], first, daily("Team")),
+                                       lambda: schedules.edit(team.users["member"], second, daily("team")), Schedule)
+    names = dict(Schedule.objects.filter(workspace=team.alpha).values_list("pk", "name"))
+    refused = first if answers[0] else second
+    taken = names[second.pk if refused is first else first.pk]
+    assert sorted(bool(errors) for errors in answers) == [False, True] and taken in ("Team", "team")
+    assert (answers[0] or answers[1]) == {"name": [f"A schedule of this workspace is named '{taken}': names may not "
+                                                   "differ only in case."]}
+    assert names[refused.pk] == refused.name
 
 
 def test_an_edit_racing_the_beat_leaves_one_run_for_the_slot_and_the_new_timing(transactional_db):

@@ -352,6 +352,32 @@ def test_four_saves_of_one_content_at_once_make_one_version(transactional_db):
     assert sorted(v.unchanged for v in saved) == [False, False] + [True] * 6, "one new version per template"
 
 
+def test_two_new_names_differing_only_in_case_saved_at_once_make_one_template_and_a_name_error(transactional_db):
+    """QA: saves as `Train` and `train` at once both passed the name check (it ignores case) and both made a
+    template: the database held names unique as written only. It refuses the second now (migration 0040), and the
+    loser hears what the check says (not "being saved by someone else; try again", which a retry could not cure).
+    The first waits at its insert for the second (a bounded chance, not a sleep)."""
+    from jobs.models import JobTemplate
+    from tests.support.threads import second_while_first_saves
+
+    team = pf.make_team()
+
+    def save(name: str):
+        def run() -> str:
+            try:
+                return templates_lib.save(team.alpha, team.users["member"], name, sections()).template.name
+            except ValidationError as refused:
+                return refused.message_dict["name"][0]
+        return run
+
+    answers = second_while_first_saves(save("Train"), save("train"), JobTemplate)
+    [saved] = JobTemplate.objects.filter(workspace=team.alpha, name__in=["Train", "train"]).values_list("name",
+                                                                                                       flat=True)
+    assert sorted(answers, key=len) == [saved, f"This workspace has a template named '{saved}': names may not differ "
+                                               f"only in case. Save as '{saved}' to add a version of it, or choose "
+                                               "another name."]
+
+
 def test_save_the_wizard_content_as_a_template(team):
     from jobs.forms import wizard as glue
     from jobs.models import Job, JobTemplate
@@ -461,6 +487,8 @@ def test_templates_are_listed_by_name_whatever_its_case_in_the_list_and_the_pick
 
 def test_a_name_that_differs_only_in_case_from_another_template_is_refused_at_name(team):
     """QA: saving as "BASE" next to "base" made a second template instead of saying so."""
+    from django.db import IntegrityError, transaction
+
     from jobs.models import JobTemplate
 
     with pytest.raises(ValidationError) as refused:
@@ -471,10 +499,10 @@ def test_a_name_that_differs_only_in_case_from_another_template_is_refused_at_na
     assert templates_lib.save(team.alpha, team.users["member"], "base", sections(
         **{"environment.command": "echo 2"})).number == 2, "the same name still adds a version"
     assert templates_lib.save(team.beta, team.users["other"], "BASE", sections()).number == 1, "per workspace"
-    # A twin saved before the check keeps taking versions under its own name.
-    JobTemplate.objects.create(workspace=team.alpha, name="Base", created_by=team.users["admin"])
-    assert templates_lib.save(team.alpha, team.users["member"], "Base", sections()).template.name == "Base"
-    assert JobTemplate.objects.filter(workspace=team.alpha, name__in=["base", "Base", "BASE"]).count() == 2
+    # The database holds the rule too (migration 0040; the twins saved before it were renamed there).
+    with pytest.raises(IntegrityError), transaction.atomic():
+        JobTemplate.objects.create(workspace=team.alpha, name="Base", created_by=team.users["admin"])
+    assert JobTemplate.objects.filter(workspace=team.alpha, name__in=["base", "Base", "BASE"]).count() == 1
 
 
 def test_a_template_description_is_limited_at_its_field(team):

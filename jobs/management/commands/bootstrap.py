@@ -28,6 +28,12 @@ class Command(BaseCommand):
                 self.stdout.write(f"Demo user {user.username!r} is ready; workspace {twin.name!r} already binds "
                                   "localdlc's 'local', so no Local workspace is made.")
                 return
+            # Names may not differ only in case (the database refuses it: migration 0040).
+            named = Workspace.objects.filter(name__iexact="Local").first()
+            if named is not None:
+                self.stdout.write(f"Demo user {user.username!r} is ready; workspace {named.name!r} has the name "
+                                  "'Local' but for case, so no Local workspace is made.")
+                return
             local.save()
             workspace = local
         Membership.objects.get_or_create(user=user, workspace=workspace, defaults={"role": Membership.ADMIN})
