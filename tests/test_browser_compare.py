@@ -41,7 +41,11 @@ def test_compare_selected_opens_both_jobs_with_the_difference_marked(stack, memb
     page.uncheck(f"#job-{a.pk} input[name=job]")
     expect(page.locator("#compare-selected")).to_be_enabled()
     expect(page.locator("#compare-limit")).to_be_hidden()
+    # Select all is mixed now (some ticked): a click ticks all, the next unticks all, as a browser's mixed box does.
+    expect(page.locator("th.check input")).to_have_js_property("indeterminate", True)
+    page.check("th.check input")
     page.uncheck("th.check input")
+    expect(page.locator("input[name=job]:checked")).to_have_count(0)
     page.check(f"#job-{a.pk} input[name=job]")
     page.check(f"#job-{b.pk} input[name=job]")
     asked: list[str] = []
