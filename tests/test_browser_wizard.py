@@ -18,6 +18,14 @@ from tests.support.browser import settle, sign_in, start_job
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 
+def add_dataset(page, dataset_id: str, mount_path: str) -> None:
+    """The wizard's first dataset row, added by its button and filled."""
+    page.click("button[name=_add][value=datasets]")
+    settle(page)
+    page.fill("#id_environment-datasets-0-id", dataset_id)
+    page.fill("#id_environment-datasets-0-mount_path", mount_path)
+
+
 def wait_for_status(job: Job, wanted: str, timeout: float = 90) -> Job:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -59,10 +67,7 @@ def test_fill_every_section_fix_an_error_copy_the_request_submit_and_it_runs(sta
     page.fill("#id_environment-image", "registry.example.com/team/pytorch:2.3")
     page.fill("#id_environment-registry_username", "robot")
     page.fill("#id_environment-registry_password", "pw-in-the-browser")
-    page.click("button[name=_add][value=datasets]")
-    settle(page)
-    page.fill("#id_environment-datasets-0-id", "d-e2e")
-    page.fill("#id_environment-datasets-0-mount_path", "/mnt/data")
+    add_dataset(page, "d-e2e", "/mnt/data")
     page.fill("#id_environment-command", 'echo "hello from $JOB_NAME mode=$WANDB_MODE"; sleep 1')
     page.click("#sec-environment details.more > summary")
     page.click("button[name=_add][value=envs]")
@@ -210,10 +215,7 @@ def test_the_wizard_offers_only_what_the_server_takes_for_lingjun_spot_and_a_pub
     page.check("input[name=resources-resource_type][value=general]")
     settle(page)
 
-    page.click("button[name=_add][value=datasets]")
-    settle(page)
-    page.fill("#id_environment-datasets-0-id", "d-public")
-    page.fill("#id_environment-datasets-0-mount_path", "/mnt/public")
+    add_dataset(page, "d-public", "/mnt/public")
     access = page.locator("#id_environment-datasets-0-read_only")
     expect(access).to_have_value("")
     page.select_option("#id_environment-datasets-0-kind", "public")
@@ -238,10 +240,7 @@ def test_a_choice_that_no_longer_offers_a_kept_value_says_so_at_it_and_the_messa
     their section was checked again. The message is at the kept value at once and goes when a switch lifts it."""
     sign_in(page, stack.url, member.username, PASSWORD)
     start_job(page, stack.url, "kept-values", "echo hi")
-    page.click("button[name=_add][value=datasets]")
-    settle(page)
-    page.fill("#id_environment-datasets-0-id", "d-kept")
-    page.fill("#id_environment-datasets-0-mount_path", "/mnt/kept")
+    add_dataset(page, "d-kept", "/mnt/kept")
     page.select_option("#id_environment-datasets-0-read_only", "false")
     page.check("input[name=resources-source][value=spot]")
     settle(page)
